@@ -1,0 +1,83 @@
+"""The catalogue of ground-truth cases, one module per family.
+
+A family module declares its cases with :func:`register`; building is lazy and seeded::
+
+    from pytest_xai import cases
+    case = cases.get("cough_and_fever")          # built once, memoised
+    cases.names()                                # every registered case
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Mapping
+
+from pytest_xai.case import CATEGORIES, Case, CaseInfo
+
+# Family modules, imported on first use of the catalogue (they import numpy).
+FAMILIES = ("pytest_xai.cases.tabular",)
+
+_REGISTRY: dict[str, CaseInfo] = {}
+_BUILT: dict[tuple, Case] = {}
+
+
+def register(
+    *, family: str, category: str, source: str, checks: Mapping[str, Mapping[str, Any]]
+) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
+    """Declare ``build(info, *, seed, cache) -> Case`` as a case named after the function."""
+    if category not in CATEGORIES:
+        raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
+
+    def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
+        name = build.__name__
+        if name in _REGISTRY:
+            raise ValueError(f"case {name!r} is registered twice")
+        doc = (build.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = CaseInfo(
+            name=name, family=family, category=category, source=source,
+            checks={k: dict(v) for k, v in checks.items()}, build=build,
+            description=doc[0] if doc else "",
+        )
+        return build
+
+    return decorate
+
+
+def _load_families() -> None:
+    for module in FAMILIES:
+        importlib.import_module(module)
+
+
+def infos() -> list[CaseInfo]:
+    """Every registered case, in declaration order."""
+    _load_families()
+    return list(_REGISTRY.values())
+
+
+def names() -> list[str]:
+    return [info.name for info in infos()]
+
+
+def info(name: str) -> CaseInfo:
+    _load_families()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_REGISTRY)}"
+        raise KeyError(f"no case named {name!r}{hint}") from None
+
+
+def get(name: str, *, seed: int = 0, cache: Any = None) -> Case:
+    """Build (or return the memoised) case ``name``.
+
+    ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
+    keeps everything in memory.
+    """
+    key = (name, seed, getattr(cache, "root", None))
+    if key not in _BUILT:
+        case_info = info(name)
+        _BUILT[key] = case_info.build(case_info, seed=seed, cache=cache)
+    return _BUILT[key]

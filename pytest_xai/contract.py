@@ -1,0 +1,335 @@
+"""The explainer contract: loading a spec, injecting arguments by name, validating the output.
+
+An explainer is any callable that asks for what it needs by parameter name, the way a pytest test
+asks for fixtures (DESIGN §3)::
+
+    def explain(inputs, predict, background, seed): ...       # model-agnostic
+    def explain(model: torch.nn.Module, inputs, target): ...  # gradient-based; skipped on xgboost cases
+
+It returns attributions shaped like ``inputs`` (numpy, torch tensor, list, or an object with
+``.values`` such as ``shap.Explanation``), or a mapping with ``attributions`` and optionally
+``importance`` (global, one value per feature) and ``interactions`` (d x d).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import inspect
+import os
+import pkgutil
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
+
+#: Names an explainer may ask for, and what each receives.
+CONTRACT = {
+    "inputs": "np.ndarray (n, *feature_shape): the points to explain (a copy)",
+    "predict": "numpy in, numpy out: regression (n,), classification (n, classes) probabilities",
+    "model": "the native model (xgboost model, torch.nn.Module, or plain callable)",
+    "target": "class index to explain, or None for regression",
+    "targets": "alias of target (Quantus' explain_func convention)",
+    "background": "np.ndarray of reference rows (summarised, <= a few hundred)",
+    "baseline": "the reference input the ground truth is defined against (e.g. zeros)",
+    "feature_names": "list of str",
+    "seed": "int, fixed per test, for stochastic explainers",
+}
+
+
+@dataclass(frozen=True)
+class Explainer:
+    """A loaded explainer: ``name`` is what reports and test ids show."""
+
+    name: str
+    spec: str
+    func: Callable[..., Any]
+    wants: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"Explainer({self.name!r}, wants={list(self.wants)})"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Validated output of one explainer call on one case."""
+
+    attributions: Any
+    seconds: float
+    importance: Any = None
+    interactions: Any = None
+
+
+# --------------------------------------------------------------------------------------- loading
+
+
+def _import_file(path: str) -> Any:
+    name = "xai_explainer_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load(spec: str, option: str = "--xai-explainer") -> Explainer:
+    """Resolve ``module:attr`` or ``path/to/file.py:attr`` into an :class:`Explainer`.
+
+    Every failure raises :class:`SpecError` with a message naming ``option``, the bad value and
+    the fix.
+    """
+    where = f"{option}={spec}"
+    module_part, sep, attr = spec.partition(":")
+    if not sep or not module_part or not attr or ":" in attr:
+        raise SpecError(
+            f"{where}: expected 'module:function' or 'path/to/file.py:function', "
+            f"e.g. {option}=pytest_xai.explainers:exact_shapley"
+        )
+    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+        if not os.path.isfile(module_part):
+            raise SpecError(f"{where}: file {module_part!r} does not exist (relative to {os.getcwd()})")
+        loader, label = (lambda: _import_file(module_part)), f"file {module_part!r}"
+    else:
+        try:
+            found = importlib.util.find_spec(module_part)
+        except (ImportError, ValueError) as exc:
+            found, missing_parent = None, exc
+        else:
+            missing_parent = None
+        if found is None:
+            hint = f" ({missing_parent})" if missing_parent else ""
+            raise SpecError(
+                f"{where}: module {module_part!r} not found{hint}; check the spelling, install it, "
+                f"or run pytest from the directory that contains it"
+            )
+        loader, label = (lambda: importlib.import_module(module_part)), f"module {module_part!r}"
+    try:
+        module = loader()
+    except Exception as exc:
+        raise SpecError(
+            f"{where}: importing {label} raised {type(exc).__name__}: {exc}\n"
+            f"(fix the error above; for pytest_xai.explainers, install the extra it needs, "
+            f"e.g. pip install 'pytest-xai[shap]')"
+        ) from exc
+    try:
+        func = _getattr_path(module, attr)
+    except AttributeError:
+        public = [n for n in dir(module) if not n.startswith("_")]
+        public += list(getattr(module, "__all__", []))
+        close = difflib.get_close_matches(attr.split(".")[-1], public, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise SpecError(f"{where}: {label} has no attribute {attr!r}{hint}") from None
+    except Exception as exc:  # a lazy attribute may fail to import its optional dependency
+        raise SpecError(
+            f"{where}: loading {attr!r} from {label} raised {type(exc).__name__}: {exc}\n"
+            f"(install the extra it needs, e.g. pip install 'pytest-xai[shap]')"
+        ) from exc
+    if not callable(func):
+        raise SpecError(f"{where}: {attr!r} is a {type(func).__name__}, not a callable explainer")
+    return Explainer(name=attr.split(".")[-1], spec=spec, func=func, wants=_wanted(func, where))
+
+
+def _getattr_path(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _wanted(func: Callable, where: str) -> tuple[str, ...]:
+    """The contract names ``func`` asks for; unknown required parameters are a usage error."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        raise SpecError(f"{where}: cannot read the signature of {func!r}; wrap it in a def") from None
+    wants = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if param.name in CONTRACT:
+            if param.kind is param.POSITIONAL_ONLY:
+                raise SpecError(f"{where}: parameter {param.name!r} is positional-only; make it a normal parameter")
+            wants.append(param.name)
+        elif param.default is param.empty:
+            close = difflib.get_close_matches(param.name, CONTRACT, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise SpecError(
+                f"{where}: parameter {param.name!r} is not one the contract provides "
+                f"(known: {', '.join(CONTRACT)}).{hint} Rename it, or give it a default."
+            )
+    if not wants:
+        raise SpecError(f"{where}: the explainer asks for none of {', '.join(CONTRACT)}; it needs at least 'inputs'")
+    return tuple(wants)
+
+
+def dedupe(explainers: list[Explainer]) -> list[Explainer]:
+    """Drop repeated specs (first wins) and make names unique by falling back to the full spec."""
+    seen: dict[str, Explainer] = {}
+    for explainer in explainers:
+        seen.setdefault(explainer.spec, explainer)
+    unique = list(seen.values())
+    names = [e.name for e in unique]
+    return [
+        e if names.count(e.name) == 1 else Explainer(e.spec, e.spec, e.func, e.wants) for e in unique
+    ]
+
+
+# --------------------------------------------------------------------------------------- calling
+
+
+def _model_for(explainer: Explainer, case: Any) -> Any:
+    """The native model, or the torch twin when ``model`` is annotated as a torch module.
+
+    An annotation the case cannot satisfy makes the explainer not applicable (a skip).
+    """
+    try:
+        annotation = inspect.signature(explainer.func).parameters["model"].annotation
+    except (KeyError, TypeError, ValueError):
+        return case.model
+    if annotation is inspect.Parameter.empty:
+        return case.model
+    if isinstance(annotation, str):  # postponed annotations: "torch.nn.Module"
+        try:
+            annotation = pkgutil.resolve_name(annotation)
+        except Exception:
+            return case.model
+    if not isinstance(annotation, type):
+        return case.model
+    for candidate in (case.model, case.torch_model):
+        if candidate is not None and isinstance(candidate, annotation):
+            return candidate
+    raise NotApplicable(
+        f"explainer {explainer.name!r} wants model: {annotation.__module__}.{annotation.__qualname__}; "
+        f"case {case.name!r} has a {type(case.model).__name__}"
+        + (" and no differentiable twin" if case.torch_model is None else "")
+    )
+
+
+def arguments(explainer: Explainer, case: Any, seed: int) -> dict[str, Any]:
+    """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies)."""
+    import numpy as np
+
+    values = {
+        "inputs": lambda: np.array(case.inputs, dtype=float, copy=True),
+        "predict": lambda: case.predict,
+        "model": lambda: _model_for(explainer, case),
+        "target": lambda: case.target,
+        "targets": lambda: case.target,
+        "background": lambda: None if case.background is None else np.array(case.background, dtype=float, copy=True),
+        "baseline": lambda: None if case.baseline is None else np.array(case.baseline, dtype=float, copy=True),
+        "feature_names": lambda: list(case.feature_names),
+        "seed": lambda: int(seed),
+    }
+    return {name: values[name]() for name in explainer.wants}
+
+
+def coerce(output: Any, case: Any) -> tuple[Any, Any, Any]:
+    """Turn an explainer's output into validated float arrays: (attributions, importance, interactions).
+
+    Raises :class:`ExplainerError` naming what is wrong and how to fix it.
+    """
+    import numpy as np
+
+    importance = interactions = None
+    if isinstance(output, dict):
+        unknown = set(output) - {"attributions", "importance", "interactions"}
+        if unknown or "attributions" not in output:
+            raise ExplainerError(
+                f"returned a dict with keys {sorted(output)}; expected 'attributions' and optionally "
+                f"'importance' and 'interactions'"
+            )
+        importance = output.get("importance")
+        interactions = output.get("interactions")
+        output = output["attributions"]
+    attributions = _array(output, "attributions")
+    n_features = int(np.prod(case.inputs.shape[1:]))
+    expected = tuple(case.inputs.shape)
+    if attributions.shape != expected:
+        if attributions.ndim == len(expected) + 1 and (
+            attributions.shape[:-1] == expected or attributions.shape[1:] == expected
+            or attributions.shape[:1] + attributions.shape[2:] == expected
+        ):
+            raise ExplainerError(
+                f"returned shape {attributions.shape}, expected {expected}: it looks like one attribution "
+                f"map per class; return only the attributions of the `target` class "
+                f"(ask for `target`; here target={case.target})"
+            )
+        raise ExplainerError(f"returned shape {attributions.shape}, expected {expected} (the shape of `inputs`)")
+    _finite(attributions, "attributions")
+    if importance is not None:
+        importance = _array(importance, "importance")
+        if importance.shape != expected[1:]:
+            raise ExplainerError(f"returned importance of shape {importance.shape}, expected {expected[1:]}")
+        _finite(importance, "importance")
+    if interactions is not None:
+        interactions = _array(interactions, "interactions")
+        pair = (n_features, n_features)
+        if interactions.shape not in (pair, (expected[0],) + pair):
+            raise ExplainerError(
+                f"returned interactions of shape {interactions.shape}, expected {pair} "
+                f"(or {(expected[0],) + pair} per explained point)"
+            )
+        _finite(interactions, "interactions")
+    return attributions, importance, interactions
+
+
+def _array(value: Any, what: str):
+    import numpy as np
+
+    if value is None:
+        raise ExplainerError(f"returned None instead of {what}; did the function forget to `return`?")
+    if isinstance(value, (str, bytes)):
+        raise ExplainerError(f"returned a {type(value).__name__} ({value[:40]!r}) instead of numeric {what}")
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    elif not isinstance(value, np.ndarray) and hasattr(value, "values"):
+        value = value.values  # shap.Explanation, pandas objects
+        if callable(value):
+            raise ExplainerError(f"returned a {type(value).__name__}-like mapping instead of an array of {what}")
+    try:
+        array = np.asarray(value)
+    except Exception as exc:
+        raise ExplainerError(f"returned {type(value).__name__} that numpy cannot read as {what}: {exc}") from None
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise ExplainerError(f"returned {what} of dtype {array.dtype} ({type(value).__name__}); expected real numbers")
+    return array.astype(float)
+
+
+def _finite(array: Any, what: str) -> None:
+    import numpy as np
+
+    bad = ~np.isfinite(array)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ExplainerError(
+            f"returned {int(bad.sum())} non-finite {what} value(s) (NaN or inf), first at index {first}: "
+            f"{array[first]}"
+        )
+
+
+def _unchanged(before: Any, after: Any, what: str) -> None:
+    import numpy as np
+
+    if before is not None and not np.array_equal(np.asarray(before, dtype=float), after, equal_nan=True):
+        raise ExplainerError(
+            f"modified its `{what}` argument in place; copy it before writing (np.array(x, copy=True))"
+        )
+
+
+def run(explainer: Explainer, case: Any, *, seed: int = 0) -> Explanation:
+    """Call ``explainer`` on ``case`` in this process and return the validated explanation.
+
+    Raises :class:`NotApplicable` (skip) or :class:`ExplainerError` (fail); any other exception
+    the explainer raises propagates unchanged.
+    """
+    kwargs = arguments(explainer, case, seed)
+    start = time.perf_counter()
+    output = explainer.func(**kwargs)
+    seconds = time.perf_counter() - start
+    for name in ("inputs", "background", "baseline"):
+        if name in kwargs:
+            _unchanged(getattr(case, name), kwargs[name], name)
+    attributions, importance, interactions = coerce(output, case)
+    return Explanation(attributions, seconds, importance, interactions)

@@ -1,0 +1,30 @@
+"""Reference explainers obeying the contract: comparison rows and positive/negative controls.
+
+Use them by spec, e.g. ``pytest --xai-explainer=pytest_xai.explainers:shap_kernel``.  Each lives in
+a module that imports its library (shap, lime, captum) only when the explainer is first looked up,
+so a missing optional dependency only affects the explainers that need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "random": "baselines",
+    "exact_shapley": "baselines",
+    "shap_kernel": "shap",
+    "shap_tree": "shap",
+    "shap_tree_path_dependent": "shap",
+    "lime_tabular": "lime",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,347 @@
+"""The pytest plugin: options, markers, fixtures, the built-in suite, reports.
+
+Thin by design: every hook calls the core.  Nothing heavy is imported at module level, so a test run
+that never configures an explainer pays nothing for numpy, torch, shap or friends.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
+
+DEFAULT_TIMEOUT = 120.0
+SUITE = Path(__file__).parent / "suite" / "battery.py"
+CATEGORY_MARKERS = {
+    "xai_fidelity": "fidelity: does the explanation reflect what the model computes",
+    "xai_fragility": "fragility: can the explanation be manipulated (adversarial models, correlated features)",
+    "xai_stability": "stability: is the explanation stable across data distributions and perturbations",
+    "xai_stress": "stress: does the explainer cope with many features",
+}
+PROPERTY_MARKERS = {
+    "xai_symmetry": "symmetric features get equal credit; kwargs: rtol",
+    "xai_dummy": "unused features get zero credit; kwargs: rtol",
+    "xai_ranking": "the known most important feature is ranked first; kwargs: max_rank",
+    "xai_correlated": "of two identical features only the used one gets credit (interventional); kwargs: rtol",
+    "xai_fooling": "the explainer is not fooled by an adversarial scaffold",
+    "xai_ngt": "attributions are near the ground-truth mask; kwargs: max_distance",
+}
+xai_state = pytest.StashKey["XaiState"]()
+
+
+class XaiState:
+    """Everything the plugin knows for one session (one per xdist worker, plus the controller)."""
+
+    def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float):
+        self.config = config
+        self.explainers = explainers
+        self.thresholds = thresholds
+        self.seed = seed
+        self.timeout = timeout
+        self.records: list[dict] = []
+        self.explanations: dict[tuple, tuple] = {}
+        self._cache = None
+
+    @property
+    def cache(self):
+        """The on-disk cache in pytest's cache directory (None with ``-p no:cacheprovider``)."""
+        if self._cache is None:
+            from pytest_xai.cache import Cache
+
+            root = self.config.cache.mkdir("xai") if getattr(self.config, "cache", None) else None
+            self._cache = Cache(root)
+        return self._cache
+
+    # Hooks: this object is registered as a plugin in pytest_configure.
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            from pytest_xai import report as xai_report
+
+            rec = xai_report.record(report.nodeid, report.outcome, report.duration, report.user_properties)
+            if rec is not None:
+                self.records.append(rec)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.records:
+            return
+        from pytest_xai import report as xai_report
+
+        terminalreporter.write_sep("=", "xai scores")
+        for line in xai_report.table(self.records):
+            terminalreporter.write_line(line)
+        path = self.config.getoption("xai_report")
+        if path:
+            terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        path = self.config.getoption("xai_report")
+        if not path or hasattr(self.config, "workerinput"):  # xdist workers report through the controller
+            return
+        from pytest_xai import report as xai_report
+
+        options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
+                   "timeout": self.timeout, "args": list(self.config.invocation_params.args)}
+        doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
+        xai_report.write_json(path, doc)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("xai", "explainers under test (pytest-xai)")
+    group.addoption("--xai-explainer", action="append", default=[], metavar="MODULE:FUNCTION",
+                    help="explainer to test, as module:function or path/to/file.py:function; repeatable. "
+                         "Without test paths, runs the built-in suite only.")
+    group.addoption("--xai-seed", type=int, default=None, metavar="N",
+                    help="base seed of cases and explainers (default: ini xai_seed, else 0)")
+    group.addoption("--xai-timeout", type=float, default=None, metavar="SECONDS",
+                    help=f"time limit per explainer call (default {DEFAULT_TIMEOUT:g}); 0 runs in-process without limit")
+    group.addoption("--xai-threshold", action="append", default=[], metavar="CHECK.PARAM=VALUE",
+                    help="override a check's threshold, e.g. symmetry.rtol=0.1; repeatable")
+    group.addoption("--xai-report", default=None, metavar="PATH", help="write the JSON report to PATH")
+    group.addoption("--xai-no-suite", action="store_true", help="do not collect the built-in suite")
+    group.addoption("--xai-benchmark", action="store_true",
+                    help="time explainer calls with pytest-benchmark's fixture and store scores in extra_info")
+    parser.addini("xai_explainers", "explainers to test (module:function), one per line", type="linelist")
+    parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
+    parser.addini("xai_seed", "base seed (default 0)", default="0")
+    parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
+                  default=str(DEFAULT_TIMEOUT))
+
+
+def _number(config: pytest.Config, option: str, ini: str, kind: type) -> Any:
+    value = config.getoption(option)
+    if value is not None:
+        return value
+    raw = config.getini(ini)
+    try:
+        return kind(raw)
+    except ValueError:
+        raise pytest.UsageError(f"ini {ini} = {raw!r}: expected a {kind.__name__}") from None
+
+
+def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, float]]:
+    if not entries:
+        return {}
+    import difflib
+
+    from pytest_xai import cases, checks
+
+    cases.infos()  # family modules register their checks
+    out: dict[str, dict[str, float]] = {}
+    for entry in entries:
+        key, sep, raw = entry.partition("=")
+        name, dot, param = key.strip().partition(".")
+        if not sep or not dot:
+            raise pytest.UsageError(f"{source} {entry!r}: expected CHECK.PARAM=VALUE, e.g. symmetry.rtol=0.1")
+        if name not in checks.CHECKS:
+            close = difflib.get_close_matches(name, checks.CHECKS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise pytest.UsageError(f"{source} {entry!r}: no check named {name!r}; {hint}known: {', '.join(checks.CHECKS)}")
+        known = checks.CHECKS[name].thresholds
+        if param not in known:
+            raise pytest.UsageError(f"{source} {entry!r}: check {name!r} has no threshold {param!r}; it has: {', '.join(known)}")
+        try:
+            out.setdefault(name, {})[param] = float(raw)
+        except ValueError:
+            raise pytest.UsageError(f"{source} {entry!r}: {raw.strip()!r} is not a number") from None
+    return out
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS, **PROPERTY_MARKERS}.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    from pytest_xai import contract
+
+    loaded = []
+    for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
+                          ("ini xai_explainers", config.getini("xai_explainers"))):
+        for spec in specs:
+            try:
+                loaded.append(contract.load(spec.strip(), option=source))
+            except SpecError as exc:
+                raise pytest.UsageError(str(exc)) from None
+    explainers = contract.dedupe(loaded)
+    thresholds = _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold")
+    for check, params in _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds").items():
+        thresholds.setdefault(check, {}).update({k: v for k, v in params.items() if k not in thresholds.get(check, {})})
+    seed = _number(config, "xai_seed", "xai_seed", int)
+    timeout = _number(config, "xai_timeout", "xai_timeout", float)
+    if timeout < 0:
+        raise pytest.UsageError(f"--xai-timeout={timeout:g}: must be >= 0 (0 disables the limit)")
+    state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout)
+    config.pluginmanager.register(state, "xai-state")
+    if explainers:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")  # DESIGN §6: contention made captum 25-100x slower
+        if not config.getoption("xai_no_suite") and str(SUITE) not in config.args:
+            if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
+                config.args[:] = [str(SUITE)]
+            else:
+                config.args.append(str(SUITE))
+
+
+def _state(config: pytest.Config) -> XaiState:
+    return config.stash[xai_state]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = _state(config)
+    if not state.explainers:
+        return []
+    names = ", ".join(f"{e.name} ({e.spec})" if e.name != e.spec else e.name for e in state.explainers)
+    limit = f"{state.timeout:g}s" if state.timeout else "none (in-process)"
+    return [f"xai: seed={state.seed}, timeout={limit}, explainers: {names}"]
+
+
+def derive_seed(base: int, *parts: str) -> int:
+    """A stable per-test seed: the same for a test serially and under xdist."""
+    return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
+
+
+# ------------------------------------------------------------------------------------- the suite
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = _state(metafunc.config)
+    check_name = getattr(metafunc.function, "xai_check", None)
+    if check_name is not None:
+        from pytest_xai import cases, checks
+
+        params = [
+            pytest.param(info.name, explainer, id=f"{info.name}-{explainer.name}", marks=[
+                pytest.mark.xai, getattr(pytest.mark, f"xai_{info.category}"),
+                getattr(pytest.mark, checks.CHECKS[check_name].marker)])
+            for info in cases.infos() if check_name in info.checks for explainer in state.explainers
+        ]
+        metafunc.parametrize(("xai_case_name", "xai_explainer"), params)
+    elif "xai_explainer" in metafunc.fixturenames and "xai_explainer" not in _direct_params(metafunc):
+        params = [pytest.param(e, id=e.name) for e in state.explainers] or [pytest.param(
+            None, id="no-explainer",
+            marks=pytest.mark.skip(reason="no explainer configured: pass --xai-explainer=module:function"))]
+        metafunc.parametrize("xai_explainer", params, scope="session")
+
+
+def _direct_params(metafunc: pytest.Metafunc) -> set[str]:
+    return {name for mark in metafunc.definition.iter_markers("parametrize")
+            for name in ([mark.args[0]] if isinstance(mark.args[0], str) else mark.args[0])
+            for name in (name.split(",") if isinstance(name, str) else [name])}
+
+
+@pytest.fixture(scope="session")
+def xai_explainer(request: pytest.FixtureRequest):
+    """The explainer under test (a ``contract.Explainer``), parametrised over ``--xai-explainer``."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+    """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
+    from pytest_xai import cases
+
+    state = _state(request.config)
+
+    def get(name: str):
+        return cases.get(name, seed=state.seed, cache=state.cache)
+
+    return get
+
+
+def _record(node: pytest.Item, **values: Any) -> None:
+    """Store values as ``xai_*`` user properties (builtin types only: numpy floats crash xdist)."""
+    for key, value in values.items():
+        if hasattr(value, "item"):
+            value = value.item()
+        node.user_properties.append((f"xai_{key}", value))
+
+
+@pytest.fixture
+def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Run an explainer on a case through the contract: ``xai_explain(explainer, case)``.
+
+    The call runs in a child process under the time limit; its output is validated.  A
+    ``NotApplicable`` skips the test; a crash, hang or invalid output fails it with a message naming
+    the explainer, the case and what was wrong.  Seconds are recorded for the report.
+    """
+    from pytest_xai import contract, isolate
+
+    state = _state(request.config)
+
+    def explain(explainer, case, *, seed: int | None = None):
+        if isinstance(explainer, str):
+            explainer = contract.load(explainer, option="xai_explain")
+        seed = derive_seed(state.seed, case.name) if seed is None else seed
+        _record(request.node, explainer=explainer.name, case=case.name, family=case.info.family,
+                category=case.info.category, seed=seed)
+        key = (explainer.spec, id(case), seed)
+        if key not in state.explanations:
+            benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+            run = lambda: isolate.call(lambda: contract.run(explainer, case, seed=seed), state.timeout)  # noqa: E731
+            if "torch" in __import__("sys").modules:
+                __import__("torch").set_num_threads(1)
+            try:
+                result = benchmark.pedantic(run, rounds=1, iterations=1) if benchmark else run()
+            except NotApplicable as exc:
+                _record(request.node, skip=str(exc))
+                pytest.skip(f"{explainer.name} on {case.name}: {exc}")
+            except ExplainerError as exc:
+                message = f"explainer {explainer.name!r} on case {case.name!r} {exc}"
+                _record(request.node, error=message, passed=False, score=0.0)
+                trace = getattr(exc, "traceback", "")
+                pytest.fail(message + (f"\n\n{trace}" if trace else ""), pytrace=False)
+            state.explanations[key] = (case, result)
+        result = state.explanations[key][1]
+        _record(request.node, seconds=round(result.seconds, 6))
+        return result
+
+    return explain
+
+
+@pytest.fixture
+def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Score an explanation and fail the test when the check fails: ``xai_check("symmetry", expl, case)``.
+
+    Case-specific arguments come from the case (``case.info.checks``) unless given; thresholds follow
+    call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` /
+    ini > the check's default.  The score is recorded for the table, JSON and JUnit reports.
+    """
+    from pytest_xai import checks
+
+    state = _state(request.config)
+
+    def run_check(name: str, explanation, case, **kwargs):
+        info = checks.CHECKS[name]
+        params = {**info.thresholds, **state.thresholds.get(name, {})}
+        for mark in reversed(list(request.node.iter_markers(info.marker))):
+            params.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
+        params.update(case.info.checks.get(name, {}))
+        params.update(kwargs)
+        score = info.func(explanation, case, **params)
+        _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
+                threshold=float(score.threshold), detail=score.detail)
+        benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+        if benchmark is not None:
+            benchmark.extra_info.update({"xai_check": name, "xai_score": float(score.value),
+                                         "xai_passed": bool(score.passed), "xai_case": case.name})
+        if not score.passed:
+            worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
+            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {score.detail}{worst}",
+                        pytrace=False)
+        return score
+
+    return run_check
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The suite's tests ask for ``benchmark`` only under ``--xai-benchmark``."""
+    if not config.getoption("xai_benchmark"):
+        return
+    for item in items:
+        if getattr(getattr(item, "function", None), "xai_check", None) and "benchmark" not in item.fixturenames:
+            item.fixturenames.append("benchmark")
