@@ -285,16 +285,19 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
             run = lambda: isolate.call(lambda: contract.run(explainer, case, seed=seed), state.timeout)  # noqa: E731
             if "torch" in __import__("sys").modules:
                 __import__("torch").set_num_threads(1)
+            failure = None
             try:
                 result = benchmark.pedantic(run, rounds=1, iterations=1) if benchmark else run()
             except NotApplicable as exc:
                 _record(request.node, skip=str(exc))
                 pytest.skip(f"{explainer.name} on {case.name}: {exc}")
             except ExplainerError as exc:
-                message = f"explainer {explainer.name!r} on case {case.name!r} {exc}"
-                _record(request.node, error=message, passed=False, score=0.0)
+                failure = f"explainer {explainer.name!r} on case {case.name!r}: {exc}"
+                _record(request.node, error=failure, passed=False, score=0.0)
                 trace = getattr(exc, "traceback", "")
-                pytest.fail(message + (f"\n\n{trace}" if trace else ""), pytrace=False)
+                failure += f"\n\n{trace}" if trace else ""
+            if failure:  # outside the except block: the chained exception would only add noise
+                pytest.fail(failure, pytrace=False)
             state.explanations[key] = (case, result)
         result = state.explanations[key][1]
         _record(request.node, seconds=round(result.seconds, 6))

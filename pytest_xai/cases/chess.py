@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import random
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -447,3 +445,443 @@ def load_cnn(path: str | Path = CNN_WEIGHTS):
     state = torch.load(path, weights_only=True, map_location="cpu")
     model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
     return model.eval()
+
+
+# --------------------------------------------------------------------------------------------
+# Invariants (spec §4)
+
+
+def invariant_violations(board, masks: tuple[int, int, int] | None = None) -> list[str]:
+    """The spec §4 invariants that ``board`` (with its masks) breaks; [] when all hold."""
+    chess = _chess()
+    m0, m1, m2 = masks_of(board) if masks is None else masks
+    label = label_of(board)
+    king = board.king(board.turn)
+    problems = []
+    if king is not None and bool(m0 >> king & 1) != (label >= 1):
+        problems.append(f"king in mask0 is {bool(m0 >> king & 1)} but label is {label}")
+    no_moves = not any(board.generate_legal_moves())
+    if (m1 == 0) != no_moves:
+        problems.append(f"mask1 empty is {m1 == 0} but 'no legal move' is {no_moves}")
+    targets = {move.to_square for move in board.generate_legal_moves()}
+    for checker in chess.scan_forward(board.checkers_mask()):
+        if bool(m1 >> checker & 1) != (checker in targets):
+            problems.append(f"checker on {chess.square_name(checker)}: in mask1 is "
+                            f"{bool(m1 >> checker & 1)}, capturable is {checker in targets}")
+    if label == 2 and board.checkers_mask() & ~m2:
+        problems.append("a checker is missing from mask2")
+    if not board.is_valid():
+        problems.append(f"board.is_valid() is false ({board.status()!r})")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# CSV interchange: fen,label,mask0,mask1,mask2 (masks as uint64 decimal ints)
+
+
+@dataclass(frozen=True)
+class CsvProblem:
+    """A row of a positions CSV that was not read, and why (``row`` is the 1-based line)."""
+
+    path: str
+    row: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.row}: {self.message}"
+
+
+def write_csv(path: str | Path, positions: dict[str, np.ndarray]) -> None:
+    """Write positions with the header ``fen,label,mask0,mask1,mask2``, masks in decimal."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(COLUMNS)
+        for i in range(len(positions["fen"])):
+            writer.writerow([positions["fen"][i], int(positions["label"][i])]
+                            + [int(positions[f"mask{k}"][i]) for k in range(3)])
+
+
+def _parse_mask(text: str) -> int:
+    text = text.strip()
+    if text.startswith("-") and text[1:].isdigit():
+        raise ValueError(f"is negative ({text})")
+    if not text.isdigit() or not text.isascii():
+        raise ValueError(f"is not a non-negative decimal integer ({text!r})")
+    value = int(text)
+    if value >= 2**64:
+        raise ValueError(f"is >= 2**64 ({text})")
+    return value
+
+
+def _parse_row(fields: list[str], chess) -> tuple[str, int, int, int, int]:
+    """One data row -> (fen, label, m0, m1, m2), or ValueError listing everything wrong."""
+    errors = []
+    fen = fields[0].strip()
+    board = None
+    try:
+        board = chess.Board(fen)
+    except ValueError as exc:
+        errors.append(f"illegal FEN {fen!r} ({exc})")
+    else:
+        if not board.is_valid():
+            errors.append(f"illegal position {fen!r} ({board.status()!r})")
+    label = None
+    if fields[1].strip() in ("0", "1", "2"):
+        label = int(fields[1])
+    else:
+        errors.append(f"label must be 0, 1 or 2, got {fields[1]!r}")
+    masks = []
+    for k, text in enumerate(fields[2:5]):
+        try:
+            masks.append(_parse_mask(text))
+        except ValueError as exc:
+            errors.append(f"mask{k} {exc}")
+    if board is not None and label is not None and not errors:
+        actual = label_of(board)
+        if actual != label:
+            errors.append(f"label {label} inconsistent with the FEN: python-chess says "
+                          f"{actual} ({CLASSES[actual]})")
+    if errors:
+        raise ValueError("; ".join(errors))
+    return (board.fen(), label, *masks)
+
+
+def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.ndarray], list[CsvProblem]]:
+    """Read a positions CSV: returns (positions, problems).
+
+    Layout: a header naming ``fen, label, mask0, mask1, mask2`` (any order and case, extra
+    columns ignored), or no header at all (then the columns are in that order, recognised by a
+    label 0/1/2 in the second field of line 1).  Masks are uint64 decimal integers, bit s =
+    square s.  Every row is checked: parsable and valid FEN, label in {0, 1, 2} and equal to what
+    python-chess computes, masks integers in [0, 2**64), exactly the header's number of fields.
+    Blank lines are skipped.  A bad row is skipped and reported as a :class:`CsvProblem`
+    (``file:line: what``); with ``strict=True`` the first one raises ``ValueError`` instead.
+    The masks are read as given, not recomputed (a dataset may use another mask variant).
+    """
+    chess = _chess()
+    path = Path(path)
+    rows: list[tuple[str, int, int, int, int]] = []
+    problems: list[CsvProblem] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        first = next((r for r in reader if r), None)
+        if first is None:
+            raise ValueError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
+        names = [name.strip().lower() for name in first]
+        if all(c in names for c in COLUMNS):
+            columns, width, pending = [names.index(c) for c in COLUMNS], len(names), []
+        elif len(first) >= 2 and first[1].strip() in ("0", "1", "2"):
+            columns, width, pending = list(range(5)), 5, [(reader.line_num, first)]
+        else:
+            raise ValueError(f"{path}:{reader.line_num}: expected a header naming "
+                             f"{', '.join(COLUMNS)} or a first data row, got {first!r}")
+        for line, fields in [*pending, *((reader.line_num, r) for r in reader)]:
+            if not fields:
+                continue
+            try:
+                if len(fields) != width:
+                    kind = "truncated row" if len(fields) < width else "too many fields"
+                    raise ValueError(f"{kind}: expected {width} fields, got {len(fields)}")
+                rows.append(_parse_row([fields[c] for c in columns], chess))
+            except ValueError as exc:
+                problem = CsvProblem(str(path), line, str(exc))
+                if strict:
+                    raise ValueError(str(problem)) from None
+                problems.append(problem)
+    return _rows_to_arrays(rows), problems
+
+
+# --------------------------------------------------------------------------------------------
+# Distances (spec §6)
+
+
+def reduce_attributions(attributions) -> np.ndarray:
+    """(n, 12, 8, 8) -> (n, 8, 8): max over planes of |A|, divided by its max (zeros stay 0)."""
+    a = np.abs(np.asarray(attributions, dtype=float))
+    if a.ndim != 4 or a.shape[1:] != (12, 8, 8):
+        raise ValueError(f"chess attributions must be shaped (n, 12, 8, 8), got {a.shape}")
+    a = a.max(axis=1)
+    peak = a.reshape(len(a), -1).max(axis=1)
+    with np.errstate(invalid="ignore"):
+        return np.divide(a, peak[:, None, None], out=np.zeros_like(a), where=peak[:, None, None] > 0)
+
+
+def distances(maps, masks, metric: str = "correlation") -> tuple[np.ndarray, np.ndarray]:
+    """Distance per position between maps (n, 8, 8) in [0, 1] and binary masks (n, 8, 8).
+
+    ``correlation`` = 1 - Pearson (range [0, 2]); ``cosine`` = 1 - cos (paper: almost always ~1,
+    not gated by default); ``chebyshev`` = max |a - m|; ``euclidean`` = ||a - m||_2 / 8 (divided
+    by sqrt(64) so it lies in [0, 1]).  Returns (values, reasons): values are NaN where the
+    metric is undefined (correlation: empty or full mask, constant map; cosine: empty mask or
+    all-zero map; any: non-finite map) and ``reasons[i]`` says why ("" where defined).
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    a = np.asarray(maps, dtype=float).reshape(len(maps), 64)
+    m = np.asarray(masks, dtype=float).reshape(len(masks), 64)
+    if a.shape != m.shape:
+        raise ValueError(f"maps {a.shape} and masks {m.shape} differ in shape")
+    reasons = np.full(len(a), "", dtype=object)
+    finite = np.isfinite(a).all(axis=1)
+    a = np.where(finite[:, None], a, 0.0)
+    n_mask = m.sum(axis=1)
+    if metric == "chebyshev":
+        d = np.abs(a - m).max(axis=1)
+    elif metric == "euclidean":
+        d = np.sqrt(((a - m) ** 2).sum(axis=1)) / 8.0
+    elif metric == "cosine":
+        na, nm = np.linalg.norm(a, axis=1), np.sqrt(n_mask)
+        reasons[na == 0] = "all-zero attribution map"
+        reasons[nm == 0] = "empty mask"
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = 1.0 - (a * m).sum(axis=1) / (na * nm)
+    else:
+        ac, mc = a - a.mean(axis=1, keepdims=True), m - m.mean(axis=1, keepdims=True)
+        sa, sm = np.sqrt((ac**2).sum(axis=1)), np.sqrt((mc**2).sum(axis=1))
+        reasons[sa == 0] = "constant attribution map"
+        reasons[n_mask == 64] = "full mask"
+        reasons[n_mask == 0] = "empty mask"
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = 1.0 - (ac * mc).sum(axis=1) / (sa * sm)
+    reasons[~finite] = "non-finite attribution"
+    d = np.where(reasons == "", np.maximum(d, 0.0), np.nan)  # 1 - cos may round to -1e-16
+    return d, reasons
+
+
+# --------------------------------------------------------------------------------------------
+# The check
+
+# Half the distance of the `random` control (see ngt's docstring for the measurements).
+MAX_DISTANCE = {"correlation": 0.5, "chebyshev": 0.48, "euclidean": 0.27}
+METRIC_RANGE = {"correlation": 2.0, "chebyshev": 1.0, "euclidean": 1.0, "cosine": 1.0}
+
+
+@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]})
+def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlation",
+        max_distance: float | None = None) -> Score:
+    """Near-ground-truth distance: the explanation, reduced to 8x8, is close to the NGT mask.
+
+    Mücke & Pfahler 2022, §3: each attribution (n, 12, 8, 8) is reduced to the max |A| over
+    planes per square, divided by its max, and compared with ``case.truth[mask]`` (the class'
+    own mask by default).  Passes when the mean distance over the positions where ``metric`` is
+    defined is <= ``max_distance``; undefined positions (constant map, empty/full mask) are
+    excluded and counted.  ``max_distance=None`` takes the calibrated default of ``metric``
+    (``MAX_DISTANCE``; cosine has none, as the paper found it ~1 for every method).
+
+    Calibration (oracle cases, seeds 0 and 1, 32 positions per class; the controls do not depend
+    on the model): the mask itself broadcast to the 12 planes scores 0 on every metric; the
+    ``random`` control (seeded normal noise) scores correlation 0.97-1.03, chebyshev 0.955-0.996,
+    euclidean 0.54-0.60 (means per case; sd of a mean ~0.02).  Each default is half the random
+    distance, so passing means beating random by a margin equal to what is left: correlation
+    0.5, chebyshev 0.48, euclidean 0.27.  For orientation, piece occlusion (drop in the target
+    probability when a square is emptied) on the oracle scores correlation 0.23-0.27 on mates
+    (passes), 0.54-0.55 on checks and 0.84-0.87 on no-check positions, where 30 of 32 maps are
+    constant and excluded (fail); the input planes themselves score 0.55-1.08 (fail).  Chebyshev
+    is 1.0 for both, so it only passes near-exact masks.
+    For the oracle cases the number of invalid boards the oracle saw since the last check is
+    reported in ``params`` and the counter is reset.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if max_distance is None:
+        if metric not in MAX_DISTANCE:
+            raise ValueError(f"{metric} distance has no default threshold (paper: ~1 for every "
+                             "explainer); pass max_distance explicitly")
+        max_distance = MAX_DISTANCE[metric]
+    truth = np.asarray(case.truth[mask], dtype=bool)
+    maps = reduce_attributions(attributions_of(attributions))
+    d, reasons = distances(maps, truth, metric)
+    used = ~np.isnan(d)
+    excluded = {r: int((reasons == r).sum()) for r in sorted(set(reasons[~used]))}
+    params: dict[str, Any] = {"mask": mask, "metric": metric, "max_distance": float(max_distance),
+                              "n_used": int(used.sum()), "n_excluded": int((~used).sum())}
+    oracle = case.model if isinstance(case.model, ChessOracle) else None
+    if oracle is not None:
+        params.update(oracle_boards=oracle.n_boards, oracle_invalid_boards=oracle.n_invalid)
+        oracle.reset()
+    why = "; excluded " + ", ".join(f"{n} ({r})" for r, n in excluded.items()) if excluded else ""
+    if not used.any():
+        return Score(check="ngt", value=0.0, passed=False, threshold=float(max_distance),
+                     detail=f"{metric} distance to {mask} is undefined for all {len(d)} "
+                            f"positions{why}", params=params, worst=None)
+    mean = float(d[used].mean())
+    params.update(mean=mean, median=float(np.median(d[used])))
+    i = int(np.nanargmax(d))
+    fens = case.meta.get("fens")
+    worst = {"row": i, "distance": float(d[i]), "fen": None if fens is None else str(fens[i])}
+    passed = mean <= max_distance
+    value = float(np.clip(1.0 - mean / METRIC_RANGE[metric], 0.0, 1.0))
+    detail = (f"mean {metric} distance to {mask} {mean:.3f} over {int(used.sum())}/{len(d)} "
+              f"positions ({'<=' if passed else '>'} {max_distance:g}){why}; worst row {i} "
+              f"({d[i]:.3f}) {worst['fen']}")
+    return Score(check="ngt", value=value, passed=passed, threshold=float(max_distance),
+                 detail=detail, params=params, worst=worst)
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+
+N_PER_CLASS = 32  # positions per class in the cases (each case explains one class)
+
+
+def case_positions(seed: int, cache=None, n_per_class: int = N_PER_CLASS) -> dict[str, np.ndarray]:
+    """The generated positions the cases use, cached as npz and re-verified on load."""
+    params = {"n_per_class": n_per_class, "seed": seed, "beta": BETA, "gamma": GAMMA,
+              "min_fullmove": MIN_FULLMOVE}
+
+    def build() -> dict[str, np.ndarray]:
+        return generate_positions(n_per_class, seed=seed)
+
+    def validate(rows: dict[str, np.ndarray]) -> None:
+        chess = _chess()
+        if sorted(rows) != sorted(COLUMNS) or np.bincount(rows["label"], minlength=3).tolist() != [n_per_class] * 3:
+            raise ValueError("chess positions have the wrong keys or class counts")
+        for i, fen in enumerate(rows["fen"]):
+            board = chess.Board(str(fen))
+            got = (label_of(board), *masks_of(board))
+            want = tuple(int(rows[c][i]) for c in COLUMNS[1:])
+            if got != want:
+                raise ValueError(f"row {i} ({fen}) does not match its recomputed label and masks")
+
+    if cache is None:
+        rows = build()
+        validate(rows)
+        return rows
+    return cache.arrays("chess_positions", params, build, validate)
+
+
+def feature_names() -> list[str]:
+    """'P@e4' = the mover's pawn on e4, 'p@e4' the opponent's; squares in the mover's frame."""
+    files = "abcdefgh"
+    return [f"{PLANES[p]}@{files[f]}{r + 1}" for p in range(12) for r in range(8) for f in range(8)]
+
+
+def _case(info, label: int, seed: int, cache, model: Any, predict, torch_model=None) -> Case:
+    rows = case_positions(seed, cache)
+    sel = rows["label"] == label
+    all_planes = encode(rows["fen"])
+    planes, *masks = encode(rows["fen"][sel], *(rows[f"mask{k}"][sel] for k in range(3)))
+    truth = {"mask": masks[label], **{f"mask{k}": masks[k] for k in range(3)}}
+    meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
+            "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
+            "seed": seed}
+    return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
+                model=model, target=label, background=all_planes,
+                baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,
+                truth=truth, meta=meta)
+
+
+def _oracle_case(info, label: int, seed: int, cache) -> Case:
+    oracle = ChessOracle()
+    return _case(info, label, seed, cache, model=oracle, predict=oracle)
+
+
+def cnn_card() -> dict[str, Any]:
+    """What ``scripts/train_chess_cnn.py`` measured for the shipped weights."""
+    return json.loads(CNN_CARD.read_text())
+
+
+def _cnn_case(info, label: int, seed: int, cache) -> Case:
+    card = cnn_card()
+    accuracy = card["accuracy_per_class"]
+    if min(accuracy.values()) < QUALITY_GATE:
+        raise NotApplicable(
+            "model below quality gate: held-out accuracy per class "
+            + ", ".join(f"{k} {v:.4f}" for k, v in accuracy.items())
+            + f" < {QUALITY_GATE} ({CNN_CARD.name})")
+    import torch
+
+    torch.set_num_threads(1)
+    model = load_cnn()
+
+    def predict(x) -> np.ndarray:
+        with torch.no_grad():
+            logits = model(torch.as_tensor(np.asarray(x), dtype=torch.float32))
+            return torch.softmax(logits, dim=1).numpy().astype(float)
+
+    case = _case(info, label, seed, cache, model=model, predict=predict, torch_model=model)
+    case.meta["cnn"] = card
+    return case
+
+
+_NGT = {"ngt": {"mask": "mask"}}
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask0", checks=_NGT)
+def chess_oracle_no_check(info, *, seed, cache) -> Case:
+    """No-check positions, python-chess oracle; NGT = enemy-controlled squares (mask0)."""
+    return _oracle_case(info, 0, seed, cache)
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask1", checks=_NGT)
+def chess_oracle_check(info, *, seed, cache) -> Case:
+    """Check positions, python-chess oracle; NGT = from/to squares of legal moves (mask1)."""
+    return _oracle_case(info, 1, seed, cache)
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask2", checks=_NGT)
+def chess_oracle_mate(info, *, seed, cache) -> Case:
+    """Checkmate positions, python-chess oracle; NGT = pieces essential to the mate (mask2)."""
+    return _oracle_case(info, 2, seed, cache)
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask0", checks=_NGT)
+def chess_cnn_no_check(info, *, seed, cache) -> Case:
+    """No-check positions, the shipped CNN; NGT = enemy-controlled squares (mask0)."""
+    return _cnn_case(info, 0, seed, cache)
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask1", checks=_NGT)
+def chess_cnn_check(info, *, seed, cache) -> Case:
+    """Check positions, the shipped CNN; NGT = from/to squares of legal moves (mask1)."""
+    return _cnn_case(info, 1, seed, cache)
+
+
+@register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask2", checks=_NGT)
+def chess_cnn_mate(info, *, seed, cache) -> Case:
+    """Checkmate positions, the shipped CNN; NGT = pieces essential to the mate (mask2)."""
+    return _cnn_case(info, 2, seed, cache)
+
+
+# --------------------------------------------------------------------------------------------
+# Pictures
+
+_GLYPHS = dict(zip("KQRBNPkqrbnp", "♔♕♖♗♘♙♚♛♜♝♞♟"))
+
+
+def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, title: str = "") -> Path:
+    """Draw the attribution map beside the NGT mask, pieces on both, as a PNG at ``path``.
+
+    Both maps are in the board's own frame (``M[rank, file]``; use :func:`from_perspective` on
+    maps from the encoded frame).  Rank 8 is drawn on top (display only).  Needs matplotlib
+    (``pytest-xai[plot]``); no pyplot, no global backend change.
+    """
+    try:
+        from matplotlib import patheffects
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("board pictures need matplotlib: install pytest-xai[plot]") from exc
+    chess = _chess()
+    board = chess.Board(fen)
+    attribution = np.asarray(attribution_8x8, dtype=float).reshape(8, 8)
+    mask = np.asarray(mask_8x8, dtype=float).reshape(8, 8)
+    fig = Figure(figsize=(9, 4.8))
+    FigureCanvasAgg(fig)
+    for ax, data, name, cmap in ((fig.add_subplot(1, 2, 1), attribution, "attribution", "Reds"),
+                                 (fig.add_subplot(1, 2, 2), mask, "NGT mask", "Blues")):
+        image = ax.imshow(data, origin="lower", cmap=cmap, vmin=0, vmax=max(data.max(), 1e-12))
+        for square, piece in board.piece_map().items():
+            ax.text(chess.square_file(square), chess.square_rank(square), _GLYPHS[piece.symbol()],
+                    ha="center", va="center", fontsize=20, color="black",
+                    path_effects=[patheffects.withStroke(linewidth=3, foreground="white")])
+        ax.set_xticks(range(8), list("abcdefgh"))
+        ax.set_yticks(range(8), [str(r) for r in range(1, 9)])
+        ax.set_title(name)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    turn = "white" if board.turn == chess.WHITE else "black"
+    fig.suptitle(f"{title}\n{fen} ({turn} to move)" if title else f"{fen} ({turn} to move)", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, format="png", dpi=90)
+    return path

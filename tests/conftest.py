@@ -1,0 +1,10 @@
+"""Self-tests run pytest in-process (pytester), which drops modules first imported by the inner run.
+numpy and friends cannot be imported twice in one process, so import them once here."""
+
+import numpy  # noqa: F401
+import xgboost  # noqa: F401
+
+import pytest_xai.cases  # noqa: F401
+import pytest_xai.explainers.baselines  # noqa: F401
+
+pytest_xai.cases.infos()

@@ -1,0 +1,228 @@
+"""The plugin seen from the command line (pytester): loading, the suite, reports, bad explainers."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+HOSTILE = Path(__file__).with_name("hostile.py")
+REF = "pytest_xai.explainers"
+QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*QUIET, *args)
+
+
+def hostile(name: str) -> str:
+    return f"--xai-explainer={HOSTILE}:{name}"
+
+
+# ----------------------------------------------------------------------------------- usage errors
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nocolon", "expected 'module:function'"),
+        ("no_such_module_xyz:f", "module 'no_such_module_xyz' not found"),
+        ("pytest_xai.explainers:exact_shaply", "did you mean exact_shapley"),
+        ("pytest_xai.plugin:DEFAULT_TIMEOUT", "not a callable explainer"),
+        ("missing/file.py:f", "does not exist"),
+        ("pytest_xai.plugin:derive_seed", "parameter 'base' is not one the contract provides"),
+    ],
+)
+def test_bad_spec_is_a_usage_error_without_traceback(pytester, spec, message):
+    result = run(pytester, f"--xai-explainer={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--xai-explainer={spec}*"])
+    assert message in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_module_raising_on_import_shows_the_original_error(pytester):
+    pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
+    pytester.syspathinsert()
+    result = run(pytester, "--xai-explainer=broken_mod:explain")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "RuntimeError: config missing" in result.stderr.str()
+
+
+def test_parameter_typo_suggests_the_contract_name(pytester):
+    pytester.makepyfile(typo_mod="def explain(input, predict): pass\n")
+    pytester.syspathinsert()
+    result = run(pytester, "--xai-explainer=typo_mod:explain")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "Did you mean 'inputs'" in result.stderr.str()
+
+
+def test_bad_threshold_and_timeout_are_usage_errors(pytester):
+    result = run(pytester, f"--xai-explainer={REF}:random", "--xai-threshold=symetry.rtol=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "did you mean 'symmetry'" in result.stderr.str()
+    result = run(pytester, f"--xai-explainer={REF}:random", "--xai-threshold=symmetry.rtol=x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "'x' is not a number" in result.stderr.str()
+    result = run(pytester, f"--xai-explainer={REF}:random", "--xai-timeout=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# ------------------------------------------------------------------------------------ the suite
+
+
+def test_suite_ids_markers_and_selection(pytester):
+    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", "--strict-markers")
+    result.stdout.fnmatch_lines(["*::symmetry[[]cough_and_fever-exact_shapley[]]",
+                                 "*::dummy[[]counterexample_dummy_axiom-exact_shapley[]]"])
+    assert result.ret == pytest.ExitCode.OK
+    selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy")
+    selected.assert_outcomes(passed=1, deselected=3)
+    by_k = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-k", "cough and not 10_90")
+    by_k.assert_outcomes(passed=1, deselected=3)
+
+
+def test_duplicate_explainers_are_run_once(pytester):
+    spec = f"--xai-explainer={REF}:exact_shapley"
+    run(pytester, spec, spec).assert_outcomes(passed=4)
+
+
+def test_ini_explainers_and_user_tests_run_together(pytester):
+    pytester.makeini(f"[pytest]\nxai_explainers =\n    {REF}:exact_shapley\n")
+    pytester.makepyfile(test_mine="def test_unrelated():\n    assert True\n")
+    run(pytester).assert_outcomes(passed=5)
+    run(pytester, "--xai-no-suite").assert_outcomes(passed=1)
+
+
+def test_without_explainers_the_plugin_stays_out_of_the_way(pytester):
+    pytester.makepyfile(test_mine="def test_unrelated():\n    assert True\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert "xai scores" not in result.stdout.str() and "xai: seed" not in result.stdout.str()
+
+
+def test_theory_verdicts_and_table(pytester):
+    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", hostile("zeros"), hostile("swapped_features"))
+    result.assert_outcomes(passed=5, failed=7)
+    result.stdout.fnmatch_lines([
+        "*xai scores*",
+        "test*exact_shapley*zeros*swapped_features*",
+        "symmetry[[]cough_and_fever[]]*PASS 1.000*FAIL 0.000*PASS 1.000*",
+        "ranking[[]a_and_b_or_c[]]*PASS 1.000*FAIL*FAIL*",
+        "passed / ran*4/4, 1.000*0/4*",
+    ])
+
+
+# ------------------------------------------------------------------------------- bad explainers
+
+BAD = {
+    "raises": "raised ValueError: boom from the explainer",
+    "returns_nan": "non-finite attributions",
+    "returns_inf": "non-finite attributions",
+    "returns_none": "returned None",
+    "returns_string": "returned a str",
+    "wrong_shape": "expected (4, 2)",
+    "extra_class_axis": "one attribution map per class",
+    "mutates_inputs": "modified its `inputs` argument in place",
+    "segfaults": "killed by signal SIGSEGV",
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_bad_explainer_fails_only_its_own_tests(pytester, name):
+    report = pytester.path / "report.json"
+    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "-k", "cough_and_fever-",
+                 f"--xai-report={report}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"*explainer '{name}' on case 'cough_and_fever': *{BAD[name]}*"])
+    assert "During handling" not in result.stdout.str()
+    doc = json.loads(report.read_text())
+    (bad,) = [r for r in doc["results"] if r["explainer"] == name]
+    assert bad["passed"] is False and BAD[name] in bad["error"]
+
+
+def test_tensor_requiring_grad_is_coerced(pytester):
+    pytest.importorskip("torch")
+    run(pytester, hostile("tensor_requires_grad"), "-k", "cough_and_fever-").assert_outcomes(passed=1)
+
+
+def test_not_applicable_skips_with_the_reason(pytester):
+    result = run(pytester, hostile("not_applicable"), "-rs")
+    result.assert_outcomes(skipped=4)
+    result.stdout.fnmatch_lines(["*this explainer only handles images*"])
+
+
+@pytest.mark.parametrize("name", ["sleeps_forever", "spins_in_c"])
+def test_time_limit_stops_a_hanging_explainer(pytester, name):
+    report = pytester.path / "report.json"
+    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=1.5",
+                 "-k", "cough_and_fever-", f"--xai-report={report}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*did not return within 1.5 s and was stopped*", "*TIMEOUT*PASS 1.000*"])
+    assert len(json.loads(report.read_text())["results"]) == 2
+
+
+# -------------------------------------------------------------------------------------- reports
+
+
+def test_json_report_and_junit_properties(pytester):
+    report, junit = pytester.path / "out" / "xai.json", pytester.path / "junit.xml"
+    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random",
+                 f"--xai-report={report}", f"--junitxml={junit}", "--xai-seed=7")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    doc = json.loads(report.read_text())
+    assert doc["schema"] == "pytest-xai/report" and doc["version"] == 1 and doc["seed"] == 7
+    assert {"python", "numpy", "pytest"} <= set(doc["versions"]) and doc["machine"]["cpu_count"] >= 1
+    assert len(doc["results"]) == 8
+    first = doc["results"][0]
+    assert set(first) >= {"explainer", "case", "check", "score", "threshold", "passed", "seconds", "detail"}
+    assert all(0.0 <= r["score"] <= 1.0 for r in doc["results"])
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert {"xai_score", "xai_passed", "xai_seconds", "xai_explainer", "xai_case"} <= set(props)
+    assert not list(report.parent.glob("*.tmp"))
+
+
+def test_scores_identical_serially_and_with_xdist(pytester):
+    pytest.importorskip("xdist")
+    specs = [f"--xai-explainer={REF}:random", f"--xai-explainer={REF}:exact_shapley"]
+    serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
+    run(pytester, *specs, f"--xai-report={serial}")
+    result = pytester.runpytest_subprocess(*QUIET, *specs, "-n", "2", f"--xai-report={parallel}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+    def scores(path):
+        return {r["nodeid"]: (r["score"], r["passed"], r["seed"]) for r in json.loads(path.read_text())["results"]}
+
+    assert scores(serial) == scores(parallel) and len(scores(serial)) == 8
+
+
+def test_threshold_precedence(pytester):
+    pytester.makepyfile(test_prec="""
+        import pytest
+
+        @pytest.mark.xai_symmetry(rtol=0.9)
+        def test_marker_wins(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            assert xai_check("symmetry", xai_explain(xai_explainer, case), case).threshold == 0.9
+
+        def test_command_line(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            assert xai_check("symmetry", xai_explain(xai_explainer, case), case).threshold == 0.5
+    """)
+    result = run(pytester, "test_prec.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
+                 "--xai-threshold=symmetry.rtol=0.5")
+    result.assert_outcomes(passed=2)
+
+
+def test_user_fixture_without_explainer_skips_with_a_hint(pytester):
+    pytester.makepyfile(test_u="def test_x(xai_explainer):\n    pass\n")
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*pass --xai-explainer=module:function*"])
+
+
+def test_example_user_test_file_runs(pytester):
+    example = Path(__file__).parents[1] / "examples" / "test_my_explainer.py"
+    pytester.makepyfile(test_example=example.read_text())
+    result = run(pytester, "test_example.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley")
+    result.assert_outcomes(passed=3)
