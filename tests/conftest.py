@@ -6,5 +6,6 @@ import xgboost  # noqa: F401
 
 import pytest_xai.cases  # noqa: F401
 import pytest_xai.explainers.baselines  # noqa: F401
+import pytest_xai.strategies  # noqa: F401
 
 pytest_xai.cases.infos()

@@ -307,7 +307,8 @@ def test_csv_roundtrip(tmp_path, positions):
 def test_csv_headerless_and_reordered_columns(tmp_path):
     masks = cc.masks_of(chess.Board(CAPTURABLE))
     (tmp_path / "a.csv").write_text(f"{CAPTURABLE},1,{masks[0]},{masks[1]},{masks[2]}\n")
-    (tmp_path / "b.csv").write_text(f"Label,MASK2,mask1,mask0,FEN,extra\n1,{masks[2]},{masks[1]},{masks[0]},{CAPTURABLE},x\n")
+    (tmp_path / "b.csv").write_text("Label,MASK2,mask1,mask0,FEN,extra\n"
+                                    f"1,{masks[2]},{masks[1]},{masks[0]},{CAPTURABLE},x\n")
     for name in ("a.csv", "b.csv"):
         rows, problems = cc.read_csv(tmp_path / name, strict=True)
         assert rows["label"].tolist() == [1] and tuple(int(rows[f"mask{k}"][0]) for k in range(3)) == masks

@@ -226,3 +226,13 @@ def test_example_user_test_file_runs(pytester):
     pytester.makepyfile(test_example=example.read_text())
     result = run(pytester, "test_example.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley")
     result.assert_outcomes(passed=3)
+
+
+def test_hypothesis_example_passes_exact_shapley_and_fails_random(pytester):
+    example = Path(__file__).parents[1] / "examples" / "test_hypothesis_explainer.py"
+    pytester.makepyfile(test_hyp=example.read_text())
+    good = run(pytester, "test_hyp.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley")
+    good.assert_outcomes(passed=2)
+    bad = run(pytester, "test_hyp.py", "--xai-no-suite", f"--xai-explainer={REF}:random")
+    bad.assert_outcomes(failed=2)
+    bad.stdout.fnmatch_lines(["*game=Case(info=CaseInfo(name='game(*"])  # the shrunk counterexample

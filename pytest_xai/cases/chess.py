@@ -734,7 +734,8 @@ def case_positions(seed: int, cache=None, n_per_class: int = N_PER_CLASS) -> dic
 
     def validate(rows: dict[str, np.ndarray]) -> None:
         chess = _chess()
-        if sorted(rows) != sorted(COLUMNS) or np.bincount(rows["label"], minlength=3).tolist() != [n_per_class] * 3:
+        counts = np.bincount(rows["label"], minlength=3).tolist()
+        if sorted(rows) != sorted(COLUMNS) or counts != [n_per_class] * 3:
             raise ValueError("chess positions have the wrong keys or class counts")
         for i, fen in enumerate(rows["fen"]):
             board = chess.Board(str(fen))

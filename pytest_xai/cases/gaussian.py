@@ -37,8 +37,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from pytest_xai.case import Case, CaseInfo
+from pytest_xai import metrics
+from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
+from pytest_xai.checks import attributions_of, check
 from pytest_xai.shapley import coalitions
 
 SOURCE = "Liu, Khandagale, White & Neiswanger 2021 (XAI-Bench), §4, App. D/F"
@@ -800,3 +802,102 @@ def gaussian_nonlinear_additive_mlp_rho50(info: CaseInfo, *, seed: int, cache: A
 
     return _trained_case(info, NonlinearAdditive(), lambda: MLPRegressor(
         hidden_layer_sizes=(32, 32), solver="lbfgs", max_iter=500, random_state=seed), seed, cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks (XAI-Bench metrics as pass/fail properties of an explanation on a case)
+
+
+def _reference_for(case: Case, conditional: str) -> Any:
+    distribution = case.meta.get("distribution")
+    if distribution is not None:
+        return distribution.imputer(conditional)
+    if conditional == "interventional" and case.background is not None:
+        return np.asarray(case.background, dtype=float).reshape(len(case.background), -1)
+    raise ValueError(f"case {case.name!r} has no distribution for {conditional} expectations")
+
+
+def _verdict(name: str, result: "metrics.MetricResult", threshold: float, what: str,
+             params: dict[str, Any]) -> Score:
+    """Pass when the mean over defined points clears ``threshold`` in the metric's direction;
+    undefined points are excluded and counted, and all undefined fails."""
+    params = {**params, name_of_threshold(name): threshold}
+    if not result.defined.any():
+        reason = next(iter(result.reasons.values()), "undefined")
+        return Score(name, 0.0, False, threshold, f"{what} is undefined for every point ({reason})", params)
+    m, higher = result.mean, result.higher_is_better
+    passed = bool(m >= threshold if higher else m <= threshold)
+    vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
+    row = int(np.argmin(vals) if higher else np.argmax(vals))
+    undefined = (f"; {result.n_undefined}/{result.values.size} points undefined and excluded"
+                 if result.n_undefined else "")
+    sign = (">=" if passed else "<") if higher else ("<=" if passed else ">")
+    return Score(name, float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)), passed, threshold,
+                 f"mean {what} {m:.3f} ({sign} {threshold:g}){undefined}", params,
+                 {"row": row, result.name: float(result.values[row])})
+
+
+def name_of_threshold(check_name: str) -> str:
+    return {"gt_shapley": "min_corr", "faithfulness": "min_faithfulness", "monotonicity": "min_monotonicity",
+            "infidelity": "max_infidelity"}[check_name]
+
+
+@check(marker="xai_gt_shapley", thresholds={"min_corr": 0.9})
+def gt_shapley(attributions, case: Case, *, convention: str = "interventional", min_corr: float) -> Score:
+    """Attributions correlate with the exact Shapley values of the declared convention.
+
+    XAI-Bench GT-Shapley (Liu et al. 2021, §3.1): mean over points of Pearson(w_n, phi*_n), phi*
+    = ``case.truth["shapley_<convention>"]``; pass when the mean >= min_corr.  Default 0.9: exact
+    values score 1.0 and seeded normal noise about 0.0 (|mean| < 0.1 over 100 points) on every
+    gaussian case; exact Shapley values against the 100-row background (what KernelSHAP
+    estimates) score >= 0.95 against the true-marginal truth.  Constant rows are undefined,
+    excluded and counted; all undefined fails.
+    """
+    key = f"shapley_{convention}"
+    if key not in case.truth:
+        raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
+    result = metrics.gt_shapley_corr(attributions_of(attributions), case.truth[key])
+    return _verdict("gt_shapley", result, min_corr, f"correlation with exact {convention} Shapley values",
+                    {"convention": convention})
+
+
+@check(marker="xai_faithfulness", thresholds={"min_faithfulness": 0.6})
+def faithfulness(attributions, case: Case, *, conditional: str = "interventional", min_faithfulness: float) -> Score:
+    """|w_i| tracks the effect of resampling feature i alone (faithfulness, XAI-Bench eq. 2).
+
+    Mean over points of Pearson(|w_i|, Delta_i), Delta_i from 100 samples of the case's
+    conditional with common random numbers; pass when >= min_faithfulness.  Default 0.6: see the
+    control values in the module's THRESHOLD_CONTROLS.
+    """
+    result = metrics.faithfulness(case.predict, case.inputs, attributions_of(attributions),
+                                  _reference_for(case, conditional), target=case.target)
+    return _verdict("faithfulness", result, min_faithfulness, f"faithfulness ({conditional})",
+                    {"conditional": conditional})
+
+
+@check(marker="xai_monotonicity", thresholds={"min_monotonicity": 0.8})
+def monotonicity(attributions, case: Case, *, conditional: str = "interventional", min_monotonicity: float) -> Score:
+    """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
+
+    Mean over points of the fraction of non-increasing steps; pass when >= min_monotonicity.
+    Default 0.8: a random order is non-increasing at a step about half the time.
+    """
+    result = metrics.monotonicity(case.predict, case.inputs, attributions_of(attributions),
+                                  _reference_for(case, conditional), target=case.target)
+    return _verdict("monotonicity", result, min_monotonicity, f"monotonicity ({conditional})",
+                    {"conditional": conditional})
+
+
+@check(marker="xai_infidelity", thresholds={"max_infidelity": 0.2})
+def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_infidelity: float) -> Score:
+    """The summed attribution of a removed feature set predicts the output change (infidelity).
+
+    Yeh et al. 2019 with subset removal (each feature removed with probability 1/2, 100 subsets
+    per point, expectations over the case's conditional), normalised (scale-free in w) and divided
+    by E[Delta f^2], so it lies in [0, 1] and is free of the output scale (1 = explains nothing);
+    the value is 1 - mean; pass when the mean <= max_infidelity.
+    """
+    result = metrics.infidelity(case.predict, case.inputs, attributions_of(attributions),
+                                _reference_for(case, conditional), relative=True, target=case.target)
+    return _verdict("infidelity", result, max_infidelity, f"relative infidelity ({conditional})",
+                    {"conditional": conditional})

@@ -62,11 +62,10 @@ def make_cnn():
     from torch import nn
 
     return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Flatten(),
-        nn.Linear(16 * 4 * 4, 64), nn.ReLU(),
-        nn.Linear(64, 10),
+        nn.Flatten(),
+        nn.Linear(64, 128), nn.ReLU(),
+        nn.Linear(128, 128), nn.ReLU(),
+        nn.Linear(128, 10),
     )
 
 
@@ -80,7 +79,7 @@ def _digits(seed: int):
 
 
 def _fit(seed: int, images, labels, epochs: int) -> Callable[[Any], None]:
-    """Seeded Adam training on (images, labels); one thread, CPU."""
+    """Seeded Adam training (learning rate / 10 for the last 20 % of epochs) on (images, labels); one thread, CPU."""
 
     def train(model) -> None:
         import torch
@@ -91,6 +90,7 @@ def _fit(seed: int, images, labels, epochs: int) -> Callable[[Any], None]:
             torch.manual_seed(seed)
             xs, ys = torch.from_numpy(images), torch.from_numpy(labels)
             optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+            schedule = torch.optim.lr_scheduler.MultiStepLR(optimiser, [int(0.8 * epochs)], gamma=0.1)
             model.train()
             for _ in range(epochs):
                 order = torch.randperm(len(xs))
@@ -99,6 +99,7 @@ def _fit(seed: int, images, labels, epochs: int) -> Callable[[Any], None]:
                     optimiser.zero_grad()
                     nn.functional.cross_entropy(model(xs[batch]), ys[batch]).backward()
                     optimiser.step()
+                schedule.step()
         model.eval()
 
     return train
