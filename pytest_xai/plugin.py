@@ -16,7 +16,7 @@ import pytest
 from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
 
 DEFAULT_TIMEOUT = 120.0
-SUITE = Path(__file__).parent / "suite" / "battery.py"
+SUITE = Path(__file__).parent / "suite" / "xai_suite.py"
 CATEGORY_MARKERS = {
     "xai_fidelity": "fidelity: does the explanation reflect what the model computes",
     "xai_fragility": "fragility: can the explanation be manipulated (adversarial models, correlated features)",
@@ -180,11 +180,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if explainers:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")  # DESIGN §6: contention made captum 25-100x slower
-        if not config.getoption("xai_no_suite") and str(SUITE) not in config.args:
+        suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
+        if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
-                config.args[:] = [str(SUITE)]
+                config.args[:] = [suite]
             else:
-                config.args.append(str(SUITE))
+                config.args.append(suite)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect the built-in suite whatever the user's ``python_files`` patterns are."""
+    from fnmatch import fnmatch
+
+    if file_path == SUITE and not any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None
 
 
 def _state(config: pytest.Config) -> XaiState:

@@ -16,6 +16,7 @@ _WHERE = {
     "shap_tree": "shap",
     "shap_tree_path_dependent": "shap",
     "lime_tabular": "lime",
+    "saabas": "trees",
 }
 __all__ = sorted(_WHERE)
 

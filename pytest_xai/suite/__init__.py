@@ -1,1 +1,1 @@
-"""The built-in battery, collected when an explainer is configured (see ``battery.py``)."""
+"""The built-in battery, collected when an explainer is configured (see ``xai_suite.py``)."""

@@ -1,0 +1,378 @@
+"""Captum attribution methods as pytest-xai explainers (reference rows and controls).
+
+One plain function per method.  Each asks for the native ``model`` and needs it to be a
+``torch.nn.Module``: anything else raises :class:`pytest_xai.NotApplicable`, so the test is skipped.
+Inputs arrive as numpy, are converted to a tensor of the model's floating dtype (float32 when the
+model has no floating parameters), and attributions come back as a float64 numpy array shaped like
+``inputs``.
+
+Conventions (Kokhlikyan et al. 2020, "Captum: a unified and generic model interpretability library
+for PyTorch", arXiv 2009.07896):
+
+- ``target`` is passed to captum unchanged (None for regression).  A regression output of shape
+  (n,) or (n, 1) both work with ``target=None``: gradient methods need one output element per
+  example, perturbation methods compare outputs row by row.
+- ``baseline`` is the case's reference input (one row, broadcast to every input, or one per input);
+  without one the baseline is zeros.
+- Stochastic methods are seeded with ``seed`` inside ``torch.random.fork_rng``, so the caller's
+  global torch RNG is left untouched.
+- The model's train/eval mode is not changed: a model in train mode (dropout, batch norm) is
+  explained as it is, and whatever torch or captum then does (randomness, errors) surfaces.
+- ``torch.set_num_threads(1)`` is in force during each call and the previous value restored after.
+- Captum's exceptions are not caught: e.g. DeepLift on a module that reuses an ``nn.ReLU`` or calls
+  a functional non-linearity raises captum's own error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from pytest_xai.errors import NotApplicable
+
+SMOOTHGRAD_NOISE = 0.15  # fraction of the input range; Smilkov et al. 2017 suggest 10-20 %
+
+
+def _torch_model(method: str, model: Any):
+    """The torch module itself, or NotApplicable naming what the case's model is instead."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is not installed
+        raise NotApplicable(f"{method} needs torch and captum (pip install pytest-xai[torch])") from None
+    if not isinstance(model, torch.nn.Module):
+        kind = type(model)
+        raise NotApplicable(
+            f"{method} needs a torch.nn.Module; this case's model is {kind.__module__}.{kind.__qualname__}"
+        )
+    return model
+
+
+@contextlib.contextmanager
+def _one_thread(seed: int | None = None) -> Iterator[None]:
+    """One torch thread, and (with ``seed``) a forked, seeded RNG, for the duration of a call."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        if seed is None:
+            yield
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(seed))
+                yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _tensor(model, inputs: Any):
+    """``inputs`` as a tensor on the model's device, in its floating dtype (float32 by default)."""
+    import torch
+
+    params = [p for p in model.parameters() if p.is_floating_point()]
+    dtype = params[0].dtype if params else torch.float32
+    device = params[0].device if params else torch.device("cpu")
+    array = np.asarray(inputs, dtype=np.float32)
+    if array.ndim < 2:
+        raise ValueError(f"inputs must have shape (n, *features), got shape {array.shape}")
+    return torch.as_tensor(array, device=device).to(dtype)
+
+
+def _baselines(baseline: Any, x):
+    """The reference input broadcast to ``x``'s shape; zeros when the case gives none."""
+    import torch
+
+    if baseline is None:
+        return torch.zeros_like(x)
+    b = torch.as_tensor(np.asarray(baseline, dtype=np.float32), device=x.device).to(x.dtype)
+    if b.shape == x.shape[1:]:
+        b = b.unsqueeze(0)
+    try:
+        return b.expand_as(x).clone()
+    except RuntimeError:
+        raise ValueError(
+            f"baseline of shape {tuple(b.shape)} fits neither one input row {tuple(x.shape[1:])} "
+            f"nor the inputs {tuple(x.shape)}"
+        ) from None
+
+
+def _numpy(attributions, inputs: Any) -> np.ndarray:
+    return attributions.detach().cpu().numpy().astype(float).reshape(np.shape(inputs))
+
+
+def _feature_mask(x):
+    """One group per input element: feature j of every row ablated alone."""
+    import torch
+
+    return torch.arange(x[0].numel(), device=x.device).reshape((1,) + tuple(x.shape[1:]))
+
+
+def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """Signed gradient dF/dx (Simonyan et al. 2014); captum ``Saliency(abs=False)``.
+
+    The signed gradient is the paper's "Gradient" (Mamalakis et al. 2022): a sensitivity, not a
+    contribution.
+    """
+    from captum.attr import Saliency
+
+    module = _torch_model("saliency", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        return _numpy(Saliency(module).attribute(x, target=target, abs=False), inputs)
+
+
+def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """x * dF/dx (Shrikumar et al. 2016); captum ``InputXGradient``."""
+    from captum.attr import InputXGradient
+
+    module = _torch_model("input_x_gradient", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        return _numpy(InputXGradient(module).attribute(x, target=target), inputs)
+
+
+def integrated_gradients(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, *, n_steps: int = 128,
+    method: str = "gausslegendre", internal_batch_size: int | None = None,
+) -> np.ndarray:
+    """Integrated Gradients (Sundararajan et al. 2017) from the case's baseline (zeros if none).
+
+    ``n_steps`` quadrature points (captum's Gauss-Legendre rule by default); for piecewise-linear
+    models the quadrature error shrinks like 1/n_steps per crossed kink.
+    """
+    from captum.attr import IntegratedGradients
+
+    module = _torch_model("integrated_gradients", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        out = IntegratedGradients(module).attribute(
+            x, baselines=_baselines(baseline, x), target=target, n_steps=n_steps, method=method,
+            internal_batch_size=internal_batch_size,
+        )
+        return _numpy(out, inputs)
+
+
+def smoothgrad(
+    inputs, model: "torch.nn.Module", target=None, seed: int = 0, *, n_samples: int = 50,
+    noise: float = SMOOTHGRAD_NOISE,
+) -> np.ndarray:
+    """SmoothGrad (Smilkov et al. 2017): mean signed gradient over ``n_samples`` noisy copies.
+
+    captum ``NoiseTunnel(Saliency)``, ``nt_type="smoothgrad"``; the noise standard deviation is
+    ``noise`` times the range (max - min) of ``inputs``.  Seeded with ``seed``.
+    """
+    from captum.attr import NoiseTunnel, Saliency
+
+    module = _torch_model("smoothgrad", model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs)
+        stdev = float(noise * (x.max() - x.min()))
+        out = NoiseTunnel(Saliency(module)).attribute(
+            x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=stdev, target=target, abs=False,
+        )
+        return _numpy(out, inputs)
+
+
+def deeplift(inputs, model: "torch.nn.Module", target=None, baseline=None) -> np.ndarray:
+    """DeepLIFT rescale rule (Shrikumar et al. 2017) from the case's baseline; captum ``DeepLift``.
+
+    Non-linearities must be ``nn.Module`` instances used once each; captum raises otherwise.
+    """
+    from captum.attr import DeepLift
+
+    module = _torch_model("deeplift", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        out = DeepLift(module).attribute(x, baselines=_baselines(baseline, x), target=target)
+        return _numpy(out, inputs)
+
+
+def guided_backprop(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """Guided backpropagation (Springenberg et al. 2015); captum ``GuidedBackprop``."""
+    from captum.attr import GuidedBackprop
+
+    module = _torch_model("guided_backprop", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        return _numpy(GuidedBackprop(module).attribute(x, target=target), inputs)
+
+
+def occlusion(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, *, window: tuple | None = None,
+    perturbations_per_eval: int = 16,
+) -> np.ndarray:
+    """Occlusion (Zeiler & Fergus 2014): F(x) - F(x with a window set to the baseline).
+
+    The default window is one element (stride 1) of the feature shape: for tabular and 1-D inputs
+    this is the paper's Occlusion-1 (Mamalakis et al. 2022).  Pass ``window`` for patches.
+    """
+    from captum.attr import Occlusion
+
+    module = _torch_model("occlusion", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        shape = tuple(window) if window is not None else (1,) * (x.dim() - 1)
+        out = Occlusion(module).attribute(
+            x, sliding_window_shapes=shape, baselines=_baselines(baseline, x), target=target,
+            perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def feature_ablation(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, *, perturbations_per_eval: int = 16,
+) -> np.ndarray:
+    """Feature ablation: each input element replaced by the baseline alone; captum ``FeatureAblation``."""
+    from captum.attr import FeatureAblation
+
+    module = _torch_model("feature_ablation", model)
+    with _one_thread():
+        x = _tensor(module, inputs)
+        out = FeatureAblation(module).attribute(
+            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def feature_permutation(
+    inputs, model: "torch.nn.Module", target=None, seed: int = 0, *, perturbations_per_eval: int = 16,
+) -> np.ndarray:
+    """Permutation importance per example (Breiman 2001): each feature shuffled across the batch.
+
+    captum ``FeaturePermutation``; needs at least two inputs; seeded with ``seed``.
+    """
+    from captum.attr import FeaturePermutation
+
+    module = _torch_model("feature_permutation", model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs)
+        out = FeaturePermutation(module).attribute(
+            x, target=target, feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def shapley_value_sampling(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    n_samples: int = 25, perturbations_per_eval: int = 16,
+) -> np.ndarray:
+    """Shapley values against the baseline by permutation sampling (Castro et al. 2009).
+
+    captum ``ShapleyValueSampling`` with ``n_samples`` permutations; seeded with ``seed``.
+    """
+    from captum.attr import ShapleyValueSampling
+
+    module = _torch_model("shapley_value_sampling", model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs)
+        out = ShapleyValueSampling(module).attribute(
+            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            n_samples=n_samples, perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def captum_kernel_shap(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    n_samples: int | None = None, perturbations_per_eval: int = 64,
+) -> np.ndarray:
+    """KernelSHAP (Lundberg & Lee 2017) against the baseline; captum ``KernelShap``.
+
+    ``n_samples`` defaults to shap's own default, 2 * n_features + 2048 (captum's is 25); seeded.
+    """
+    from captum.attr import KernelShap
+
+    module = _torch_model("captum_kernel_shap", model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs)
+        n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
+        out = KernelShap(module).attribute(
+            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            n_samples=n, perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def captum_lime(
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    n_samples: int | None = None, perturbations_per_eval: int = 64,
+) -> np.ndarray:
+    """LIME (Ribeiro et al. 2016) with captum's defaults (Lasso alpha=0.01, cosine-distance kernel).
+
+    Removed features take the baseline value; ``n_samples`` defaults to 2 * n_features + 2048
+    (captum's is 50); seeded.
+    """
+    from captum.attr import Lime
+
+    module = _torch_model("captum_lime", model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs)
+        n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
+        out = Lime(module).attribute(
+            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            n_samples=n, perturbations_per_eval=perturbations_per_eval,
+        )
+        return _numpy(out, inputs)
+
+
+def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
+    """captum ``LRP`` with ``make_rule()`` on every weighted layer (Linear, Conv2d).
+
+    Other supported layers keep captum's default rule; a layer type captum's LRP has no rule for
+    makes the method not applicable.  The layers' own ``rule`` attributes are restored afterwards
+    (captum deletes them).  Captum's LRP sees only modules: a functional non-linearity in
+    ``forward`` is invisible to it.
+    """
+    import torch
+    from captum.attr import LRP
+    from captum.attr._core.lrp import SUPPORTED_LAYERS_WITH_RULES, SUPPORTED_NON_LINEAR_LAYERS
+
+    module = _torch_model(method, model)
+    root = module if any(True for _ in module.children()) else torch.nn.Sequential(module)
+    leaves = [m for m in root.modules() if not any(True for _ in m.children())]
+    unsupported = sorted({type(m).__name__ for m in leaves if not hasattr(m, "rule")
+                          and type(m) not in SUPPORTED_LAYERS_WITH_RULES
+                          and type(m) not in SUPPORTED_NON_LINEAR_LAYERS})
+    if unsupported:
+        raise NotApplicable(f"{method}: captum's LRP has no rule for {', '.join(unsupported)} layers")
+    weighted = [m for m in leaves if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+    missing = object()
+    saved = [getattr(m, "rule", missing) for m in weighted]
+    try:
+        for m in weighted:
+            m.rule = make_rule()
+        with _one_thread():
+            x = _tensor(module, inputs)
+            return _numpy(LRP(root).attribute(x, target=target), inputs)
+    finally:
+        for m, rule in zip(weighted, saved):
+            if rule is missing:
+                if hasattr(m, "rule"):
+                    del m.rule
+            else:
+                m.rule = rule
+
+
+def lrp_z(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """LRP-z (Bach et al. 2015): ``EpsilonRule(epsilon=1e-9)`` (epsilon only guards 0/0) on every layer.
+
+    On ReLU networks it equals Input x Gradient when biases absorb no relevance (Ancona et al. 2018).
+    """
+    from captum.attr._utils.lrp_rules import EpsilonRule
+
+    return _lrp("lrp_z", inputs, model, target, lambda: EpsilonRule(epsilon=1e-9))
+
+
+def lrp_alpha1beta0(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """LRP-alpha1beta0 (Bach et al. 2015; Montavon et al. 2017): captum ``Alpha1_Beta0_Rule`` everywhere.
+
+    Captum implements it by clamping weights to w+ (the z+ rule), which equals alpha1beta0 for
+    non-negative layer inputs (after a ReLU) but not on a first layer fed signed inputs.  Every
+    relevance takes the sign of the output (Mamalakis et al. 2022, section 4).
+    """
+    from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
+
+    return _lrp("lrp_alpha1beta0", inputs, model, target, Alpha1_Beta0_Rule)

@@ -1,0 +1,87 @@
+"""The explainer contract used directly, as from a notebook."""
+
+import numpy as np
+import pytest
+
+from pytest_xai import NotApplicable, cases, contract
+from pytest_xai.errors import ExplainerError, SpecError
+
+
+def load(func):
+    return contract.Explainer(func.__name__, func.__name__, func, contract._wanted(func, "test"))
+
+
+@pytest.fixture(scope="module")
+def case():
+    return cases.get("cough_and_fever")
+
+
+def test_only_asked_arguments_are_passed_and_arrays_are_copies(case):
+    seen = {}
+
+    def explain(inputs, seed, feature_names):
+        seen.update(inputs=inputs, seed=seed, names=feature_names)
+        return np.zeros(inputs.shape)
+
+    result = contract.run(load(explain), case, seed=5)
+    assert seen["seed"] == 5 and seen["names"] == ["cough", "fever"]
+    assert seen["inputs"] is not case.inputs and result.seconds >= 0
+
+
+def test_quantus_style_targets_alias(case):
+    def explain_func(model, inputs, targets, **kwargs):
+        assert targets is None and model is case.model
+        return np.zeros(inputs.shape)
+
+    assert contract.run(load(explain_func), case).attributions.shape == (4, 2)
+
+
+def test_dict_output_with_importance_and_interactions(case):
+    def explain(inputs):
+        return {"attributions": [[0, 0]] * 4, "importance": [1.0, 1.0], "interactions": np.eye(2)}
+
+    result = contract.run(load(explain), case)
+    assert result.importance.tolist() == [1.0, 1.0] and result.interactions.shape == (2, 2)
+
+
+@pytest.mark.parametrize("output, message", [
+    ({"attributions": np.zeros((4, 2)), "interactions": np.eye(3)}, "interactions of shape (3, 3)"),
+    ({"values": 1}, "expected 'attributions'"),
+    (np.zeros((4, 2), dtype=complex), "dtype complex128"),
+    (np.zeros((4, 2), dtype=bool), "dtype bool"),
+])
+def test_invalid_outputs_are_explained(case, output, message):
+    with pytest.raises(ExplainerError, match=None) as info:
+        contract.coerce(output, case)
+    assert message in str(info.value)
+
+
+def test_model_annotation_skips_cases_without_that_model(case):
+    torch = pytest.importorskip("torch")
+
+    def gradients(model: torch.nn.Module, inputs):
+        return np.zeros(inputs.shape)
+
+    with pytest.raises(NotApplicable, match="wants model: torch.nn.modules.module.Module"):
+        contract.run(load(gradients), case)
+
+
+def test_file_spec_and_dedupe(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("def explain(inputs):\n    return inputs * 0\n")
+    first = contract.load(f"{path}:explain")
+    again = contract.load(f"{path}:explain")
+    other = contract.load("pytest_xai.explainers:random")
+    unique = contract.dedupe([first, again, other])
+    assert [e.name for e in unique] == ["explain", "random"]
+
+
+def test_same_name_from_two_modules_is_disambiguated(tmp_path):
+    (tmp_path / "a.py").write_text("def random(inputs):\n    return inputs\n")
+    ours, theirs = contract.load("pytest_xai.explainers:random"), contract.load(f"{tmp_path / 'a.py'}:random")
+    assert [e.name for e in contract.dedupe([ours, theirs])] == [ours.spec, theirs.spec]
+
+
+def test_spec_errors_name_option_and_value():
+    with pytest.raises(SpecError, match=r"ini xai_explainers=a:b:c: expected"):
+        contract.load("a:b:c", option="ini xai_explainers")
