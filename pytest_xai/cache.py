@@ -101,7 +101,8 @@ class Cache:
         def load(path: Path) -> Any:
             model = xgboost.XGBRegressor()
             model.load_model(path)
-            return model
+            # One thread: an OpenMP pool started here would deadlock explainers in forked children.
+            return model.set_params(n_jobs=1)
 
         def save(model: Any, path: Path) -> None:
             model.save_model(path)

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 
-_ROWS_PER_CALL = 1 << 17
+_ROWS_PER_CALL = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -340,8 +340,8 @@ def roar(make_model: Callable[[], Any], train_X: Any, train_y: Any, test_X: Any,
     features first, so the loss rises early.  One value (the whole test set); the curve is in
     ``params["losses"]``.  Slow: d + 1 retrainings and attributions for every train row.
     """
-    Xtr, Atr = _pair(train_attributions, train_X)
-    Xte, Ate = _pair(test_attributions, test_X)
+    Atr, Xtr = _pair(train_attributions, train_X)
+    Ate, Xte = _pair(test_attributions, test_X)
     ytr, yte = np.asarray(train_y, dtype=float), np.asarray(test_y, dtype=float)
     d = Xtr.shape[1]
     ks = np.arange(d + 1) if ks is None else np.asarray(ks, dtype=int)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
+import inspect
 from typing import Any, Callable
 
 import pytest
@@ -30,6 +31,14 @@ PROPERTY_MARKERS = {
     "xai_correlated": "of two identical features only the used one gets credit (interventional); kwargs: rtol",
     "xai_fooling": "the explainer is not fooled by an adversarial scaffold",
     "xai_ngt": "attributions are near the ground-truth mask; kwargs: max_distance",
+    "xai_units": "handcrafted torch units with exact ground truth (XAI-Units); kwargs: max_relative_mse",
+    "xai_sanity": "explanations change when the model is randomised (Adebayo et al.); kwargs: midpoint",
+    "xai_gt_shapley": "correlation with exact Shapley values on synthetic data (XAI-Bench); kwargs: min_corr",
+    "xai_faithfulness": "attribution correlates with the effect of removing each feature; kwargs: min_faithfulness",
+    "xai_monotonicity": "adding features by importance has decreasing marginal effect; kwargs: min_monotonicity",
+    "xai_infidelity": "attributions predict output changes under perturbation (Yeh et al.); kwargs: max_infidelity",
+    "xai_additive": "correlation with the exact contributions of an additive function (Mamalakis et al.); kwargs: min_mean_r",
+    "xai_human": "agreement with (simulated) human-attention masks (Mohseni & Ragan); kwargs: min_precision",
 }
 xai_state = pytest.StashKey["XaiState"]()
 
@@ -328,13 +337,17 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     state = _state(request.config)
 
-    def run_check(name: str, explanation, case, **kwargs):
+    def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
         info = checks.CHECKS[name]
         params = {**info.thresholds, **state.thresholds.get(name, {})}
         for mark in reversed(list(request.node.iter_markers(info.marker))):
             params.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
         params.update(case.info.checks.get(name, {}))
         params.update(kwargs)
+        if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
+            if explainer is None:
+                raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
+            params["reexplain"] = _reexplainer(request, explainer, case)
         score = info.func(explanation, case, **params)
         _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
                 threshold=float(score.threshold), detail=score.detail)
@@ -349,6 +362,27 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return score
 
     return run_check
+
+
+def _reexplainer(request: pytest.FixtureRequest, explainer, case) -> Callable[..., Any]:
+    """``reexplain(model, *, other_seed=False)``: the explainer on ``case`` with ``model`` swapped
+    in (for sanity checks), under the same time limit and validation as the first call."""
+    from pytest_xai import contract, isolate
+
+    state = _state(request.config)
+    swap = case.meta["with_model"]
+    seed = derive_seed(state.seed, case.name)
+
+    def reexplain(model, *, other_seed: bool = False):
+        other = swap(case, model)
+        call = lambda: contract.run(explainer, other, seed=seed + 1 if other_seed else seed)  # noqa: E731
+        try:
+            return isolate.call(call, state.timeout).attributions
+        except ExplainerError as exc:
+            pytest.fail(f"explainer {explainer.name!r} on a randomised model of case {case.name!r}: {exc}",
+                        pytrace=False)
+
+    return reexplain
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -11,10 +11,12 @@ import pytest
 HOSTILE = Path(__file__).with_name("hostile.py")
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+TABULAR = "not xai or xai_symmetry or xai_ranking or xai_dummy"  # users' tests + the four tabular ones
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(*QUIET, *args)
+def run(pytester: pytest.Pytester, *args: str, tabular: bool = True) -> pytest.RunResult:
+    """pytest in-process; the built-in suite narrowed to its four fast tabular tests."""
+    return pytester.runpytest(*QUIET, *(("-m", TABULAR) if tabular else ()), *args)
 
 
 def hostile(name: str) -> str:
@@ -72,14 +74,15 @@ def test_bad_threshold_and_timeout_are_usage_errors(pytester):
 
 
 def test_suite_ids_markers_and_selection(pytester):
-    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", "--strict-markers")
+    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", "--strict-markers",
+                 tabular=False)
     result.stdout.fnmatch_lines(["*::symmetry[[]cough_and_fever-exact_shapley[]]",
                                  "*::dummy[[]counterexample_dummy_axiom-exact_shapley[]]"])
     assert result.ret == pytest.ExitCode.OK
-    selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy")
-    selected.assert_outcomes(passed=1, deselected=3)
+    selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy", tabular=False)
+    selected.assert_outcomes(passed=1, deselected=len(result.stdout.lines) - 3)
     by_k = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-k", "cough and not 10_90")
-    by_k.assert_outcomes(passed=1, deselected=3)
+    assert by_k.parseoutcomes()["passed"] == 1 and "failed" not in by_k.parseoutcomes()
 
 
 def test_duplicate_explainers_are_run_once(pytester):
@@ -187,7 +190,7 @@ def test_scores_identical_serially_and_with_xdist(pytester):
     specs = [f"--xai-explainer={REF}:random", f"--xai-explainer={REF}:exact_shapley"]
     serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
     run(pytester, *specs, f"--xai-report={serial}")
-    result = pytester.runpytest_subprocess(*QUIET, *specs, "-n", "2", f"--xai-report={parallel}")
+    result = pytester.runpytest_subprocess(*QUIET, "-m", TABULAR, *specs, "-n", "2", f"--xai-report={parallel}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
     def scores(path):
@@ -236,3 +239,11 @@ def test_hypothesis_example_passes_exact_shapley_and_fails_random(pytester):
     bad = run(pytester, "test_hyp.py", "--xai-no-suite", f"--xai-explainer={REF}:random")
     bad.assert_outcomes(failed=2)
     bad.stdout.fnmatch_lines(["*game=Case(info=CaseInfo(name='game(*"])  # the shrunk counterexample
+
+
+def test_every_check_marker_is_registered():
+    from pytest_xai import cases, checks
+    from pytest_xai.plugin import PROPERTY_MARKERS
+
+    cases.infos()
+    assert {info.marker for info in checks.CHECKS.values()} <= set(PROPERTY_MARKERS)

@@ -15,7 +15,13 @@ from typing import Any, Callable, Mapping
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
 
 # Family modules, imported on first use of the catalogue (they import numpy).
-FAMILIES = ("pytest_xai.cases.tabular",)
+FAMILIES = (
+    "pytest_xai.cases.tabular",
+    "pytest_xai.cases.units",
+    "pytest_xai.cases.sanity",
+    "pytest_xai.cases.human",
+    "pytest_xai.cases.gaussian",
+)
 
 _REGISTRY: dict[str, CaseInfo] = {}
 _BUILT: dict[tuple, Case] = {}

@@ -32,6 +32,7 @@ standardised noise-free label function, or a model trained on noisy labels.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -55,6 +56,7 @@ STANDARDISATION_SEED = 20210623  # fixed: the affine map belongs to the dataset 
 STANDARDISATION_ROWS = 1 << 17
 MAX_EXACT_FEATURES = 14
 MC_SAMPLES = 500  # conditional samples per coalition for trained models' observational truth
+STACKED_FEATURES = 10  # up to this d, conditional parameters of all 2^d coalitions are kept stacked
 
 _SQRT2 = math.sqrt(2.0)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -123,6 +125,16 @@ class _Distribution:
     def coalition_moments(self, X, masks, conditional):
         raise NotImplementedError
 
+    def _sample_masked(self, rows, masks, n, seed, conditional) -> np.ndarray:
+        """(r, n, d) draws for rows with row-wise observed ``masks``; every mask pattern is drawn
+        from a generator seeded with ``seed`` (common random numbers)."""
+        out = np.empty((len(rows), n, self.d))
+        codes = masks @ (1 << np.arange(self.d))
+        for code in np.unique(codes):
+            which = np.flatnonzero(codes == code)
+            out[which] = self._sample_rows(rows[which], masks[which[0]], n, np.random.default_rng(seed), conditional)
+        return out
+
     def conditional_sample(self, x_S, S, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` draws of the full feature vector from p(x | X_S = x_S) (observational).
 
@@ -173,14 +185,8 @@ class DistributionImputer:
         """(n, m, n_samples, d) rows: ``inputs[r]`` on ``masks[r, j]``, sampled values elsewhere."""
         inputs = np.asarray(inputs, dtype=float)
         n, m, d = masks.shape
-        flat = masks.reshape(n * m, d)
-        out = np.empty((n * m, n_samples, d))
-        codes = flat @ (1 << np.arange(d))
-        point = np.repeat(np.arange(n), m)
-        for code in np.unique(codes):
-            rows = np.flatnonzero(codes == code)
-            out[rows] = self.distribution._sample_rows(
-                inputs[point[rows]], flat[rows[0]], n_samples, np.random.default_rng(seed), self.conditional)
+        rows = np.repeat(inputs, m, axis=0)
+        out = self.distribution._sample_masked(rows, masks.reshape(n * m, d), n_samples, seed, self.conditional)
         return out.reshape(n, m, n_samples, d)
 
 
@@ -211,6 +217,7 @@ class Gaussian(_Distribution):
                              "the Gaussian has no density and its conditionals are undefined") from None
         self.d, self.mean, self.cov, self.rho = d, mean, cov, rho
         self._params: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._stacks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def equicorrelated(cls, d: int, rho: float, mean: Any = 0.0) -> "Gaussian":
@@ -263,13 +270,36 @@ class Gaussian(_Distribution):
         (C, K, d, d).  K = 1 here."""
         M, C, _ = zip(*(self.params(mask, conditional) for mask in masks))
         M, C = np.stack(M), np.stack(C)
-        means = self.mean + np.einsum("cij,nj->nci", M, np.asarray(X, dtype=float) - self.mean)
+        X = np.asarray(X, dtype=float)
+        means = np.where(masks[None], X[:, None, :], self.mean + np.einsum("cij,nj->nci", M, X - self.mean))
         return np.ones(means.shape[:2] + (1,)), means[:, :, None, :], C[:, None]
+
+    def _sample_masked(self, rows, masks, n, seed, conditional):
+        """Vectorised over mask patterns; the same draws as :meth:`_sample_rows` per pattern."""
+        codes = masks @ (1 << np.arange(self.d))
+        unique, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        if self.d <= STACKED_FEATURES:  # every coalition's parameters, computed once
+            M, L = self._stacked(conditional)
+            M, L = M[unique], L[unique]
+        else:
+            M, _, L = (np.stack(p) for p in zip(*(self.params(masks[i], conditional) for i in first)))
+        z = np.random.default_rng(seed).standard_normal((n, self.d))
+        means = self.mean + np.einsum("rij,rj->ri", M[inverse], rows - self.mean)
+        means = np.where(masks, rows, means)
+        return means[:, None, :] + np.einsum("sj,uij->usi", z, L)[inverse]
+
+    def _stacked(self, conditional: str) -> tuple[np.ndarray, np.ndarray]:
+        """(2^d, d, d) stacks of M and L indexed by coalition code (bit j = feature j observed)."""
+        if conditional not in self._stacks:
+            masks, _ = coalitions(self.d)
+            M, _, L = zip(*(self.params(mask, conditional) for mask in masks))
+            self._stacks[conditional] = (np.stack(M), np.stack(L))
+        return self._stacks[conditional]
 
     def _sample_rows(self, rows, mask, n, rng, conditional):
         M, _, L = self.params(mask, conditional)
         z = rng.standard_normal((n, self.d))
-        means = self.mean + (rows - self.mean) @ M.T
+        means = np.where(mask, rows, self.mean + (rows - self.mean) @ M.T)  # x_S exactly, not round-tripped
         return means[:, None, :] + (z @ L.T)[None]
 
 
@@ -331,7 +361,7 @@ class GaussianMixture(_Distribution):
         out = np.empty((len(rows), n, self.d))
         for k, comp in enumerate(self.components):
             M, _, L = comp.params(mask, conditional)
-            draw = (comp.mean + (rows - comp.mean) @ M.T)[:, None, :] + (z @ L.T)[None]
+            draw = np.where(mask, rows, comp.mean + (rows - comp.mean) @ M.T)[:, None, :] + (z @ L.T)[None]
             out = np.where((which == k)[..., None], draw, out)
         return out
 
@@ -722,7 +752,8 @@ def gaussian_piecewise_constant_rho50(info: CaseInfo, *, seed: int, cache: Any) 
     return _exact_case(info, Gaussian.equicorrelated(D, 0.5), PiecewiseConstant(), seed, rho=0.5)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", §4 piecewise linear", checks=CHECKS)
+@register(family="gaussian", category="fidelity", source=SOURCE + ", §4 piecewise linear",
+          checks={**CHECKS, "monotonicity": {**CHECKS["monotonicity"], "min_monotonicity": 0.6}})
 def gaussian_piecewise_linear_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """w = [0..4] if sum(x) > 0 else [4..0], Gaussian rho = 0.5: not additive; exact Shapley truth."""
     label = PiecewiseLinear(paper_weights(), paper_weights()[::-1])
@@ -751,12 +782,15 @@ def multinomial_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
 def _trained_case(info: CaseInfo, label: Label, make_model: Callable[[], Any], seed: int, cache: Any,
                   **meta: Any) -> Case:
     import sklearn
+    from sklearn.exceptions import ConvergenceWarning
 
     from pytest_xai import shapley
 
     distribution = Gaussian.equicorrelated(D, 0.5)
     data = make_dataset(distribution, label, seed=seed)
-    model = make_model().fit(data.train_X, data.train_y)
+    with warnings.catch_warnings():  # the iteration cap is deliberate; fit quality is in meta["train_r2"]
+        warnings.simplefilter("ignore", category=ConvergenceWarning)
+        model = make_model().fit(data.train_X, data.train_y)
 
     def predict(X):
         return model.predict(np.asarray(X, dtype=float).reshape(len(X), -1))
@@ -797,11 +831,11 @@ def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: 
 
 @register(family="gaussian", category="fidelity", source=SOURCE + ", §5 trained models", checks=CHECKS)
 def gaussian_nonlinear_additive_mlp_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
-    """sklearn MLPRegressor (32, 32) trained on the nonlinear additive label, rho = 0.5."""
+    """sklearn MLPRegressor (16, 16) trained on the nonlinear additive label, rho = 0.5."""
     from sklearn.neural_network import MLPRegressor
 
     return _trained_case(info, NonlinearAdditive(), lambda: MLPRegressor(
-        hidden_layer_sizes=(32, 32), solver="lbfgs", max_iter=500, random_state=seed), seed, cache)
+        hidden_layer_sizes=(16, 16), solver="lbfgs", max_iter=300, random_state=seed), seed, cache)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -817,11 +851,11 @@ def _reference_for(case: Case, conditional: str) -> Any:
     raise ValueError(f"case {case.name!r} has no distribution for {conditional} expectations")
 
 
-def _verdict(name: str, result: "metrics.MetricResult", threshold: float, what: str,
+def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, threshold: float, what: str,
              params: dict[str, Any]) -> Score:
     """Pass when the mean over defined points clears ``threshold`` in the metric's direction;
     undefined points are excluded and counted, and all undefined fails."""
-    params = {**params, name_of_threshold(name): threshold}
+    params = {**params, threshold_name: threshold}
     if not result.defined.any():
         reason = next(iter(result.reasons.values()), "undefined")
         return Score(name, 0.0, False, threshold, f"{what} is undefined for every point ({reason})", params)
@@ -837,67 +871,68 @@ def _verdict(name: str, result: "metrics.MetricResult", threshold: float, what: 
                  {"row": row, result.name: float(result.values[row])})
 
 
-def name_of_threshold(check_name: str) -> str:
-    return {"gt_shapley": "min_corr", "faithfulness": "min_faithfulness", "monotonicity": "min_monotonicity",
-            "infidelity": "max_infidelity"}[check_name]
-
-
 @check(marker="xai_gt_shapley", thresholds={"min_corr": 0.9})
 def gt_shapley(attributions, case: Case, *, convention: str = "interventional", min_corr: float) -> Score:
     """Attributions correlate with the exact Shapley values of the declared convention.
 
     XAI-Bench GT-Shapley (Liu et al. 2021, §3.1): mean over points of Pearson(w_n, phi*_n), phi*
-    = ``case.truth["shapley_<convention>"]``; pass when the mean >= min_corr.  Default 0.9: exact
-    values score 1.0 and seeded normal noise about 0.0 (|mean| < 0.1 over 100 points) on every
-    gaussian case; exact Shapley values against the 100-row background (what KernelSHAP
-    estimates) score >= 0.95 against the true-marginal truth.  Constant rows are undefined,
+    = ``case.truth["shapley_<convention>"]``; pass when the mean >= min_corr.  Default 0.9, from
+    the controls on the gaussian cases (seed 0): exact values score 1.0, exact Shapley values
+    against the 100-row background (what KernelSHAP estimates) 0.96 to 1.0 against the
+    true-marginal truth, seeded normal noise at most 0.07.  Constant rows are undefined,
     excluded and counted; all undefined fails.
     """
     key = f"shapley_{convention}"
     if key not in case.truth:
         raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
     result = metrics.gt_shapley_corr(attributions_of(attributions), case.truth[key])
-    return _verdict("gt_shapley", result, min_corr, f"correlation with exact {convention} Shapley values",
+    return _verdict("gt_shapley", result, "min_corr", min_corr, f"correlation with exact {convention} Shapley values",
                     {"convention": convention})
 
 
-@check(marker="xai_faithfulness", thresholds={"min_faithfulness": 0.6})
+@check(marker="xai_faithfulness", thresholds={"min_faithfulness": 0.5})
 def faithfulness(attributions, case: Case, *, conditional: str = "interventional", min_faithfulness: float) -> Score:
     """|w_i| tracks the effect of resampling feature i alone (faithfulness, XAI-Bench eq. 2).
 
     Mean over points of Pearson(|w_i|, Delta_i), Delta_i from 100 samples of the case's
-    conditional with common random numbers; pass when >= min_faithfulness.  Default 0.6: see the
-    control values in the module's THRESHOLD_CONTROLS.
+    conditional with common random numbers; pass when >= min_faithfulness.  Default 0.5, from the
+    controls on the 13 gaussian cases (seed 0): exact interventional Shapley values score 0.73
+    (MLP) to 0.99 (below 1 mostly by the sampling noise of Delta_i), seeded normal noise at most 0.13.
     """
     result = metrics.faithfulness(case.predict, case.inputs, attributions_of(attributions),
                                   _reference_for(case, conditional), target=case.target)
-    return _verdict("faithfulness", result, min_faithfulness, f"faithfulness ({conditional})",
+    return _verdict("faithfulness", result, "min_faithfulness", min_faithfulness, f"faithfulness ({conditional})",
                     {"conditional": conditional})
 
 
-@check(marker="xai_monotonicity", thresholds={"min_monotonicity": 0.8})
+@check(marker="xai_monotonicity", thresholds={"min_monotonicity": 0.7})
 def monotonicity(attributions, case: Case, *, conditional: str = "interventional", min_monotonicity: float) -> Score:
     """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
 
     Mean over points of the fraction of non-increasing steps; pass when >= min_monotonicity.
-    Default 0.8: a random order is non-increasing at a step about half the time.
+    Default 0.7, from the controls on the gaussian cases (seed 0): exact interventional Shapley
+    values score 0.79 (MLP) to 0.97, seeded normal noise 0.49 to 0.55 (a random order is non-increasing
+    at a step about half the time; standard error over 100 points about 0.025).  Shapley values of
+    the non-additive piecewise-linear label score only 0.67, so that case declares 0.6 (noise 0.52).
     """
     result = metrics.monotonicity(case.predict, case.inputs, attributions_of(attributions),
                                   _reference_for(case, conditional), target=case.target)
-    return _verdict("monotonicity", result, min_monotonicity, f"monotonicity ({conditional})",
+    return _verdict("monotonicity", result, "min_monotonicity", min_monotonicity, f"monotonicity ({conditional})",
                     {"conditional": conditional})
 
 
-@check(marker="xai_infidelity", thresholds={"max_infidelity": 0.2})
+@check(marker="xai_infidelity", thresholds={"max_infidelity": 0.3})
 def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_infidelity: float) -> Score:
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
     Yeh et al. 2019 with subset removal (each feature removed with probability 1/2, 100 subsets
     per point, expectations over the case's conditional), normalised (scale-free in w) and divided
     by E[Delta f^2], so it lies in [0, 1] and is free of the output scale (1 = explains nothing);
-    the value is 1 - mean; pass when the mean <= max_infidelity.
+    the value is 1 - mean; pass when the mean <= max_infidelity.  Default 0.3, from the controls on
+    the gaussian cases (seed 0): exact interventional Shapley values score 0.01 to 0.13 (0 up to
+    sampling for additive models), seeded normal noise 0.63 to 0.77.
     """
     result = metrics.infidelity(case.predict, case.inputs, attributions_of(attributions),
                                 _reference_for(case, conditional), relative=True, target=case.target)
-    return _verdict("infidelity", result, max_infidelity, f"relative infidelity ({conditional})",
+    return _verdict("infidelity", result, "max_infidelity", max_infidelity, f"relative infidelity ({conditional})",
                     {"conditional": conditional})

@@ -23,6 +23,7 @@ mask, H = {p : h_p > tau_h}.  Undefined values are NaN with a reason and counted
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -360,8 +361,8 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
     base = _text_root(Path(root))
     loaded = Loaded()
     index = _newsgroups_index(Path(newsgroups)) if newsgroups is not None else None
-    news = _child(_child(base, "20news_group") or base / "-", "human_attention")
-    imdb = _child(base, "imdb")
+    news_root, imdb = _child(base, "20news_group"), _child(base, "imdb")
+    news = _child(news_root, "human_attention") if news_root else None
     annotations = _child(imdb, "human_attention") if imdb else None
     reviews = _child(imdb, "org_reviews") if imdb else None
     jobs = []
@@ -370,6 +371,9 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
             continue
         for label_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
             jobs += [(kind, label_dir.name, p) for p in sorted(label_dir.glob("*.json"))]
+    if not jobs:
+        raise FileNotFoundError(f"{base}: no annotation files (*.json) under 20news_group/human_attention/ "
+                                f"or IMDB/human_attention/")
     for kind, label, path in jobs:
         try:
             if kind == "20news":
@@ -400,9 +404,6 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
             continue
         loaded.records.append(TextRecord(record.id, record.label, record.source, record.tokens,
                                          record.weights, record.problems, path))
-    if not jobs:
-        raise FileNotFoundError(f"{base}: no annotation files (*.json) under 20news_group/human_attention/ "
-                                f"or IMDB/human_attention/")
     return loaded
 
 
@@ -730,10 +731,11 @@ def write_text_benchmark(root, docs: Sequence[SyntheticDoc]) -> Path:
     root = Path(root)
     for doc in docs:
         topic, text = TOPICS[doc.label], " ".join(doc.tokens)
+        news, imdb = root / "Text" / "20news_group", root / "Text" / "IMDB"
         files = {
-            root / "Text" / "20news_group" / "human_attention" / topic / f"{doc.id}.json": json.dumps(to_newsgroups_json(doc), indent=1),
-            root / "Text" / "IMDB" / "human_attention" / topic / f"{doc.id}.json": json.dumps(to_imdb_json(doc)),
-            root / "Text" / "IMDB" / "org_reviews" / f"{topic}_val" / f"{doc.id}.txt": text,
+            news / "human_attention" / topic / f"{doc.id}.json": json.dumps(to_newsgroups_json(doc), indent=1),
+            imdb / "human_attention" / topic / f"{doc.id}.json": json.dumps(to_imdb_json(doc)),
+            imdb / "org_reviews" / f"{topic}_val" / f"{doc.id}.txt": text,
             root / "newsgroups" / topic / doc.id: text,
         }
         for path, content in files.items():
@@ -1001,7 +1003,8 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     if math.isnan(value):
         return Score(name, 0.0, False, minimum, f"{which} undefined: {reason} in all {n} samples "
                      f"(selection {rule} of {policy} attributions)", params)
-    floor = binary.base_rate if which == "precision" else _nanmean(E.reshape(n, -1).sum(1) / valid.reshape(n, -1).sum(1))
+    selected_fraction = _nanmean(E.reshape(n, -1).sum(1) / valid.reshape(n, -1).sum(1))
+    floor = binary.base_rate if which == "precision" else selected_fraction
     passed = bool(value >= minimum)
     detail = (f"{aggregate} {which} {value:.3f} (micro {getattr(binary, which + '_micro'):.3f}, macro "
               f"{getattr(binary, which + '_macro'):.3f}, weighted {getattr(weighted, which + '_' + aggregate):.3f}) "
@@ -1123,7 +1126,7 @@ def human_shapes_oracle(info, *, seed, cache) -> Case:
         info=info, inputs=data["images"], predict=oracle.predict, model=oracle, target=target,
         background=data["background"], baseline=np.zeros((SIZE, SIZE)),
         feature_names=[f"r{i}c{j}" for i in range(SIZE) for j in range(SIZE)],
-        torch_model=oracle.torch_module(),
+        torch_model=oracle.torch_module() if importlib.util.find_spec("torch") else None,
         truth={"weighted_mask": data["weighted"], "segmentation": data["segmentation"]},
         meta={"ids": [f"cross-{seed}-{i}" for i in range(n)], "classes": SHAPES, "gate": GATE},
     )

@@ -11,7 +11,7 @@ from pytest_xai import cases, checks
 def _suite_test(name: str):
     def test(xai_case_name, xai_explainer, xai_case, xai_explain, xai_check):
         case = xai_case(xai_case_name)
-        xai_check(name, xai_explain(xai_explainer, case), case)
+        xai_check(name, xai_explain(xai_explainer, case), case, explainer=xai_explainer)
 
     test.__name__ = test.__qualname__ = name
     test.__doc__ = checks.CHECKS[name].doc

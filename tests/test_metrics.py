@@ -1,0 +1,287 @@
+"""Metrics against hand-made inputs whose answers are known by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_xai import metrics as M
+from pytest_xai.cases import gaussian as g
+
+W = np.array([3.0, 2.0, 1.0])
+
+
+def linear(X):
+    return np.asarray(X) @ W
+
+
+def sigmoid_on_x0(X):
+    """Two-class probabilities depending on feature 0 only."""
+    p = 1.0 / (1.0 + np.exp(-5.0 * np.asarray(X)[:, 0]))
+    return np.stack([1 - p, p], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Result type and NaN policy
+
+
+def test_result_excludes_undefined_points_from_mean_and_counts_them():
+    r = M.gt_shapley_corr([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0], [3.0, 2.0, 1.0]], [[1.0, 2.0, 4.0]] * 3)
+    assert r.n_undefined == 1 and math.isnan(r.values[1])
+    assert r.reasons == {1: "attribution is constant: correlation undefined"}
+    assert r.mean == pytest.approx(np.mean([r.values[0], r.values[2]]))
+    assert r.higher_is_better and "1/3 undefined" in r.summary()
+    np.testing.assert_array_equal(np.asarray(r), r.values)
+
+
+def test_all_undefined_gives_nan_mean_never_zero():
+    r = M.gt_shapley_corr(np.zeros((2, 3)), np.ones((2, 3)))
+    assert math.isnan(r.mean) and r.n_undefined == 2
+
+
+def test_gt_shapley_mse_and_corr_by_hand():
+    A, S = np.array([[1.0, 2.0, 3.0]]), np.array([[1.0, 2.0, 5.0]])
+    assert M.gt_shapley_mse(A, S).values[0] == pytest.approx(4 / 3)
+    assert not M.gt_shapley_mse(A, S).higher_is_better
+    assert M.gt_shapley_corr(A, -S).values[0] == pytest.approx(-np.corrcoef([1, 2, 3], [1, 2, 5])[0, 1])
+    with pytest.raises(ValueError, match="must match"):
+        M.gt_shapley_corr(A, np.ones((1, 4)))
+
+
+def test_outputs_select_the_target_class_and_reject_ambiguous_probabilities():
+    X = np.array([[0.0, 1.0, 2.0]])
+    np.testing.assert_allclose(M.outputs(sigmoid_on_x0, X, 1), [0.5])
+    with pytest.raises(ValueError, match="pass target="):
+        M.outputs(sigmoid_on_x0, X)
+
+
+# ---------------------------------------------------------------------------------------------
+# XAI-Bench metrics
+
+
+def test_faithfulness_of_linear_shap_is_one_and_of_constant_attributions_is_undefined():
+    X = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]])
+    background = np.array([[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]])  # mean (1, 1, 1)
+    phi = W * (X - 1.0)  # Delta_i = |w_i (x_i - 1)| exactly
+    r = M.faithfulness(linear, X, phi, background)
+    np.testing.assert_allclose(r.values, [1.0, 1.0])
+    assert r.params["conditional"] == "interventional"
+    flat = M.faithfulness(linear, X, np.ones_like(X), background)
+    assert flat.n_undefined == 2 and "attribution is constant" in flat.reasons[0]
+
+
+def test_faithfulness_signed_option_correlates_signed_attributions():
+    X = np.array([[2.0, 0.0, 3.0]])
+    phi = W * X  # baseline 0: Delta = (6, 0, 3)
+    assert M.faithfulness(linear, X, -phi, np.zeros(3)).values[0] == pytest.approx(1.0)
+    assert M.faithfulness(linear, X, -phi, np.zeros(3), absolute=False).values[0] == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("attributions,expected", [
+    ([3.0, 2.0, 1.0], 1.0),   # gains 3, 2, 1: both steps non-increasing
+    ([1.0, 2.0, 3.0], 0.0),   # order 2, 1, 0: gains 1, 2, 3
+    ([2.0, 3.0, 1.0], 0.5),   # order 1, 0, 2: gains 2, 3, 1 (D1 would read 3, 2, 1 -> 1.0)
+    ([1.0, 1.0, 1.0], 1.0),   # ties by index: order 0, 1, 2
+])
+def test_monotonicity_by_hand_in_insertion_order(attributions, expected):
+    X = np.ones((1, 3))
+    r = M.monotonicity(linear, X, [attributions], np.zeros(3))
+    assert r.values[0] == pytest.approx(expected)
+
+
+def test_monotonicity_tie_rule_counts_equal_gains_as_monotone():
+    X = np.array([[1.0, 1.5, 3.0]])  # gains w*x = 3, 3, 3
+    assert M.monotonicity(linear, X, [[3.0, 2.0, 1.0]], np.zeros(3)).values[0] == 1.0
+
+
+def test_monotonicity_needs_two_features():
+    r = M.monotonicity(lambda X: X[:, 0], np.ones((2, 1)), np.ones((2, 1)), np.zeros(1))
+    assert r.n_undefined == 2 and r.reasons[0] == "needs at least 2 features"
+
+
+def test_gaussian_infidelity_is_zero_for_the_gradient_and_raw_form_is_scale_dependent():
+    X = np.random.default_rng(0).standard_normal((4, 3))
+    grad = np.broadcast_to(W, X.shape)
+    for normalize in (True, False):
+        r = M.infidelity(linear, X, grad, perturbation="gaussian", normalize=normalize)
+        np.testing.assert_allclose(r.values, 0.0, atol=1e-20)
+    np.testing.assert_allclose(M.infidelity(linear, X, 2 * grad, perturbation="gaussian").values, 0.0, atol=1e-20)
+    raw = M.infidelity(linear, X, 2 * grad, perturbation="gaussian", normalize=False, n_perturb=50, sigma=0.1)
+    I = 0.1 * np.random.default_rng(0).standard_normal((4, 50, 3))
+    np.testing.assert_allclose(raw.values, ((I @ W) ** 2).mean(axis=1))  # (I^T 2w - I^T w)^2
+
+
+def test_subset_infidelity_is_zero_for_exact_shapley_of_an_additive_model_and_relative_one_for_zero():
+    X = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]])
+    baseline = np.array([0.5, 0.0, 1.0])
+    phi = W * (X - baseline)
+    np.testing.assert_allclose(M.infidelity(linear, X, phi, baseline).values, 0.0, atol=1e-20)
+    zero = M.infidelity(linear, X, np.zeros_like(X), baseline, relative=True)
+    np.testing.assert_allclose(zero.values, 1.0)  # beta* = 0: explains none of E[Delta f^2]
+    assert zero.params["conditional"] == "baseline"
+
+
+def test_relative_infidelity_is_undefined_when_the_model_never_changes():
+    r = M.infidelity(lambda X: np.zeros(len(X)), np.ones((2, 3)), np.ones((2, 3)), np.zeros(3), relative=True)
+    assert r.n_undefined == 2 and "does not change" in r.reasons[0]
+
+
+def test_infidelity_rejects_unknown_perturbation():
+    with pytest.raises(ValueError, match="perturbation must be"):
+        M.infidelity(linear, np.ones((1, 3)), np.ones((1, 3)), np.zeros(3), perturbation="square")
+
+
+def test_metrics_accept_an_exact_conditional_imputer():
+    dist = g.Gaussian.equicorrelated(3, 0.5)
+    X = dist.sample(5, np.random.default_rng(0))
+    imputer = dist.imputer("observational")
+    r = M.faithfulness(linear, X, W * X, imputer, n_samples=50)
+    assert r.params["conditional"] == "observational" and np.isfinite(r.values).all()
+    E = M.expected_outputs(linear, X, np.ones((5, 1, 3), bool), imputer)
+    np.testing.assert_allclose(E[:, 0], linear(X))  # all features present: E_F[f] = f(x)
+    E0 = M.expected_outputs(linear, X, np.zeros((5, 1, 3), bool), imputer, n_samples=4000)
+    np.testing.assert_allclose(E0[:, 0], 0.0, atol=0.3)  # nothing present: E f(X) = 0
+
+
+def test_reference_errors_name_the_problem():
+    with pytest.raises(ValueError, match="baseline has 2 values"):
+        M.faithfulness(linear, np.ones((1, 3)), np.ones((1, 3)), np.zeros(2))
+    with pytest.raises(ValueError, match="reference is required"):
+        M.faithfulness(linear, np.ones((1, 3)), np.ones((1, 3)), None)
+
+
+@pytest.mark.slow
+def test_roar_auc_is_higher_for_a_correct_ranking_than_for_a_reversed_one():
+    from sklearn.linear_model import LinearRegression
+
+    dist = g.Gaussian.equicorrelated(3, 0.0)
+    rng = np.random.default_rng(0)
+    Xtr, Xte = dist.sample(400, rng), dist.sample(200, rng)
+    ytr, yte = linear(Xtr), linear(Xte)
+    good = M.roar(LinearRegression, Xtr, ytr, Xte, yte, W * Xtr, W * Xte)
+    bad = M.roar(LinearRegression, Xtr, ytr, Xte, yte, Xtr / W, Xte / W)
+    assert good.values[0] > bad.values[0] and good.higher_is_better
+    assert good.params["losses"][0] == pytest.approx(0.0, abs=1e-9)  # nothing removed
+    assert good.params["losses"][-1] == pytest.approx(bad.params["losses"][-1])  # everything removed
+    observational = M.roar(LinearRegression, Xtr, ytr, Xte, yte, W * Xtr, W * Xte, fill=dist, ks=[0, 1, 2])
+    assert observational.params["conditional"] == "observational"
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenXAI agreement
+
+
+E_ROW = np.array([[3.0, -2.0, 1.0, 0.0]])
+G_ROW = np.array([3.0, 1.0, -2.0, 0.0])
+
+
+def test_openxai_agreement_by_hand():
+    assert M.feature_agreement(E_ROW, G_ROW, 2).values[0] == 0.5  # {0,1} vs {0,2}
+    assert M.rank_agreement(E_ROW, G_ROW, 2).values[0] == 0.5  # position 0 agrees
+    assert M.sign_agreement(E_ROW, G_ROW, 2).values[0] == 0.5  # feature 0, same sign
+    assert M.signed_rank_agreement(E_ROW, G_ROW, 2).values[0] == 0.5
+    flipped = G_ROW * np.array([-1, 1, 1, 1])
+    assert M.sign_agreement(E_ROW, flipped, 2).values[0] == 0.0
+    assert M.signed_rank_agreement(E_ROW, flipped, 2).values[0] == 0.0
+    assert M.feature_agreement(E_ROW, flipped, 2).values[0] == 0.5
+    assert M.feature_agreement(E_ROW, G_ROW, 0.5).params["k"] == 2  # fraction of d, rounded up
+    assert M.rank_correlation(E_ROW, G_ROW).values[0] == pytest.approx(0.8)  # ranks 1234 vs 1324
+    assert M.pairwise_rank_agreement(E_ROW, G_ROW).values[0] == pytest.approx(5 / 6)
+    assert M.pairwise_rank_agreement(E_ROW, G_ROW, features=[0, 3]).values[0] == 1.0
+
+
+def test_openxai_ranks_are_dense_and_ties_break_by_index():
+    np.testing.assert_array_equal(M.dense_ranks([[1.0, -3.0, 3.0, 0.5]]), [[2, 1, 1, 3]])
+    np.testing.assert_array_equal(M.importance_order([[1.0, -3.0, 3.0, 0.5]]), [[1, 2, 0, 3]])
+    r = M.rank_correlation([[1.0, 1.0, 1.0]], [1.0, 2.0, 3.0])
+    assert r.n_undefined == 1 and "constant" in r.reasons[0]
+
+
+def test_agreement_auc_is_the_mean_over_k():
+    auc = M.agreement_auc(M.feature_agreement, E_ROW, G_ROW, 3)
+    fa = [M.feature_agreement(E_ROW, G_ROW, k).values[0] for k in (1, 2, 3)]
+    assert auc.values[0] == pytest.approx(np.mean(fa))
+
+
+def test_k_is_validated():
+    with pytest.raises(ValueError, match="k must be"):
+        M.feature_agreement(E_ROW, G_ROW, 5)
+
+
+def test_pgi_and_pgu_directions_on_a_model_of_feature_zero():
+    """Issue #28 of OpenXAI: PGI computed PGU.  Only x0 matters, so perturbing it is what moves p."""
+    X = np.zeros((6, 4))
+    right = np.tile([1.0, 0.1, 0.1, 0.1], (6, 1))
+    wrong = np.tile([0.0, 1.0, 0.5, 0.2], (6, 1))
+    pgi_right = M.prediction_gap_important(sigmoid_on_x0, X, right, 1, target=1)
+    pgu_right = M.prediction_gap_unimportant(sigmoid_on_x0, X, right, 1, target=1)
+    pgi_wrong = M.prediction_gap_important(sigmoid_on_x0, X, wrong, 1, target=1)
+    pgu_wrong = M.prediction_gap_unimportant(sigmoid_on_x0, X, wrong, 1, target=1)
+    assert pgi_right.mean > 0.05 and pgu_right.mean == 0.0
+    assert pgi_wrong.mean == 0.0 and pgu_wrong.mean > 0.05
+    assert pgi_right.higher_is_better and not pgu_right.higher_is_better
+    # default target = predicted class; |p1 change| = |p0 change| for two classes
+    np.testing.assert_allclose(M.prediction_gap_important(sigmoid_on_x0, X, right, 1).values, pgi_right.values)
+
+
+def test_pgi_flips_discrete_features():
+    X = np.zeros((3, 2))
+    model = lambda X: X[:, 0]  # noqa: E731
+    r = M.prediction_gap_important(model, X, np.tile([1.0, 0.0], (3, 1)), 1, discrete=[True, False],
+                                   sigma=0.5, n_samples=2000)
+    assert r.mean == pytest.approx(math.sqrt(2 / math.pi) * 0.5, abs=0.04)  # flip probability
+
+
+# ---------------------------------------------------------------------------------------------
+# Localisation
+
+
+def test_pointing_game_by_hand():
+    a = np.array([[0.1, 0.9, 0.2, 0.9], [0.5, 0.1, 0.1, 0.1], [1.0, 0.0, 0.0, 0.0]])
+    s = np.array([[0, 0, 0, 1], [0, 1, 1, 0], [0, 0, 0, 0]])
+    r = M.pointing_game(a, s)
+    assert r.values[:2].tolist() == [1.0, 0.0]  # a tie at the max counts if any tied location is in s
+    assert r.reasons == {2: "empty ground-truth mask"}
+    assert M.pointing_game(a, s, weighted=True).values[0] == pytest.approx(0.75)
+
+
+def test_relevance_mass_accuracy_by_hand():
+    s = [[1, 0, 1, 0]]
+    assert M.relevance_mass_accuracy([[1.0, 1.0, 2.0, 0.0]], s).values[0] == 0.75
+    assert M.relevance_mass_accuracy([[1.0, -1.0, 2.0, 0.0]], s).values[0] == 1.0  # positive part
+    assert M.relevance_mass_accuracy([[1.0, -1.0, 2.0, 0.0]], s, preprocess="abs").values[0] == 0.75
+    raw = M.relevance_mass_accuracy([[1.0, -1.0, 2.0, 0.0]], s, preprocess="raw")
+    assert raw.n_undefined == 1 and "outside [0, 1]" in raw.reasons[0]
+    assert M.relevance_mass_accuracy([[-1.0, -1.0, 0.0, 0.0]], s).reasons[0] == "total relevance is not positive"
+
+
+def test_relevance_rank_accuracy_and_top_k_intersection_by_hand():
+    a, s = [[4.0, 3.0, 2.0, 1.0]], [[0, 1, 1, 0]]
+    assert M.relevance_rank_accuracy(a, s).values[0] == 0.5  # K = 2: top {0, 1}
+    assert M.top_k_intersection(a, s, 2).values[0] == 0.5
+    assert M.top_k_intersection(a, s, 3).values[0] == pytest.approx(2 / 3)
+    assert M.top_k_intersection(a, s, 2, concept_influence=True).values[0] == 1.0
+    assert M.relevance_rank_accuracy([[-4.0, 3.0, 2.0, 1.0]], s, preprocess="abs").values[0] == 0.5
+    with pytest.raises(ValueError, match="preprocess must be"):
+        M.top_k_intersection(a, s, 2, preprocess="normalise")
+    with pytest.raises(ValueError, match="binary"):
+        M.pointing_game(a, [[0, 2, 1, 0]])
+
+
+def test_localisation_auc_by_hand():
+    s = [[1, 0, 1, 0]] * 3 + [[1, 1, 1, 1]]
+    a = [[4.0, 3.0, 2.0, 1.0], [1.0, 1.0, 1.0, 1.0], [4.0, 1.0, 3.0, 2.0], [1.0, 2.0, 3.0, 4.0]]
+    r = M.localisation_auc(a, s)
+    np.testing.assert_allclose(r.values[:3], [0.75, 0.5, 1.0])  # ties count one half
+    assert r.reasons == {3: "mask covers every feature: no negatives"}
+
+
+def test_localisation_accepts_image_shaped_inputs():
+    a = np.zeros((2, 3, 3))
+    a[:, 1, 1] = 1.0
+    s = np.zeros((2, 3, 3), bool)
+    s[0, 1, 1] = True
+    s[1, 0, 0] = True
+    assert M.pointing_game(a, s).values.tolist() == [1.0, 0.0]
