@@ -192,7 +192,7 @@ def _model_for(explainer: Explainer, case: Any) -> Any:
         return case.model
     if isinstance(annotation, str):  # postponed annotations: "torch.nn.Module"
         try:
-            annotation = pkgutil.resolve_name(annotation)
+            annotation = pkgutil.resolve_name(annotation.strip("'\""))
         except Exception:
             return case.model
     if not isinstance(annotation, type):

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
+from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
 
 DEFAULT_TIMEOUT = 120.0
@@ -39,6 +40,8 @@ PROPERTY_MARKERS = {
     "xai_infidelity": "attributions predict output changes under perturbation (Yeh et al.); kwargs: max_infidelity",
     "xai_additive": "correlation with the exact contributions of an additive function (Mamalakis et al.); kwargs: min_mean_r",
     "xai_human": "agreement with (simulated) human-attention masks (Mohseni & Ragan); kwargs: min_precision",
+    "xai_stress_rank": "with many features, planted tokens stay on top of the model's true ranking; kwargs: max_rank, min_spearman",
+    "xai_interaction": "returned pairwise interactions single out the truly interacting pairs; kwargs: min_score, rtol",
 }
 xai_state = pytest.StashKey["XaiState"]()
 
@@ -52,6 +55,8 @@ class XaiState:
         self.thresholds = thresholds
         self.seed = seed
         self.timeout = timeout
+        data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
+        self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[dict] = []
         self.explanations: dict[tuple, tuple] = {}
         self._cache = None
@@ -72,7 +77,10 @@ class XaiState:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             from pytest_xai import report as xai_report
 
-            rec = xai_report.record(report.nodeid, report.outcome, report.duration, report.user_properties)
+            properties = list(report.user_properties)
+            if report.skipped and isinstance(report.longrepr, tuple):
+                properties.append(("xai_skip", report.longrepr[2].removeprefix("Skipped: ")))
+            rec = xai_report.record(report.nodeid, report.outcome, report.duration, properties)
             if rec is not None:
                 self.records.append(rec)
 
@@ -113,12 +121,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xai-threshold", action="append", default=[], metavar="CHECK.PARAM=VALUE",
                     help="override a check's threshold, e.g. symmetry.rtol=0.1; repeatable")
     group.addoption("--xai-report", default=None, metavar="PATH", help="write the JSON report to PATH")
+    group.addoption("--xai-data-dir", default=None, metavar="DIR",
+                    help="directory with real datasets some cases can use instead of synthetic ones "
+                         "(e.g. compas-scores-two-years.csv); default: ini xai_data_dir")
+    group.addoption("--xai-category", action="append", default=[], choices=CATEGORIES,
+                    help="run only the suite tests of this category; repeatable")
     group.addoption("--xai-no-suite", action="store_true", help="do not collect the built-in suite")
     group.addoption("--xai-benchmark", action="store_true",
                     help="time explainer calls with pytest-benchmark's fixture and store scores in extra_info")
     parser.addini("xai_explainers", "explainers to test (module:function), one per line", type="linelist")
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
     parser.addini("xai_seed", "base seed (default 0)", default="0")
+    parser.addini("xai_data_dir", "directory with real datasets (see --xai-data-dir)", type="paths", default=[])
     parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
                   default=str(DEFAULT_TIMEOUT))
 
@@ -267,7 +281,10 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     state = _state(request.config)
 
     def get(name: str):
-        return cases.get(name, seed=state.seed, cache=state.cache)
+        try:
+            return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
+        except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
+            pytest.skip(f"case {name}: {exc}")
 
     return get
 
@@ -386,9 +403,28 @@ def _reexplainer(request: pytest.FixtureRequest, explainer, case) -> Callable[..
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The suite's tests ask for ``benchmark`` only under ``--xai-benchmark``."""
-    if not config.getoption("xai_benchmark"):
-        return
-    for item in items:
-        if getattr(getattr(item, "function", None), "xai_check", None) and "benchmark" not in item.fixturenames:
-            item.fixturenames.append("benchmark")
+    """``--xai-category`` deselects the suite's other categories; ``--xai-benchmark`` makes the
+    suite's tests use pytest-benchmark's fixture."""
+    from pytest_xai import cases
+
+    for item in items:  # suite identity, so that even a setup error or skip reaches the table
+        if getattr(getattr(item, "function", None), "xai_check", None):
+            info = cases.info(item.callspec.params["xai_case_name"])
+            _record(item, explainer=item.callspec.params["xai_explainer"].name, case=info.name,
+                    family=info.family, category=info.category, check=item.function.xai_check)
+    categories = config.getoption("xai_category")
+    if categories:
+        keep, drop = [], []
+        for item in items:
+            suite = getattr(getattr(item, "function", None), "xai_check", None)
+            wanted = any(item.get_closest_marker(f"xai_{c}") for c in categories)
+            (drop if suite and not wanted else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    if config.getoption("xai_benchmark"):
+        for item in items:
+            if getattr(getattr(item, "function", None), "xai_check", None) and "benchmark" not in item.fixturenames:
+                item.fixturenames.append("benchmark")
+
+

@@ -43,7 +43,7 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
         "passed": props.get("passed", False) if outcome != "skipped" else None,
         "seconds": props.get("seconds"),
         "seed": props.get("seed"),
-        "detail": props.get("detail") or props.get("error") or props.get("skip"),
+        "detail": props.get("skip") if outcome == "skipped" else props.get("detail") or props.get("error"),
         "error": props.get("error"),
         "duration": round(duration, 6),
     }
@@ -61,32 +61,72 @@ def _cell(rec: dict) -> str:
     return f"{verdict}{score}{seconds}"
 
 
-def table(records: list[dict]) -> list[str]:
-    """Rows: tests (``check[case]``); columns: explainers; cells: verdict, score, seconds.
+def _ok(rec: dict) -> bool:
+    return bool(rec["passed"]) and rec["outcome"] == "passed"
 
-    A last row per explainer gives passed/ran, mean score over tests that ran (failures count as
-    their score, errors as 0) and the explainer's total seconds.
+
+def summary(records: list[dict]) -> dict[str, dict]:
+    """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
+
+    Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
+    skipping of zeros); skipped tests are counted apart.  Mean seconds are over tests whose
+    explainer call completed, so timeouts never shorten the average.
     """
-    explainers = list(dict.fromkeys(r["explainer"] for r in records))
-    rows: dict[str, dict[str, dict]] = defaultdict(dict)
-    for rec in records:
-        rows[f"{rec['check'] or rec['test']}[{rec['case']}]"][rec["explainer"]] = rec
-    header = ["test"] + explainers
-    body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
-    summary = ["passed / ran, mean score, seconds"]
-    for e in explainers:
-        ran = [r for r in records if r["explainer"] == e and r["outcome"] != "skipped"]
-        passed = sum(1 for r in ran if r["passed"] and r["outcome"] == "passed")
-        mean = sum((r["score"] or 0.0) for r in ran) / len(ran) if ran else float("nan")
-        seconds = sum(r["seconds"] or 0.0 for r in ran)
-        summary.append(f"{passed}/{len(ran)}, {mean:.3f}, {seconds:.2f}s")
-    widths = [max(len(row[i]) for row in [header, *body, summary]) for i in range(len(header))]
+
+    def aggregate(recs: list[dict]) -> dict:
+        ran = [r for r in recs if r["outcome"] != "skipped"]
+        timed = [r["seconds"] for r in ran if r["seconds"] is not None and not r.get("error")]
+        return {
+            "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
+            "passed": sum(1 for r in ran if _ok(r)),
+            "errors": sum(1 for r in ran if r.get("error")),
+            "mean_score": round(sum(r["score"] or 0.0 for r in ran) / len(ran), 6) if ran else None,
+            "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
+        }
+
+    out = {}
+    for explainer in dict.fromkeys(r["explainer"] for r in records):
+        mine = [r for r in records if r["explainer"] == explainer]
+        categories = sorted({r["category"] for r in mine if r["category"]})
+        out[explainer] = {"overall": aggregate(mine),
+                          "categories": {c: aggregate([r for r in mine if r["category"] == c]) for c in categories}}
+    return out
+
+
+def _grid(header: list[str], body: list[list[str]], footer: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *body, *footer]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    return [line(header), rule, *(line(r) for r in body), rule, line(summary)]
+    return [line(header), rule, *(line(r) for r in body), *([rule] if footer else []), *(line(r) for r in footer)]
+
+
+def _aggregate_cell(agg: dict) -> str:
+    if not agg["ran"]:
+        return f"skip x{agg['skipped']}" if agg["skipped"] else ""
+    seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/test"
+    return f"{agg['passed']}/{agg['ran']}, {agg['mean_score']:.3f}{seconds}"
+
+
+def table(records: list[dict]) -> list[str]:
+    """Rows: tests (``check[case]``); columns: explainers; cells: verdict, score, seconds.
+
+    Below, per explainer and per category: passed/ran, mean score and mean seconds per test.
+    """
+    explainers = list(dict.fromkeys(r["explainer"] for r in records))
+    rows: dict[str, dict[str, dict]] = defaultdict(dict)
+    for rec in sorted(records, key=lambda r: (r["category"] or "", r["check"] or r["test"], r["case"] or "")):
+        rows[f"{rec['check'] or rec['test']}[{rec['case']}]"][rec["explainer"]] = rec
+    body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
+    aggregates = summary(records)
+    categories = sorted({c for agg in aggregates.values() for c in agg["categories"]})
+    footer = [[f"{c}: passed/ran, mean score"] + [_aggregate_cell(aggregates[e]["categories"][c])
+                                                   if c in aggregates[e]["categories"] else "" for e in explainers]
+              for c in categories]
+    footer.append(["overall"] + [_aggregate_cell(aggregates[e]["overall"]) for e in explainers])
+    return _grid(["test"] + explainers, body, footer)
 
 
 def _versions() -> dict[str, str]:
@@ -120,7 +160,8 @@ def document(records: list[dict], *, options: dict, seed: int, exitstatus: int) 
             "cpu_count": os.cpu_count(),
             "python_implementation": platform.python_implementation(),
         },
-        "results": records,
+        "summary": summary(records),
+        "results": sorted(records, key=lambda rec: rec["nodeid"]),
     }
 
 

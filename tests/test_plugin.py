@@ -247,3 +247,49 @@ def test_every_check_marker_is_registered():
 
     cases.infos()
     assert {info.marker for info in checks.CHECKS.values()} <= set(PROPERTY_MARKERS)
+
+
+def test_category_option_and_aggregates(pytester):
+    report = pytester.path / "r.json"
+    run(pytester, f"--xai-explainer={REF}:exact_shapley", "--xai-category=stability", f"--xai-report={report}",
+        tabular=False)
+    doc = json.loads(report.read_text())
+    assert doc["results"] and {r["category"] for r in doc["results"]} == {"stability"}
+    assert set(doc["summary"]["exact_shapley"]["categories"]) == {"stability"}
+
+    run_all = run(pytester, f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random",
+                  f"--xai-report={report}")
+    run_all.stdout.fnmatch_lines(["fidelity: passed/ran, mean score*4/4, 1.000*", "overall*4/4, 1.000*"])
+    doc = json.loads(report.read_text())
+    random_results = [r for r in doc["results"] if r["explainer"] == "random"]
+    overall = doc["summary"]["random"]["overall"]
+    assert overall["ran"] == 4 and overall["passed"] == sum(r["passed"] for r in random_results)
+    assert overall["mean_score"] == pytest.approx(sum(r["score"] for r in random_results) / 4, abs=1e-6)
+
+
+def test_benchmark_option_puts_scores_in_extra_info(pytester):
+    pytest.importorskip("pytest_benchmark")
+    out = pytester.path / "bench.json"
+    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--xai-benchmark", f"--benchmark-json={out}")
+    result.assert_outcomes(passed=4)
+    benchmarks = json.loads(out.read_text())["benchmarks"]
+    assert len(benchmarks) == 4 and all(b["extra_info"]["xai_passed"] is True for b in benchmarks)
+    assert {b["extra_info"]["xai_case"] for b in benchmarks} >= {"cough_and_fever", "a_and_b_or_c"}
+
+
+def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
+    from pytest_xai import cases
+    from pytest_xai.case import Case
+
+    seen = {}
+
+    @cases.register(family="test", category="fidelity", source="test", checks={})
+    def data_dir_probe(info, *, seed, cache, data_dir):
+        seen["data_dir"] = data_dir
+        return Case(info=info, inputs=None, predict=None, feature_names=[])
+
+    try:
+        cases.get("data_dir_probe", data_dir=str(tmp_path))
+        assert seen["data_dir"] == str(tmp_path)
+    finally:
+        cases._REGISTRY.pop("data_dir_probe")

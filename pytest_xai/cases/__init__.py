@@ -10,6 +10,7 @@ A family module declares its cases with :func:`register`; building is lazy and s
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable, Mapping
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
@@ -21,6 +22,11 @@ FAMILIES = (
     "pytest_xai.cases.sanity",
     "pytest_xai.cases.human",
     "pytest_xai.cases.gaussian",
+    "pytest_xai.cases.additive",
+    "pytest_xai.cases.digits",
+    "pytest_xai.cases.stress",
+    "pytest_xai.cases.interactions",
+    "pytest_xai.cases.fooling",
 )
 
 _REGISTRY: dict[str, CaseInfo] = {}
@@ -76,14 +82,16 @@ def info(name: str) -> CaseInfo:
         raise KeyError(f"no case named {name!r}{hint}") from None
 
 
-def get(name: str, *, seed: int = 0, cache: Any = None) -> Case:
+def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None) -> Case:
     """Build (or return the memoised) case ``name``.
 
     ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
-    keeps everything in memory.
+    keeps everything in memory.  ``data_dir`` is where a user keeps real datasets that some cases
+    can read instead of their synthetic stand-ins (passed to builders that accept it).
     """
-    key = (name, seed, getattr(cache, "root", None))
+    key = (name, seed, getattr(cache, "root", None), data_dir)
     if key not in _BUILT:
         case_info = info(name)
-        _BUILT[key] = case_info.build(case_info, seed=seed, cache=cache)
+        extra = {"data_dir": data_dir} if "data_dir" in inspect.signature(case_info.build).parameters else {}
+        _BUILT[key] = case_info.build(case_info, seed=seed, cache=cache, **extra)
     return _BUILT[key]

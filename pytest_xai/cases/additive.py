@@ -20,12 +20,15 @@ between the heatmap and the ground truth.
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pytest_xai import metrics
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check
@@ -38,6 +41,7 @@ PAPER_D = 458  # ocean cells of the paper's grid; offline a seeded subset of the
 PAPER_K = 5
 PAPER_L = 20.0  # correlation length, degrees of arc (about 2,200 km)
 MLP_HIDDEN = (512, 256, 128, 64, 32, 16)
+MLP_EPOCHS = 16
 MAX_BACKGROUND = 100
 N_EXPLAINED = 100
 
@@ -157,3 +161,425 @@ def generate(
     contribution = local_functions(X, breaks, slopes) / d
     return {"X": X, "y": contribution.sum(axis=1), "contribution": contribution,
             "breaks": breaks, "slopes": slopes, "cells": cells}
+
+
+# --------------------------------------------------------------------------------------------
+# Models: the analytic oracle and the paper's network (reference spec sections 3 and 5)
+
+
+def oracle_module(breaks: np.ndarray, slopes: np.ndarray):
+    """``F`` exactly, as ``Sequential(Linear(d, d*U), ReLU, Linear(d*U, 1, bias=False))`` (float32, eval).
+
+    Hidden unit (i, u) is ``relu(sign * (x_i - offset))`` (see :func:`_units`), so every method that
+    needs modules (DeepLift, LRP, guided backprop) runs on it; output shape (n, 1).  Because each
+    hidden unit reads one pixel and is 0 at x = 0, DeepLift (rescale, zero baseline) is exact on it
+    and LRP-z equals Input x Gradient.
+    """
+    import torch
+
+    sign, offset, weight = _units(breaks, slopes)
+    d, units = sign.shape
+    first = np.zeros((d * units, d))
+    first[np.arange(d * units), np.repeat(np.arange(d), units)] = sign.ravel()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(d, d * units), torch.nn.ReLU(), torch.nn.Linear(d * units, 1, bias=False)
+    )
+    with torch.no_grad():
+        model[0].weight.copy_(torch.as_tensor(first))
+        model[0].bias.copy_(torch.as_tensor(-(sign * offset).ravel()))
+        model[2].weight.copy_(torch.as_tensor(weight.reshape(1, -1) / d))
+    return model.requires_grad_(False).eval()
+
+
+def paper_mlp(d: int, *, seed: int = 0):
+    """The paper's network: d -> 512 -> 256 -> 128 -> 64 -> 32 -> 16 (ReLU) -> 1 (no bias).
+
+    Initialisation as its Keras code: first kernel ~ N(0, (1/d)^2) with zero bias; the other
+    kernels and the hidden biases He-normal (Keras: normal truncated at 2 sd, sd sqrt(2 / fan_in),
+    a bias vector's fan_in being its length).  410,112 parameters for d = 458.
+    """
+    import torch
+
+    layers, width = [], d
+    for units in MLP_HIDDEN:
+        layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
+        width = units
+    layers.append(torch.nn.Linear(width, 1, bias=False))
+    model = torch.nn.Sequential(*layers)
+    generator = torch.Generator().manual_seed(seed)
+
+    def he_normal(tensor, fan_in):
+        std = math.sqrt(2.0 / fan_in) / 0.87962566103423978  # Keras' truncation correction
+        with torch.no_grad():
+            tensor.copy_(torch.randn(tensor.shape, generator=generator).clamp_(-2, 2) * std)
+
+    linear = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        linear[0].weight.copy_(torch.randn(linear[0].weight.shape, generator=generator) / d)
+        linear[0].bias.zero_()
+    for layer in linear[1:]:
+        he_normal(layer.weight, layer.in_features)
+        if layer.bias is not None:
+            he_normal(layer.bias, layer.out_features)
+    return model
+
+
+def r_squared(y: np.ndarray, prediction: np.ndarray) -> float:
+    """Coefficient of determination 1 - SSE / SST."""
+    y = np.asarray(y, dtype=float)
+    return float(1.0 - np.sum((y - prediction) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def torch_predict(module):
+    """numpy (n, d) -> numpy (n,) float64 through ``module`` without gradients, one thread."""
+
+    def predict(X):
+        import torch
+
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                out = module(torch.as_tensor(np.asarray(X, dtype=np.float32)))
+        finally:
+            torch.set_num_threads(previous)
+        return out.reshape(len(out)).double().numpy()
+
+    return predict
+
+
+def train_mlp(
+    model, X: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = MLP_EPOCHS, batch_size: int = 256,
+    lr: float = 1e-3, patience: int = 3, validation: float = 0.1, recipe: str = "cpu",
+) -> dict[str, Any]:
+    """Train ``model`` on (X, y) with MSE; returns the history (held-out R^2 per epoch, seconds).
+
+    ``recipe="cpu"`` (the default, a documented deviation from the paper): Adam (lr 1e-3, cosine
+    decay to lr/100 over ``epochs``), batch 256; the target is divided by its standard deviation
+    for training and the factor folded back into the bias-free output layer afterwards, so the
+    network predicts ``y`` itself.  ``recipe="paper"``: plain SGD without momentum at constant
+    ``lr`` on the raw target (the paper: lr 0.02, batch 32, 50 epochs; pass those).  Both shuffle
+    each epoch with a seeded generator on one torch thread, hold out the last ``validation``
+    fraction of the rows, keep the weights of the epoch with the best held-out R^2 and stop after
+    ``patience`` epochs without improvement.
+    """
+    if recipe not in ("cpu", "paper"):
+        raise ValueError(f"recipe must be 'cpu' or 'paper', got {recipe!r}")
+    import torch
+
+    start = time.perf_counter()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        n_fit = int(round(len(X) * (1 - validation)))
+        scale = float(np.std(y[:n_fit])) if recipe == "cpu" else 1.0
+        xs = torch.as_tensor(X, dtype=torch.float32)
+        ys = torch.as_tensor(y / scale, dtype=torch.float32)
+        x_fit, y_fit, x_val = xs[:n_fit], ys[:n_fit], xs[n_fit:]
+        steps = epochs * math.ceil(n_fit / batch_size)
+        if recipe == "cpu":
+            optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+            schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps, eta_min=lr / 100)
+        else:
+            optimiser = torch.optim.SGD(model.parameters(), lr=lr)
+            schedule = torch.optim.lr_scheduler.ConstantLR(optimiser, factor=1.0, total_iters=0)
+        generator = torch.Generator().manual_seed(seed)
+        best, best_state, history = -math.inf, None, []
+        for _ in range(epochs):
+            model.train()
+            for batch in torch.randperm(n_fit, generator=generator).split(batch_size):
+                optimiser.zero_grad()
+                loss = torch.mean((model(x_fit[batch]).squeeze(1) - y_fit[batch]) ** 2)
+                loss.backward()
+                optimiser.step()
+                schedule.step()
+            model.eval()
+            with torch.no_grad():
+                r2 = r_squared(y[n_fit:] / scale, model(x_val).squeeze(1).double().numpy())
+            history.append(r2)
+            if r2 > best:
+                best, best_state = r2, {k: v.clone() for k, v in model.state_dict().items()}
+            elif len(history) - 1 - int(np.argmax(history)) >= patience:
+                break
+        model.load_state_dict(best_state)
+        with torch.no_grad():
+            model[-1].weight.mul_(scale)
+    finally:
+        torch.set_num_threads(previous)
+    return {"validation_r2": history, "seconds": time.perf_counter() - start}
+
+
+# --------------------------------------------------------------------------------------------
+# Metric and check (reference spec section 4)
+
+TRUTHS = ("contribution", "contribution_centred", "contribution_positive", "contribution_absolute")
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share their mean rank) along axis 1, vectorised over rows."""
+    n, d = a.shape
+    rows = np.repeat(np.arange(n), d)
+    order = np.lexsort((a.ravel(), rows))
+    values, owners = a.ravel()[order], rows[order]
+    new = np.ones(n * d, dtype=bool)
+    new[1:] = (values[1:] != values[:-1]) | (owners[1:] != owners[:-1])
+    group = np.cumsum(new) - 1
+    position = np.arange(n * d) - owners * d
+    mean_rank = np.bincount(group, weights=position) / np.bincount(group)
+    ranks = np.empty(n * d)
+    ranks[order] = mean_rank[group]
+    return ranks.reshape(n, d)
+
+
+def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: str = "pearson") -> metrics.MetricResult:
+    """Correlation across pixels between each heatmap row and its ground-truth row (one per sample).
+
+    ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.metrics.rowwise_pearson`) or
+    "spearman" (Pearson of average ranks).  A row where either vector is constant has no
+    correlation: NaN, with the reason recorded in the result.
+    """
+    a = np.asarray(heatmaps, dtype=float).reshape(len(heatmaps), -1)
+    b = np.asarray(truth, dtype=float).reshape(len(truth), -1)
+    if a.shape != b.shape:
+        raise ValueError(f"heatmaps {a.shape} and truth {b.shape} must have the same shape")
+    if method == "spearman":
+        a, b = _ranks(a), _ranks(b)
+    elif method != "pearson":
+        raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    return metrics._correlation_result(f"{method} r", a, b, "heatmap", "ground truth", {"method": method})
+
+
+def ground_truth(case: Case, truth: str = "contribution") -> tuple[np.ndarray, np.ndarray]:
+    """The ground-truth rows for ``truth`` and the per-sample sign the correlation is multiplied by.
+
+    "contribution" Cnt and "contribution_centred" (Cnt minus its mean over the case's background,
+    what background-based methods such as interventional SHAP estimate) use sign +1.  For
+    LRP-alpha1beta0, whose relevances all carry the sign of the prediction, the paper correlates
+    with "contribution_positive" C+ = max(Cnt, 0) and "contribution_absolute" |Cnt|, each
+    multiplied by -1 where the network's prediction is negative.
+    """
+    if truth not in TRUTHS:
+        raise ValueError(f"truth must be one of {TRUTHS}, got {truth!r}")
+    if truth in ("contribution", "contribution_centred"):
+        return case.truth[truth], np.ones(len(case.inputs))
+    contribution = case.truth["contribution"]
+    rows = np.maximum(contribution, 0.0) if truth == "contribution_positive" else np.abs(contribution)
+    return rows, np.where(np.asarray(case.predict(case.inputs)) < 0, -1.0, 1.0)
+
+
+@check(marker="xai_additive", thresholds={"min_mean_r": 0.5})
+def additive_correlation(attributions, case: Case, *, truth: str = "contribution", min_mean_r: float = 0.5) -> Score:
+    """Mean per-sample Pearson r between heatmaps and the exact contributions (Mamalakis et al. 2022).
+
+    Passes when the mean r over the explained samples is at least ``min_mean_r``; the score value
+    is the mean r clipped to [0, 1].  Undefined correlations (constant rows) are excluded and
+    counted.  Default 0.5, from the controls in ``tests/test_additive.py`` (captum explainers):
+    on the oracle, Integrated Gradients, DeepLift and Occlusion-1 reach r > 0.999 and Input x
+    Gradient (= LRP-z) 0.73, while the signed gradient, SmoothGrad, guided backprop and ``random``
+    stay within 0.01 of 0; on the trained MLP, IG/DeepLift/Shapley sampling reach 0.98,
+    Occlusion-1 0.92 and Input x Gradient 0.69, while gradient, SmoothGrad and guided backprop are
+    at -0.10 to -0.14.  0.5 sits in the middle of the gap on both.
+    """
+    heatmaps = attributions_of(attributions).reshape(len(case.inputs), -1)
+    rows, sign = ground_truth(case, truth)
+    pearson = per_sample_correlation(heatmaps, rows)
+    r = pearson.values * sign
+    spearman = per_sample_correlation(heatmaps, rows, method="spearman").values * sign
+    defined = ~np.isnan(r)
+    reasons = list(pearson.reasons.values())
+    nan_note = "; ".join(f"{reasons.count(k)} x {k}" for k in sorted(set(reasons))) or "none"
+    params = {"truth": truth, "min_mean_r": float(min_mean_r)}
+    if not defined.any():
+        return Score(check="additive_correlation", value=0.0, passed=False, threshold=float(min_mean_r),
+                     detail=f"no sample has a defined correlation with {truth} ({nan_note})", params=params)
+    mean, median = float(np.mean(r[defined])), float(np.median(r[defined]))
+    worst = int(np.flatnonzero(defined)[np.argmin(r[defined])])
+    z_h = heatmaps[worst] - heatmaps[worst].mean()
+    z_t = rows[worst] - rows[worst].mean()
+    mismatch = np.abs(z_h / np.linalg.norm(z_h) - sign[worst] * z_t / np.linalg.norm(z_t))
+    top = np.argsort(-mismatch, kind="stable")[:5]
+    passed = mean >= min_mean_r
+    detail = (
+        f"mean r = {mean:.3f} (median {median:.3f}, Spearman {float(np.nanmean(spearman)):.3f}) "
+        f"against {truth} over {int(defined.sum())} samples; undefined: {nan_note}; "
+        f"{'meets' if passed else 'below'} the minimum {min_mean_r:g}"
+    )
+    worst_info = {
+        "row": worst, "r": float(r[worst]),
+        "pixels": [{"feature": case.feature_names[i], "attribution": float(heatmaps[worst, i]),
+                    "truth": float(rows[worst, i])} for i in top],
+    }
+    return Score(check="additive_correlation", value=float(np.clip(mean, 0.0, 1.0)), passed=bool(passed),
+                 threshold=float(min_mean_r), detail=detail, params=params, worst=worst_info)
+
+
+# --------------------------------------------------------------------------------------------
+# Cases (reference spec section 6)
+
+ORACLE_N = 1000  # 900 train / 100 test rows: the 100 test rows are explained
+MLP_D = 32  # the paper's d = 458 needs ~10^6 samples to reach R^2 0.99 (see build_mlp_case)
+MLP_N = 200_000
+MIN_R2 = 0.99
+
+
+def _data(name: str, cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
+          length_scale: float) -> dict[str, np.ndarray]:
+    """The arrays a case needs (function definition, test rows, background), cached as npz."""
+    params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
+              "length_scale": length_scale, "recipe": 1}
+
+    def build() -> dict[str, np.ndarray]:
+        data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
+        n_train = int(round(0.9 * n_samples))
+        return {"breaks": data["breaks"], "slopes": data["slopes"], "cells": data["cells"],
+                "X_test": data["X"][n_train:], "y_test": data["y"][n_train:],
+                "background": data["X"][:min(MAX_BACKGROUND, n_train)]}
+
+    def validate(arrays: dict) -> None:
+        k = max(n_breaks, 1)
+        if arrays["breaks"].shape != (d, k) or arrays["slopes"].shape != (d, k + 1):
+            raise ValueError(f"function arrays have shapes {arrays['breaks'].shape}, {arrays['slopes'].shape}")
+        if arrays["X_test"].shape[1] != d or not np.all(np.isfinite(arrays["X_test"])):
+            raise ValueError("test inputs have the wrong width or are not finite")
+
+    if cache is None:
+        arrays = build()
+        validate(arrays)
+        return arrays
+    return cache.arrays(name, params, build, validate)
+
+
+def _case(info: CaseInfo, arrays: dict, model, predict, meta: dict) -> Case:
+    breaks, slopes = arrays["breaks"], arrays["slopes"]
+    d = breaks.shape[0]
+    inputs = arrays["X_test"][:N_EXPLAINED].copy()
+    background = arrays["background"]
+    contribution = local_functions(inputs, breaks, slopes) / d
+    centre = local_functions(background, breaks, slopes).mean(axis=0) / d
+    cells = arrays["cells"]
+    names = [f"lat{GRID_LATS[c // GRID_LONS.size]:+.1f}_lon{GRID_LONS[c % GRID_LONS.size]:.1f}" for c in cells]
+    return Case(
+        info=info, inputs=inputs, predict=predict, feature_names=names, model=model, target=None,
+        background=background, baseline=np.zeros(d), torch_model=model,
+        truth={"contribution": contribution, "contribution_centred": contribution - centre,
+               "adjacent_to_zero": adjacent_to_zero(inputs, breaks)},
+        meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, **meta},
+    )
+
+
+def build_oracle_case(
+    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = ORACLE_N, d: int = PAPER_D,
+    n_breaks: int = PAPER_K, length_scale: float = PAPER_L,
+) -> Case:
+    """The analytic ``F`` as the model: numpy ``predict`` (float64) and its exact torch twin.
+
+    Without torch installed the native model is ``predict`` itself (no torch twin).
+    """
+    arrays = _data("additive_oracle", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks,
+                   length_scale=length_scale)
+    breaks, slopes = arrays["breaks"], arrays["slopes"]
+
+    def predict(X):
+        X = np.asarray(X, dtype=float)
+        return local_functions(X, breaks, slopes).sum(axis=1) / d
+
+    try:
+        oracle = oracle_module(breaks, slopes)
+    except ImportError:
+        oracle = None
+    case = _case(info, arrays, oracle if oracle is not None else predict, predict,
+                 {"n_samples": n_samples, "n_breaks": n_breaks, "length_scale": length_scale})
+    case.torch_model = oracle
+    return case
+
+
+SHIPPED_MLP = Path(__file__).resolve().parents[1] / "data" / "additive_mlp.json"
+
+
+def _load_shipped(model, params: dict) -> bool:
+    """Load the state_dict shipped in the package when it was trained with exactly ``params``
+    (so a fresh CI machine does not spend 90 s training); the R^2 gate still checks it."""
+    import torch
+
+    meta = json.loads(SHIPPED_MLP.read_text())
+    if meta["params"] != params:
+        return False
+    model.load_state_dict(torch.load(SHIPPED_MLP.with_name(meta["file"]), weights_only=True))
+    return True
+
+
+def build_mlp_case(
+    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = MLP_N, d: int = MLP_D,
+    n_breaks: int = PAPER_K, length_scale: float = PAPER_L, epochs: int = MLP_EPOCHS,
+    min_r2: float = MIN_R2, recipe: str = "cpu",
+) -> Case:
+    """The paper's MLP trained on ``F`` (CPU recipe of :func:`train_mlp`), gated on test R^2.
+
+    Default d = 32 cells, N = 200,000 (180,000 train, of which 18,000 held out for early
+    stopping; 20,000 test), 16 epochs: on one CPU thread the network reaches test R^2 0.9945 in
+    85-105 s (measured on a shared 2-core machine).  At the paper's d = 458, 10 epochs of this
+    recipe stop at test R^2 0.963 (N = 200,000) or 0.94 (N = 50,000): the network overfits without
+    the paper's 10^6 samples, so the full-size benchmark is ``d=458`` with a much larger
+    ``n_samples`` (``recipe="paper"``: SGD lr 0.02, batch 32; pass ``epochs=50``).  The network is
+    cached (state_dict) keyed by every parameter; a test R^2 below ``min_r2`` makes the case not
+    applicable: :class:`NotApplicable` "model below quality gate (R^2=...)".
+    """
+    if recipe not in ("cpu", "paper"):
+        raise ValueError(f"recipe must be 'cpu' or 'paper', got {recipe!r}")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise NotApplicable(f"{info.name} needs torch (pip install pytest-xai[torch])") from None
+
+    arrays = _data("additive_mlp_data", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks,
+                   length_scale=length_scale)
+    params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
+              "length_scale": length_scale, "epochs": epochs,
+              "recipe": "adam-cosine-1" if recipe == "cpu" else "paper-sgd-1"}
+    fit = {"lr": 1e-3, "batch_size": 256} if recipe == "cpu" else {"lr": 0.02, "batch_size": 32}
+    trained: dict[str, Any] = {}
+
+    def train(model) -> None:
+        if _load_shipped(model, params):
+            trained["seconds"] = 0.0
+            return
+        data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
+        n_train = int(round(0.9 * n_samples))
+        trained.update(train_mlp(model, data["X"][:n_train], data["y"][:n_train], seed=seed,
+                                 epochs=epochs, recipe=recipe, **fit))
+
+    def validate(model) -> None:
+        if not np.all(np.isfinite(torch_predict(model)(arrays["X_test"][:N_EXPLAINED]))):
+            raise ValueError("the network predicts non-finite values")
+
+    def make():
+        return paper_mlp(d, seed=seed)
+
+    if cache is None:
+        model = make()
+        train(model)
+        model.eval()
+        validate(model)
+    else:
+        model = cache.torch_module("additive_mlp", params, make, train, validate)
+    predict = torch_predict(model)
+    r2 = r_squared(arrays["y_test"], predict(arrays["X_test"]))
+    if not r2 >= min_r2:
+        raise NotApplicable(f"{info.name}: model below quality gate (R^2={r2:.4f} < {min_r2:g})")
+    meta = {"n_samples": n_samples, "recipe": recipe, "n_breaks": n_breaks, "length_scale": length_scale,
+            "test_r2": r2, "training_seconds": trained.get("seconds"), "validation_r2": trained.get("validation_r2")}
+    return _case(info, arrays, model, predict, meta)
+
+
+@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F (section 5 of the spec)",
+          checks={"additive_correlation": {"truth": "contribution"}})
+def additive_oracle(info, *, seed, cache) -> Case:
+    """Explain the exact additive piecewise-linear F (d=458, K=5, L=20 deg): IG and Occlusion-1 are exact."""
+    return build_oracle_case(info, seed=seed, cache=cache)
+
+
+@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network (section 3 of the spec)",
+          checks={"additive_correlation": {"truth": "contribution"}})
+def additive_mlp(info, *, seed, cache) -> Case:
+    """Explain the paper's MLP trained on F (d=32, CPU recipe, test R^2 >= 0.99 or the case is skipped)."""
+    return build_mlp_case(info, seed=seed, cache=cache)

@@ -15,8 +15,17 @@ _WHERE = {
     "shap_kernel": "shap",
     "shap_tree": "shap",
     "shap_tree_path_dependent": "shap",
+    "shap_exact": "shap",
+    "shap_permutation": "shap",
+    "shap_partition": "shap",
     "lime_tabular": "lime",
     "saabas": "trees",
+    **dict.fromkeys(
+        ["saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",
+         "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling",
+         "captum_kernel_shap", "captum_lime", "lrp_z", "lrp_alpha1beta0"],
+        "captum",
+    ),
 }
 __all__ = sorted(_WHERE)
 

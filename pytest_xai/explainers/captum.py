@@ -67,8 +67,11 @@ def _one_thread(seed: int | None = None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _tensor(model, inputs: Any):
-    """``inputs`` as a tensor on the model's device, in its floating dtype (float32 by default)."""
+def _tensor(model, inputs: Any, *, grad: bool = False):
+    """``inputs`` as a tensor on the model's device, in its floating dtype (float32 by default).
+
+    ``grad=True`` marks it as requiring gradients (what captum would do, with a warning).
+    """
     import torch
 
     params = [p for p in model.parameters() if p.is_floating_point()]
@@ -77,7 +80,7 @@ def _tensor(model, inputs: Any):
     array = np.asarray(inputs, dtype=np.float32)
     if array.ndim < 2:
         raise ValueError(f"inputs must have shape (n, *features), got shape {array.shape}")
-    return torch.as_tensor(array, device=device).to(dtype)
+    return torch.as_tensor(array, device=device).to(dtype).requires_grad_(grad)
 
 
 def _baselines(baseline: Any, x):
@@ -109,6 +112,18 @@ def _feature_mask(x):
     return torch.arange(x[0].numel(), device=x.device).reshape((1,) + tuple(x.shape[1:]))
 
 
+def _one_example_at_a_time(explainer, x, baselines, target, **kwargs):
+    """Lime/KernelShap fit one surrogate per example; captum recommends calling them row by row."""
+    import torch
+
+    mask = _feature_mask(x)
+    rows = [
+        explainer.attribute(x[i:i + 1], baselines=baselines[i:i + 1], target=target, feature_mask=mask, **kwargs)
+        for i in range(len(x))
+    ]
+    return torch.cat(rows)
+
+
 def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
     """Signed gradient dF/dx (Simonyan et al. 2014); captum ``Saliency(abs=False)``.
 
@@ -119,7 +134,7 @@ def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
 
     module = _torch_model("saliency", model)
     with _one_thread():
-        x = _tensor(module, inputs)
+        x = _tensor(module, inputs, grad=True)
         return _numpy(Saliency(module).attribute(x, target=target, abs=False), inputs)
 
 
@@ -129,7 +144,7 @@ def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarra
 
     module = _torch_model("input_x_gradient", model)
     with _one_thread():
-        x = _tensor(module, inputs)
+        x = _tensor(module, inputs, grad=True)
         return _numpy(InputXGradient(module).attribute(x, target=target), inputs)
 
 
@@ -146,7 +161,7 @@ def integrated_gradients(
 
     module = _torch_model("integrated_gradients", model)
     with _one_thread():
-        x = _tensor(module, inputs)
+        x = _tensor(module, inputs, grad=True)
         out = IntegratedGradients(module).attribute(
             x, baselines=_baselines(baseline, x), target=target, n_steps=n_steps, method=method,
             internal_batch_size=internal_batch_size,
@@ -167,8 +182,8 @@ def smoothgrad(
 
     module = _torch_model("smoothgrad", model)
     with _one_thread(seed):
-        x = _tensor(module, inputs)
-        stdev = float(noise * (x.max() - x.min()))
+        x = _tensor(module, inputs, grad=True)
+        stdev = float(noise * (x.max() - x.min()).detach())
         out = NoiseTunnel(Saliency(module)).attribute(
             x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=stdev, target=target, abs=False,
         )
@@ -184,7 +199,7 @@ def deeplift(inputs, model: "torch.nn.Module", target=None, baseline=None) -> np
 
     module = _torch_model("deeplift", model)
     with _one_thread():
-        x = _tensor(module, inputs)
+        x = _tensor(module, inputs, grad=True)
         out = DeepLift(module).attribute(x, baselines=_baselines(baseline, x), target=target)
         return _numpy(out, inputs)
 
@@ -195,7 +210,7 @@ def guided_backprop(inputs, model: "torch.nn.Module", target=None) -> np.ndarray
 
     module = _torch_model("guided_backprop", model)
     with _one_thread():
-        x = _tensor(module, inputs)
+        x = _tensor(module, inputs, grad=True)
         return _numpy(GuidedBackprop(module).attribute(x, target=target), inputs)
 
 
@@ -289,9 +304,9 @@ def captum_kernel_shap(
     with _one_thread(seed):
         x = _tensor(module, inputs)
         n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
-        out = KernelShap(module).attribute(
-            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
-            n_samples=n, perturbations_per_eval=perturbations_per_eval,
+        out = _one_example_at_a_time(
+            KernelShap(module), x, _baselines(baseline, x), target, n_samples=n,
+            perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
 
@@ -311,9 +326,9 @@ def captum_lime(
     with _one_thread(seed):
         x = _tensor(module, inputs)
         n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
-        out = Lime(module).attribute(
-            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
-            n_samples=n, perturbations_per_eval=perturbations_per_eval,
+        out = _one_example_at_a_time(
+            Lime(module), x, _baselines(baseline, x), target, n_samples=n,
+            perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
 
@@ -345,7 +360,7 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
         for m in weighted:
             m.rule = make_rule()
         with _one_thread():
-            x = _tensor(module, inputs)
+            x = _tensor(module, inputs, grad=True)
             return _numpy(LRP(root).attribute(x, target=target), inputs)
     finally:
         for m, rule in zip(weighted, saved):
@@ -359,7 +374,8 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
 def lrp_z(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
     """LRP-z (Bach et al. 2015): ``EpsilonRule(epsilon=1e-9)`` (epsilon only guards 0/0) on every layer.
 
-    On ReLU networks it equals Input x Gradient when biases absorb no relevance (Ancona et al. 2018).
+    On ReLU networks it equals Input x Gradient (Ancona et al. 2018); biases make it lose
+    conservation (sum of relevances != output), not that equality.
     """
     from captum.attr._utils.lrp_rules import EpsilonRule
 

@@ -60,3 +60,41 @@ def shap_tree_path_dependent(inputs, model, target):
     """Path-dependent TreeSHAP (no background; the trees' cover stands in for the data)."""
     explainer = _tree_explainer(model, feature_perturbation="tree_path_dependent")
     return _output(explainer.shap_values(inputs, check_additivity=False), target)
+
+
+def _masked_explainer(kind, inputs, predict, background, target, **kwargs):
+    """A shap explainer of the new API (``shap.explainers.Exact`` ...) over an independent masker of
+    the whole background, used the way shap's documentation does: ``explainer(inputs).values``."""
+    if inputs.ndim != 2:
+        raise NotApplicable(f"{kind.__name__} here explains tabular (n, d) inputs")
+    if background is None:
+        raise NotApplicable(f"{kind.__name__} needs a background; this case has none")
+    background = np.asarray(background, dtype=float)
+    masker = kwargs.pop("masker", None) or shap.maskers.Independent(background, max_samples=len(background))
+    explainer = kind(_single_output(predict, target), masker, **kwargs)
+    return _output(explainer(inputs, silent=True), None)
+
+
+def shap_exact(inputs, predict, background, target):
+    """Exact interventional Shapley values by shap (shap.explainers.Exact, all 2^d coalitions, with
+    shap.maskers.Independent over the background).  Deterministic; skipped above 16 features."""
+    if inputs.ndim == 2 and inputs.shape[1] > 16:
+        raise NotApplicable(f"shap's Exact explainer enumerates 2^d coalitions; d={inputs.shape[1]} > 16")
+    return _masked_explainer(shap.explainers.Exact, inputs, predict, background, target)
+
+
+def shap_permutation(inputs, predict, background, target, seed):
+    """shap.explainers.Permutation (antithetic permutation sampling, shap's default max_evals=500)
+    with shap.maskers.Independent over the background, seeded through its ``seed`` argument."""
+    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, seed=seed)
+
+
+def shap_partition(inputs, predict, background, target):
+    """Owen values of shap.explainers.Partition (default max_evals=500) with
+    shap.maskers.Partition over the background (features clustered by correlation, shap's default)."""
+    if inputs.ndim == 2 and background is not None:
+        background = np.asarray(background, dtype=float)
+        masker = shap.maskers.Partition(background, max_samples=len(background))
+    else:
+        masker = None
+    return _masked_explainer(shap.explainers.Partition, inputs, predict, background, target, masker=masker)

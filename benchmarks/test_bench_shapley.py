@@ -1,0 +1,64 @@
+"""Exact Shapley values: one vectorised pass over all coalitions vs the textbook double loop, and
+KernelSHAP with a summarised background vs Compare-xAI's 20,000-row background."""
+
+from itertools import combinations
+from math import factorial
+
+import numpy as np
+import pytest
+
+from pytest_xai import cases, shapley
+
+
+def naive_interventional(predict, inputs, background):
+    """phi_i = sum_S w(|S|) [v(S+i) - v(S)], one model call per (point, coalition)."""
+    n, d = inputs.shape
+    out = np.zeros((n, d))
+    for r, x in enumerate(inputs):
+        def v(S):
+            rows = background.copy()
+            rows[:, list(S)] = x[list(S)]
+            return predict(rows).mean()
+
+        for i in range(d):
+            others = [j for j in range(d) if j != i]
+            for size in range(d):
+                w = factorial(size) * factorial(d - size - 1) / factorial(d)
+                for S in combinations(others, size):
+                    out[r, i] += w * (v(S + (i,)) - v(S))
+    return out
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    d = 8
+    w = rng.normal(size=d)
+
+    def predict(X):
+        return np.tanh(X @ w) + X[:, 0] * X[:, 1]
+
+    return predict, rng.normal(size=(10, d)), rng.normal(size=(50, d))
+
+
+@pytest.mark.benchmark(group="exact Shapley, d=8, 10 points, 50 background rows")
+@pytest.mark.parametrize("way", ["vectorised", "naive loop"])
+def test_exact_shapley_speed(benchmark, problem, way):
+    predict, inputs, background = problem
+    func = shapley.interventional if way == "vectorised" else naive_interventional
+    values = benchmark.pedantic(func, args=(predict, inputs, background), rounds=3)
+    np.testing.assert_allclose(values, shapley.interventional(predict, inputs, background), atol=1e-9)
+
+
+@pytest.mark.benchmark(group="KernelSHAP on cough_and_fever: background rows")
+@pytest.mark.parametrize("background", ["summarised (4 rows)", "Compare-xAI (20,000 rows)"])
+def test_kernel_shap_background(benchmark, background):
+    shap = pytest.importorskip("shap")
+    case = cases.get("cough_and_fever")
+    rows = case.background if background.startswith("summarised") else case.meta["full_background"]
+
+    def explain():
+        return shap.KernelExplainer(case.predict, rows).shap_values(case.inputs, silent=True)
+
+    values = benchmark.pedantic(explain, rounds=2)
+    np.testing.assert_allclose(values, case.truth["shapley"], atol=1e-6 * 80)
