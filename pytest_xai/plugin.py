@@ -368,6 +368,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         score = info.func(explanation, case, **params)
         _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
                 threshold=float(score.threshold), detail=score.detail)
+        _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
             benchmark.extra_info.update({"xai_check": name, "xai_score": float(score.value),
@@ -379,6 +380,29 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return score
 
     return run_check
+
+
+def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
+    """Draw the worst example next to the JSON report, for cases that know how to draw."""
+    report = request.config.getoption("xai_report")
+    draw = case.meta.get("draw")
+    row = (score.worst or {}).get("row")
+    if not report or draw is None or row is None:
+        return
+    import re
+    import warnings
+
+    from pytest_xai.checks import attributions_of
+
+    report = Path(report)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
+    path = report.parent / f"{report.stem}-pictures" / f"{name}.png"
+    try:
+        draw(path, case, attributions_of(explanation), int(row))
+    except Exception as exc:  # a picture is a convenience: never fail the test for it
+        warnings.warn(f"pytest-xai: could not draw {path.name}: {type(exc).__name__}: {exc}", stacklevel=2)
+        return
+    _record(request.node, picture=str(path))
 
 
 def _reexplainer(request: pytest.FixtureRequest, explainer, case) -> Callable[..., Any]:

@@ -46,6 +46,7 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
         "detail": props.get("skip") if outcome == "skipped" else props.get("detail") or props.get("error"),
         "error": props.get("error"),
         "duration": round(duration, 6),
+        "picture": props.get("picture"),
     }
 
 

@@ -293,3 +293,15 @@ def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
         assert seen["data_dir"] == str(tmp_path)
     finally:
         cases._REGISTRY.pop("data_dir_probe")
+
+
+def test_pictures_of_the_worst_example_next_to_the_report(pytester):
+    pytest.importorskip("matplotlib")
+    report = pytester.path / "out" / "xai.json"
+    result = run(pytester, f"--xai-explainer={REF}:random", "-k", "human_precision and human_shapes_oracle",
+                 f"--xai-report={report}", tabular=False)
+    result.assert_outcomes(failed=1)
+    (png,) = (report.parent / "xai-pictures").glob("*.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (rec,) = json.loads(report.read_text())["results"]
+    assert rec["picture"] == str(png)

@@ -463,8 +463,21 @@ def _case(info: CaseInfo, arrays: dict, model, predict, meta: dict) -> Case:
         background=background, baseline=np.zeros(d), torch_model=model,
         truth={"contribution": contribution, "contribution_centred": contribution - centre,
                "adjacent_to_zero": adjacent_to_zero(inputs, breaks)},
-        meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, **meta},
+        meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, "draw": draw_worst, **meta},
     )
+
+
+def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
+    """Attribution and ground-truth contribution of sample ``row`` on the 10-degree map."""
+    from pytest_xai.pictures import side_by_side_png
+
+    def on_map(values: np.ndarray) -> np.ndarray:
+        grid = np.full(GRID_LATS.size * GRID_LONS.size, np.nan)
+        grid[case.meta["cells"]] = values
+        return grid.reshape(GRID_LATS.size, GRID_LONS.size)
+
+    panels = [("attribution", on_map(attributions[row])), ("ground truth C_i(x_i)/d", on_map(case.truth["contribution"][row]))]
+    return side_by_side_png(path, panels, f"{case.name}, sample {row} (latitude 89.5 at the top)", diverging=(True, True))
 
 
 def build_oracle_case(

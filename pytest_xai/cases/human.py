@@ -1128,7 +1128,8 @@ def human_shapes_oracle(info, *, seed, cache) -> Case:
         feature_names=[f"r{i}c{j}" for i in range(SIZE) for j in range(SIZE)],
         torch_model=oracle.torch_module() if importlib.util.find_spec("torch") else None,
         truth={"weighted_mask": data["weighted"], "segmentation": data["segmentation"]},
-        meta={"ids": [f"cross-{seed}-{i}" for i in range(n)], "classes": SHAPES, "gate": GATE},
+        meta={"ids": [f"cross-{seed}-{i}" for i in range(n)], "classes": SHAPES, "gate": GATE,
+              "draw": draw_worst_image},
     )
 
 
@@ -1189,3 +1190,12 @@ def human_text_tfidf(info, *, seed, cache) -> Case:
         return model.predict_proba(csr_matrix(counts(ids)))
 
     return _text_case(info, model, predict, explained)
+
+
+def draw_worst_image(path, case: Case, attributions: np.ndarray, row: int):
+    """Image, attribution and weighted human mask of sample ``row``."""
+    from pytest_xai.pictures import side_by_side_png
+
+    panels = [("image", case.inputs[row]), ("attribution", attributions[row]),
+              ("weighted human mask", case.truth["weighted_mask"][row])]
+    return side_by_side_png(path, panels, f"{case.name}, sample {case.meta['ids'][row]}", diverging=(False, True, False))
