@@ -13,6 +13,8 @@ def lime_tabular(inputs, predict, background, target, feature_names, seed):
     of j's (discretised) indicator in LIME's local linear model."""
     if inputs.ndim != 2:
         raise NotApplicable("lime_tabular explains tabular (n, d) inputs")
+    if background is None:
+        raise NotApplicable("LIME needs training rows for its sampling statistics; this case has no background")
     classification = target is not None
     explainer = LimeTabularExplainer(
         background, mode="classification" if classification else "regression",

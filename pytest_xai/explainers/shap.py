@@ -25,12 +25,30 @@ def _single_output(predict, target):
     return f
 
 
+#: Model evaluations KernelSHAP may spend on one case (points x coalitions x background rows).
+KERNEL_BUDGET = 5_000_000
+
+
 def shap_kernel(inputs, predict, background, target, seed):
-    """KernelSHAP (shap.KernelExplainer) with the case's summarised background and shap's default
-    ``nsamples='auto'``; seeded through numpy's global generator, which shap draws from."""
+    """KernelSHAP (shap.KernelExplainer) with shap's default ``nsamples='auto'`` (2d + 2048
+    coalitions), seeded through numpy's global generator, which shap draws from.
+
+    The background is the case's; when points x coalitions x rows would exceed ``KERNEL_BUDGET``
+    model evaluations it is summarised with ``shap.kmeans``, as shap's documentation advises for
+    large backgrounds, and a case that exceeds the budget even with one row is not applicable.
+    """
     if inputs.ndim != 2:
         raise NotApplicable("KernelSHAP here explains tabular (n, d) inputs")
-    explainer = shap.KernelExplainer(_single_output(predict, target), background)
+    if background is None:
+        raise NotApplicable("KernelSHAP needs background rows; this case defines its baseline per row instead")
+    n, d = inputs.shape
+    per_row = n * (2 * d + 2048)
+    rows = min(len(background), KERNEL_BUDGET // per_row)
+    if rows < 1:
+        raise NotApplicable(f"KernelSHAP would need {per_row:.1e} model evaluations for {n} points x "
+                            f"{2 * d + 2048} coalitions even with one background row (budget {KERNEL_BUDGET:.0e})")
+    data = background if rows == len(background) else shap.kmeans(background, rows)
+    explainer = shap.KernelExplainer(_single_output(predict, target), data)
     state = np.random.get_state()
     np.random.seed(seed % 2**32)
     try:
