@@ -42,12 +42,20 @@ CONTRACT = {
 
 @dataclass(frozen=True)
 class Explainer:
-    """A loaded explainer: ``name`` is what reports and test ids show."""
+    """A loaded explainer: ``name`` is what reports and test ids show.
+
+    An explainer function may carry a ``prepare`` attribute: a no-argument callable the plugin runs
+    once per process before the first (forked) call, e.g. to JIT-compile what every call needs.
+    """
 
     name: str
     spec: str
     func: Callable[..., Any]
     wants: tuple[str, ...]
+
+    @property
+    def prepare(self) -> Callable[[], None] | None:
+        return getattr(self.func, "prepare", None)
 
     def __repr__(self) -> str:
         return f"Explainer({self.name!r}, wants={list(self.wants)})"

@@ -6,10 +6,11 @@ that never configures an explainer pays nothing for numpy, torch, shap or friend
 
 from __future__ import annotations
 
+import inspect
 import os
+import sys
 import zlib
 from pathlib import Path
-import inspect
 from typing import Any, Callable
 
 import pytest
@@ -59,6 +60,7 @@ class XaiState:
         self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[dict] = []
         self.explanations: dict[tuple, tuple] = {}
+        self.prepared: set[str] = set()
         self._cache = None
 
     @property
@@ -262,9 +264,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _direct_params(metafunc: pytest.Metafunc) -> set[str]:
-    return {name for mark in metafunc.definition.iter_markers("parametrize")
-            for name in ([mark.args[0]] if isinstance(mark.args[0], str) else mark.args[0])
-            for name in (name.split(",") if isinstance(name, str) else [name])}
+    """Argument names the test parametrises itself (then we leave ``xai_explainer`` alone)."""
+    names: set[str] = set()
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0]
+        names.update(argnames.split(",") if isinstance(argnames, str) else argnames)
+    return {name.strip() for name in names}
 
 
 @pytest.fixture(scope="session")
@@ -319,8 +324,11 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         if key not in state.explanations:
             benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
             run = lambda: isolate.call(lambda: contract.run(explainer, case, seed=seed), state.timeout)  # noqa: E731
-            if "torch" in __import__("sys").modules:
-                __import__("torch").set_num_threads(1)
+            if "torch" in sys.modules:  # DESIGN §6: one thread per process
+                sys.modules["torch"].set_num_threads(1)
+            if explainer.prepare is not None and explainer.spec not in state.prepared:
+                state.prepared.add(explainer.spec)
+                explainer.prepare()  # in this process, so that forked calls inherit the result
             failure = None
             try:
                 result = benchmark.pedantic(run, rounds=1, iterations=1) if benchmark else run()
@@ -365,7 +373,11 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if explainer is None:
                 raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
             params["reexplain"] = _reexplainer(request, explainer, case)
-        score = info.func(explanation, case, **params)
+        try:
+            score = info.func(explanation, case, **params)
+        except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
+            _record(request.node, skip=str(exc))
+            pytest.skip(f"{name} on {case.name}: {exc}")
         _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
                 threshold=float(score.threshold), detail=score.detail)
         _picture(request, case, explanation, score)

@@ -1,6 +1,8 @@
 """Self-tests run pytest in-process (pytester), which drops modules first imported by the inner run.
 numpy and friends cannot be imported twice in one process, so import them once here."""
 
+import contextlib
+
 import numpy  # noqa: F401
 import xgboost  # noqa: F401
 
@@ -9,3 +11,7 @@ import pytest_xai.explainers.baselines  # noqa: F401
 import pytest_xai.strategies  # noqa: F401
 
 pytest_xai.cases.infos()
+for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklearn.ensemble", "shap", "lime.lime_tabular",
+                 "captum.attr", "chess"):
+    with contextlib.suppress(ImportError):
+        __import__(optional)

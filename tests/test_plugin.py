@@ -11,12 +11,14 @@ import pytest
 HOSTILE = Path(__file__).with_name("hostile.py")
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
-TABULAR = "not xai or xai_symmetry or xai_ranking or xai_dummy"  # users' tests + the four tabular ones
+# Users' tests and the suite's four Compare-xAI toy tests (cough_and_fever matches its 10_90 twin).
+FOUR = "not xai_suite or cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom"
 
 
-def run(pytester: pytest.Pytester, *args: str, tabular: bool = True) -> pytest.RunResult:
-    """pytest in-process; the built-in suite narrowed to its four fast tabular tests."""
-    return pytester.runpytest(*QUIET, *(("-m", TABULAR) if tabular else ()), *args)
+def run(pytester: pytest.Pytester, *args: str, k: str | None = None, tabular: bool = True) -> pytest.RunResult:
+    """pytest in-process; the built-in suite narrowed to its four fast tabular tests, and ``-k k``."""
+    expression = " and ".join(f"({e})" for e in ((FOUR,) if tabular else ()) + ((k,) if k else ()))
+    return pytester.runpytest(*QUIET, *(("-k", expression) if expression else ()), *args)
 
 
 def hostile(name: str) -> str:
@@ -79,9 +81,9 @@ def test_suite_ids_markers_and_selection(pytester):
     result.stdout.fnmatch_lines(["*::symmetry[[]cough_and_fever-exact_shapley[]]",
                                  "*::dummy[[]counterexample_dummy_axiom-exact_shapley[]]"])
     assert result.ret == pytest.ExitCode.OK
-    selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy", tabular=False)
-    selected.assert_outcomes(passed=1, deselected=len(result.stdout.lines) - 3)
-    by_k = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-k", "cough and not 10_90")
+    selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy")
+    assert selected.parseoutcomes()["passed"] == 1 and "failed" not in selected.parseoutcomes()
+    by_k = run(pytester, f"--xai-explainer={REF}:exact_shapley", k="cough and not 10_90")
     assert by_k.parseoutcomes()["passed"] == 1 and "failed" not in by_k.parseoutcomes()
 
 
@@ -110,9 +112,10 @@ def test_theory_verdicts_and_table(pytester):
     result.stdout.fnmatch_lines([
         "*xai scores*",
         "test*exact_shapley*zeros*swapped_features*",
-        "symmetry[[]cough_and_fever[]]*PASS 1.000*FAIL 0.000*PASS 1.000*",
+        "dummy[[]counterexample_dummy_axiom[]]*PASS 1.000*FAIL*FAIL*",
         "ranking[[]a_and_b_or_c[]]*PASS 1.000*FAIL*FAIL*",
-        "passed / ran*4/4, 1.000*0/4*",
+        "symmetry[[]cough_and_fever[]]*PASS 1.000*FAIL 0.000*PASS 1.000*",
+        "overall*4/4, 1.000*0/4*",
     ])
 
 
@@ -134,8 +137,8 @@ BAD = {
 @pytest.mark.parametrize("name", BAD)
 def test_bad_explainer_fails_only_its_own_tests(pytester, name):
     report = pytester.path / "report.json"
-    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "-k", "cough_and_fever-",
-                 f"--xai-report={report}")
+    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}",
+                 k="cough_and_fever-")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([f"*explainer '{name}' on case 'cough_and_fever': *{BAD[name]}*"])
     assert "During handling" not in result.stdout.str()
@@ -146,7 +149,7 @@ def test_bad_explainer_fails_only_its_own_tests(pytester, name):
 
 def test_tensor_requiring_grad_is_coerced(pytester):
     pytest.importorskip("torch")
-    run(pytester, hostile("tensor_requires_grad"), "-k", "cough_and_fever-").assert_outcomes(passed=1)
+    run(pytester, hostile("tensor_requires_grad"), k="cough_and_fever-").assert_outcomes(passed=1)
 
 
 def test_not_applicable_skips_with_the_reason(pytester):
@@ -159,7 +162,7 @@ def test_not_applicable_skips_with_the_reason(pytester):
 def test_time_limit_stops_a_hanging_explainer(pytester, name):
     report = pytester.path / "report.json"
     result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=1.5",
-                 "-k", "cough_and_fever-", f"--xai-report={report}")
+                 f"--xai-report={report}", k="cough_and_fever-")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*did not return within 1.5 s and was stopped*", "*TIMEOUT*PASS 1.000*"])
     assert len(json.loads(report.read_text())["results"]) == 2
@@ -190,7 +193,7 @@ def test_scores_identical_serially_and_with_xdist(pytester):
     specs = [f"--xai-explainer={REF}:random", f"--xai-explainer={REF}:exact_shapley"]
     serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
     run(pytester, *specs, f"--xai-report={serial}")
-    result = pytester.runpytest_subprocess(*QUIET, "-m", TABULAR, *specs, "-n", "2", f"--xai-report={parallel}")
+    result = pytester.runpytest_subprocess(*QUIET, "-k", FOUR, *specs, "-n", "2", f"--xai-report={parallel}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
     def scores(path):
@@ -267,8 +270,9 @@ def test_category_option_and_aggregates(pytester):
     assert overall["mean_score"] == pytest.approx(sum(r["score"] for r in random_results) / 4, abs=1e-6)
 
 
-def test_benchmark_option_puts_scores_in_extra_info(pytester):
+def test_benchmark_option_puts_scores_in_extra_info(pytester, monkeypatch):
     pytest.importorskip("pytest_benchmark")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # else the inner run thinks xdist is on
     out = pytester.path / "bench.json"
     result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--xai-benchmark", f"--benchmark-json={out}")
     result.assert_outcomes(passed=4)
@@ -298,10 +302,28 @@ def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
 def test_pictures_of_the_worst_example_next_to_the_report(pytester):
     pytest.importorskip("matplotlib")
     report = pytester.path / "out" / "xai.json"
-    result = run(pytester, f"--xai-explainer={REF}:random", "-k", "human_precision and human_shapes_oracle",
-                 f"--xai-report={report}", tabular=False)
+    result = run(pytester, f"--xai-explainer={REF}:random", f"--xai-report={report}",
+                 k="human_precision and human_shapes_oracle", tabular=False)
     result.assert_outcomes(failed=1)
     (png,) = (report.parent / "xai-pictures").glob("*.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (rec,) = json.loads(report.read_text())["results"]
     assert rec["picture"] == str(png)
+
+
+def test_prepare_runs_once_in_the_parent_before_forked_calls(pytester):
+    pytester.makepyfile(prepared_mod="""
+        import numpy as np
+
+        READY = []
+
+        def explain(inputs, predict, background, target):
+            if READY != [True]:
+                raise RuntimeError(f"prepare ran {len(READY)} times in this process before the call")
+            from pytest_xai.explainers.baselines import exact_shapley
+            return exact_shapley(inputs, predict, background, target)
+
+        explain.prepare = lambda: READY.append(True)
+    """)
+    pytester.syspathinsert()
+    run(pytester, "--xai-explainer=prepared_mod:explain").assert_outcomes(passed=4)

@@ -116,3 +116,23 @@ def shap_partition(inputs, predict, background, target):
     else:
         masker = None
     return _masked_explainer(shap.explainers.Partition, inputs, predict, background, target, masker=masker)
+
+
+def _compile_numba() -> None:
+    """Run each masked explainer once on a toy problem, in the parent process.
+
+    shap's Exact, Permutation and Partition explainers JIT-compile numba functions on first use
+    (10-25 s); compiled here, before the plugin forks, every child inherits the machine code instead
+    of compiling it again.
+    """
+    toy = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]])
+
+    def predict(X):
+        return np.asarray(X, dtype=float).sum(axis=1)
+
+    shap_exact(toy, predict, toy, None)
+    shap_permutation(toy, predict, toy, None, 0)
+    shap_partition(toy, predict, toy, None)
+
+
+shap_exact.prepare = shap_permutation.prepare = shap_partition.prepare = _compile_numba

@@ -1,0 +1,488 @@
+"""Slack et al.'s scaffolding attack on COMPAS: a racist model that hides behind an innocuous one.
+
+Slack, Hilgard, Jia, Singh & Lakkaraju 2020, "Fooling LIME and SHAP: Adversarial Attacks on Post hoc
+Explanation Methods" (AIES), as used by Compare-xAI's ``fooling_perturbation_alg`` (spec 2.9), with
+the corrections D2 (ranks, not argsort), D5 (everything seeded) and D12 (>= 50 explained rows, the
+attack verified at build time).
+
+The scaffold answers with the biased model f (class 0 = "High risk" when race = 1) on rows its
+out-of-distribution detector believes are real, and with the innocuous psi (class 0 when the
+random ``unrelated_column`` = 1) elsewhere.  An explainer whose perturbations leave the data
+manifold sees psi and credits ``unrelated_column``; one whose perturbations stay on it sees f and
+credits race.  Two scaffolds, as in Slack et al.:
+
+- ``compas_lime_scaffold``: the detector (random forest on age, priors_count, length_of_stay) is
+  trained on 30 copies of the training rows against 30 copies with N(0, 0.3^2) noise.  The numerical
+  columns are integer-valued, so real rows sit on a lattice; LIME's samples do not.
+- ``compas_shap_scaffold``: the detector (all columns) is trained on 10 copies of the training rows
+  against 30,000 rows with random feature substitutions from a 10-centroid k-means summary.  The
+  case's background is that summary, the usual way to summarise a KernelSHAP background (as Slack
+  et al. did), so coalition hybrids are exactly the rows the detector was trained to catch.
+
+Data are a seeded synthetic COMPAS-like table (spec section 4) unless the user keeps ProPublica's
+``compas-scores-two-years.csv`` in ``--xai-data-dir`` (ini ``xai_data_dir``); then the 2.9
+preprocessing applies.  The explained class is ``target = 0`` ("High risk"), whose probability f
+sets from race.
+
+The detectors are sklearn random forests.  Training the LIME detector on 277,740 rows takes about
+30 s on one core, too slow to repeat, and sklearn models have no safe on-disk format; the cache
+therefore stores each tree's node and value arrays (``Cache.arrays``, no pickle) and rebuilds
+sklearn's own ``Tree`` objects from them, checking on every load that the rebuilt forest
+reproduces the trained forest's probabilities on stored probe rows (otherwise it retrains).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from pytest_xai.case import Case, Score
+from pytest_xai.cases import register
+from pytest_xai.checks import attributions_of, check, importance_of, ranks
+
+FEATURE_NAMES = [
+    "age", "two_year_recid", "priors_count", "length_of_stay", "c_charge_degree_F",
+    "c_charge_degree_M", "sex_Female", "sex_Male", "race", "unrelated_column",
+]
+NUMERICAL = (0, 2, 3)
+RACE, UNRELATED = 8, 9
+HIGH_RISK = 0
+N_ROWS = 6172  # ProPublica's table after the 2.9 filters; 75 % of it is Compare-xAI's 4,629 rows
+N_EXPLAINED = 50
+MAX_BACKGROUND = 100
+COMPAS_FILE = "compas-scores-two-years.csv"
+MIN_ROWS = 1000
+MIN_ROUTED = 0.95
+SLACK = "Slack et al. 2020, Fooling LIME and SHAP; Compare-xAI fooling_perturbation_alg (spec 2.9, D2, D12)"
+
+
+class AttackIneffective(RuntimeError):
+    """The scaffold does not separate real rows from perturbed ones: the case would test nothing."""
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def synthetic_compas(n_rows: int = N_ROWS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded COMPAS-like table (columns ``FEATURE_NAMES``, raw units) and labels (0 = "High").
+
+    Integer, skewed, clumped numerical columns as in ProPublica's data: age 18-80 (18 + Gamma(2, 8),
+    right-skewed), priors_count negative binomial (mean ~3.2, over-dispersed, ~1/3 zeros),
+    length_of_stay floor(LogNormal(0, 1.7)) days (most 0-1, heavy tail, capped at 800).  Race is
+    1 (African-American) with p = 0.51, unrelated_column with p = 0.5, felony with p = 0.64, male
+    with p = 0.81; two_year_recid and the "High" score follow logistic models in priors and age.
+    """
+    rng = np.random.default_rng([seed, 2020])
+    age = np.minimum(80.0, 18.0 + np.round(rng.gamma(2.0, 8.0, n_rows)))
+    priors = np.minimum(38.0, rng.negative_binomial(0.7, 0.7 / (0.7 + 3.2), n_rows).astype(float))
+    stay = np.minimum(800.0, np.floor(rng.lognormal(0.0, 1.7, n_rows)))
+    felony = (rng.random(n_rows) < 0.64).astype(float)
+    male = (rng.random(n_rows) < 0.81).astype(float)
+    race = (rng.random(n_rows) < 0.51).astype(float)
+    unrelated = (rng.random(n_rows) < 0.5).astype(float)
+    recid = (rng.random(n_rows) < _sigmoid(-0.4 + 0.17 * priors - 0.04 * (age - 35))).astype(float)
+    high = rng.random(n_rows) < _sigmoid(-1.9 + 0.22 * priors - 0.07 * (age - 35))
+    X = np.column_stack([age, recid, priors, stay, felony, 1 - felony, 1 - male, male, race, unrelated])
+    return X, np.where(high, 0, 1)
+
+
+_REQUIRED = ("age", "two_year_recid", "c_charge_degree", "race", "sex", "priors_count", "c_jail_in",
+             "c_jail_out", "days_b_screening_arrest", "is_recid", "score_text")
+
+
+def _date(text: str) -> datetime:
+    text = text.strip()
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            pass
+    raise ValueError(f"{text!r} is not a date like 2013-08-13 06:03:42")
+
+
+def load_compas(path: str | os.PathLike, *, seed: int = 0, min_rows: int = MIN_ROWS) -> tuple[np.ndarray, np.ndarray]:
+    """ProPublica's ``compas-scores-two-years.csv`` with the preprocessing of Slack et al. (spec 2.9).
+
+    Keeps rows with days_b_screening_arrest in [-30, 30], is_recid != -1, c_charge_degree != 'O'
+    and a score_text (not 'NA' or empty: Slack et al.'s pandas code reads 'NA' as NaN and so keeps
+    such rows, against the filter's intent); length_of_stay = whole days from c_jail_in to c_jail_out;
+    race = 1 for African-American; unrelated_column is seeded uniform 0/1; label 0 when score_text
+    is 'High'.  Returns (X, y) with columns ``FEATURE_NAMES``.  A malformed file raises ValueError
+    naming the file, line and column, and what to do.
+    """
+    path = Path(path)
+    try:
+        return _read_compas(path, seed, min_rows)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); use ProPublica's "
+                         f"unmodified {COMPAS_FILE}") from None
+
+
+def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    fix = f"use ProPublica's unmodified {COMPAS_FILE} (propublica/compas-analysis), or remove it to use synthetic data"
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if not header:
+            raise ValueError(f"{path}: the file is empty; {fix}")
+        column = {}
+        for index, name in enumerate(header):
+            column.setdefault(name.strip(), index)  # duplicated names (priors_count): the first one
+        missing = [name for name in _REQUIRED if name not in column]
+        if missing:
+            raise ValueError(f"{path}, line 1 (header): missing column(s) {', '.join(missing)}; {fix}")
+        rows = []
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) < len(header):
+                raise ValueError(f"{path}, line {line}: {len(row)} fields, the header has {len(header)}; {fix}")
+            cell = {name: row[column[name]].strip() for name in _REQUIRED}
+
+            def number(name):
+                try:
+                    return float(cell[name])
+                except ValueError:
+                    raise ValueError(f"{path}, line {line}, column {name!r}: {cell[name]!r} is not a number; "
+                                     f"{fix}") from None
+
+            if cell["days_b_screening_arrest"] in ("", "NA"):  # pandas reads these as NaN: filtered out
+                continue
+            if not -30 <= number("days_b_screening_arrest") <= 30 or number("is_recid") == -1:
+                continue
+            if cell["c_charge_degree"] == "O" or cell["score_text"] in ("", "NA"):
+                continue
+            if cell["c_charge_degree"] not in ("F", "M"):
+                raise ValueError(f"{path}, line {line}, column 'c_charge_degree': {cell['c_charge_degree']!r} "
+                                 f"is not F, M or O; {fix}")
+            if cell["sex"] not in ("Female", "Male"):
+                raise ValueError(f"{path}, line {line}, column 'sex': {cell['sex']!r} is not Female or Male; {fix}")
+            stay = {}
+            for name in ("c_jail_in", "c_jail_out"):
+                try:
+                    stay[name] = _date(cell[name])
+                except ValueError as exc:
+                    raise ValueError(f"{path}, line {line}, column {name!r}: {exc}; {fix}") from None
+            felony, male = cell["c_charge_degree"] == "F", cell["sex"] == "Male"
+            rows.append((number("age"), number("two_year_recid"), number("priors_count"),
+                         float((stay["c_jail_out"] - stay["c_jail_in"]).days), felony, not felony,
+                         not male, male, cell["race"] == "African-American", cell["score_text"] == "High"))
+    if len(rows) < min_rows:
+        raise ValueError(f"{path}: {len(rows)} rows remain after the filters of Slack et al. (days_b_screening_arrest "
+                         f"in [-30, 30], is_recid != -1, c_charge_degree != 'O', score_text present); the attack "
+                         f"needs at least {min_rows}; {fix}")
+    table = np.array(rows, dtype=float)
+    unrelated = np.random.default_rng([seed, 2020]).integers(0, 2, len(table)).astype(float)
+    X = np.column_stack([table[:, :9], unrelated])
+    return X, np.where(table[:, 9] == 1, 0, 1)
+
+
+def compas_data(data_dir=None, seed: int = 0, n_rows: int = N_ROWS) -> tuple[np.ndarray, np.ndarray, str]:
+    """(X, y, source): the user's real file when ``data_dir`` holds one, else ``n_rows`` synthetic rows."""
+    if data_dir is not None:
+        path = Path(data_dir) / COMPAS_FILE
+        if path.is_file():
+            X, y = load_compas(path, seed=seed)
+            return X, y, str(path)
+    X, y = synthetic_compas(n_rows, seed)
+    return X, y, "synthetic"
+
+
+def split_and_standardize(X, y, seed: int) -> dict[str, np.ndarray]:
+    """Seeded 75/25 split, then sklearn's StandardScaler fitted on the training rows (spec 2.9)."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    x_train, x_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=seed)
+    scaler = StandardScaler().fit(x_train)
+    return {"train": scaler.transform(x_train), "test": scaler.transform(x_test), "y_train": y_train,
+            "y_test": y_test, "mean": scaler.mean_, "scale": scaler.scale_}
+
+
+# ------------------------------------------------------------------------------------- the models
+
+
+def _one_hot_class0(condition):
+    condition = np.asarray(condition, dtype=float)
+    return np.column_stack([condition, 1.0 - condition])
+
+
+def biased_f(X):
+    """Slack et al.'s f: class 0 ("High risk") exactly when race > 0 (standardized: African-American)."""
+    return _one_hot_class0(np.asarray(X)[:, RACE] > 0)
+
+
+def innocuous_psi(X):
+    """Slack et al.'s psi: class 0 exactly when the random unrelated_column > 0."""
+    return _one_hot_class0(np.asarray(X)[:, UNRELATED] > 0)
+
+
+class Forest:
+    """The in-distribution probability of a fitted sklearn random forest, rebuilt from its tree arrays.
+
+    ``arrays`` holds every tree's ``nodes`` and ``values`` (sklearn's own Tree state) concatenated,
+    with per-tree node counts and depths, so it can be stored without pickle.  Probabilities are
+    computed by sklearn's trees on the unique rows only (coalition hybrids repeat a lot).
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        from sklearn.tree._tree import Tree
+
+        self.columns = [int(c) for c in arrays["columns"]]
+        self.trees = []
+        start = 0
+        for count, depth in zip(arrays["node_count"].tolist(), arrays["max_depth"].tolist()):
+            tree = Tree(len(self.columns), np.array([2], dtype=np.intp), 1)
+            tree.__setstate__({"max_depth": depth, "node_count": count,
+                               "nodes": arrays["nodes"][start:start + count],
+                               "values": arrays["values"][start:start + count]})
+            self.trees.append(tree)
+            start += count
+
+    @staticmethod
+    def arrays_of(forest, columns) -> dict[str, np.ndarray]:
+        states = [estimator.tree_.__getstate__() for estimator in forest.estimators_]
+        return {"columns": np.asarray(columns), "nodes": np.concatenate([s["nodes"] for s in states]),
+                "values": np.concatenate([s["values"] for s in states]),
+                "node_count": np.array([s["node_count"] for s in states]),
+                "max_depth": np.array([s["max_depth"] for s in states])}
+
+    def in_distribution(self, X) -> np.ndarray:
+        """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba)."""
+        rows = np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32)
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        total = np.zeros(len(unique))
+        for tree in self.trees:
+            leaf = tree.predict(unique).reshape(len(unique), 2)
+            total += leaf[:, 1] / leaf.sum(axis=1)
+        return (total / len(self.trees))[inverse.reshape(-1)]
+
+
+class Scaffold:
+    """predict_proba of Slack et al.'s adversarial model: f where the detector says "real"
+    (P >= 0.5), psi elsewhere.  Callable, so it serves as the case's ``predict`` and ``model``."""
+
+    def __init__(self, detector: Forest, name: str):
+        self.detector = detector
+        self.name = name
+
+    def routes_to_f(self, X) -> np.ndarray:
+        return self.detector.in_distribution(X) >= 0.5
+
+    def __call__(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        return np.where(self.routes_to_f(X)[:, None], biased_f(X), innocuous_psi(X))
+
+    predict_proba = __call__
+
+    def __repr__(self) -> str:
+        return f"Scaffold({self.name!r})"
+
+
+def _fit_forest(X, y, columns, seed) -> tuple[dict[str, np.ndarray], float]:
+    """RandomForestClassifier(100 trees, seeded, one job) on ``columns``; its arrays and probes."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    start = time.perf_counter()
+    forest = RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=1).fit(X[:, columns], y)
+    seconds = time.perf_counter() - start
+    arrays = Forest.arrays_of(forest, columns)
+    probes = X[np.random.default_rng(seed).choice(len(X), 500, replace=False)]
+    arrays["probes"] = probes
+    arrays["probe_in"] = forest.predict_proba(probes[:, columns])[:, 1]
+    arrays["train_seconds"] = np.array(seconds)
+    return arrays, seconds
+
+
+def _detector(name, cache, params, columns, seed, make_data) -> tuple[Forest, dict]:
+    """Train (or load from the cache) a detector; validated against the trained forest's probes."""
+    import sklearn
+
+    def build():
+        X, y = make_data()
+        return _fit_forest(X, y, columns, seed)[0]
+
+    def validate(arrays):
+        forest = Forest(arrays)
+        error = np.abs(forest.in_distribution(arrays["probes"]) - arrays["probe_in"]).max()
+        if error > 1e-9:
+            raise ValueError(f"the rebuilt forest differs from the trained one by {error:g}")
+
+    key = {**params, "sklearn": sklearn.__version__, "seed": seed}
+    if cache is None:
+        arrays = build()
+        validate(arrays)
+    else:
+        arrays = cache.arrays(name, key, build, validate)
+    return Forest(arrays), {"detector_train_seconds": float(arrays["train_seconds"])}
+
+
+def _lime_detector_data(train, seed, copies=30, std=0.3):
+    """Slack et al.'s Adversarial_Lime_Model data: copies of the rows (1) vs noisy copies (0)."""
+    rng = np.random.default_rng([seed, 30])
+    real = np.tile(train, (copies, 1))
+    noisy = real + rng.normal(0.0, std, real.shape)
+    return np.vstack([real, noisy]), np.r_[np.ones(len(real)), np.zeros(len(noisy))]
+
+
+def kmeans_summary(train, seed: int, k: int = 10) -> np.ndarray:
+    """The k-means centroids of the training rows (``shap.kmeans(train, k, round_values=False)``).
+
+    Not snapped to observed values: on this data, snapped centroids make substituted rows
+    indistinguishable from unseen real ones, and the detector then sends only 76 % of held-out real
+    rows to f (measured at seed 0), failing the D12 precondition.
+    """
+    from sklearn.cluster import KMeans
+
+    return KMeans(n_clusters=k, random_state=seed, n_init=10).fit(train).cluster_centers_
+
+
+def substitute(rows, summary, rng) -> np.ndarray:
+    """Slack et al.'s substitutions: d times, a random feature takes a random summary row's value."""
+    out = np.array(rows, dtype=float)
+    n, d = out.shape
+    for _ in range(d):
+        feature = rng.integers(0, d, n)
+        out[np.arange(n), feature] = summary[rng.integers(0, len(summary), n), feature]
+    return out
+
+
+def _is_real(rows, real) -> np.ndarray:
+    known = {row.tobytes() for row in np.ascontiguousarray(real)}
+    return np.array([row.tobytes() in known for row in np.ascontiguousarray(rows)])
+
+
+def _shap_detector_data(train, summary, seed, copies=10):
+    """Slack et al.'s Adversarial_Kernel_SHAP_Model data: copies of the rows (1) vs substituted rows
+    (0, unless the substitution happens to reproduce a training row).  Slack et al. drew 30,000
+    substitutions for COMPAS's 4,629 training rows; smaller tables get proportionally fewer."""
+    rng = np.random.default_rng([seed, 10])
+    n_samples = round(30000 * len(train) / 4629)
+    substituted = substitute(train[rng.integers(0, len(train), n_samples)], summary, rng)
+    return (np.vstack([np.tile(train, (copies, 1)), substituted]),
+            np.r_[np.ones(copies * len(train)), _is_real(substituted, train).astype(float)])
+
+
+# ------------------------------------------------------------------------------------------ cases
+
+
+def _precondition(scaffold, name, real, perturbed, how) -> dict:
+    """D12: the attack must work, or the case errors instead of passing."""
+    to_f = float(scaffold.routes_to_f(real).mean())
+    to_psi = float(1.0 - scaffold.routes_to_f(perturbed).mean())
+    agree_f = float((scaffold(real).argmax(1) == biased_f(real).argmax(1)).mean())
+    agree_psi = float((scaffold(perturbed).argmax(1) == innocuous_psi(perturbed).argmax(1)).mean())
+    if min(to_f, to_psi) < MIN_ROUTED:
+        raise AttackIneffective(
+            f"attack ineffective: the {name} detector sends {to_f:.1%} of {len(real)} held-out real rows to f "
+            f"and {to_psi:.1%} of {len(perturbed)} {how} rows to psi; both must be >= {MIN_ROUTED:.0%} "
+            f"(Slack et al. 2020; D12), or the case would test nothing")
+    return {"real_routed_to_f": to_f, "perturbed_routed_to_psi": to_psi,
+            "real_agree_with_f": agree_f, "perturbed_agree_with_psi": agree_psi}
+
+
+def _data_key(X) -> str:
+    return hashlib.sha256(np.ascontiguousarray(X).tobytes()).hexdigest()[:16]
+
+
+def _case(info, seed, data, scaffold, background, meta) -> Case:
+    rng = np.random.default_rng([seed, 50])
+    explained = np.sort(rng.choice(len(data["test"]), N_EXPLAINED, replace=False))
+    return Case(info=info, inputs=data["test"][explained], predict=scaffold, model=scaffold,
+                target=HIGH_RISK, background=background, baseline=np.zeros(len(FEATURE_NAMES)),
+                feature_names=list(FEATURE_NAMES),
+                meta={**meta, "explained_rows": explained, "full_background": data["train"],
+                      "mean": data["mean"], "scale": data["scale"]})
+
+
+@register(family="fooling", category="fragility", source=f"{SLACK}; LIME scaffold",
+          checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
+    """COMPAS scaffold against LIME: off-lattice (noisy) rows see the innocuous model.
+
+    ``n_rows`` sizes the synthetic table (smaller tables train the detector faster, for self-tests).
+    """
+    from pytest_xai.cases.tabular import summarise
+
+    X, y, source = compas_data(data_dir, seed, n_rows)
+    data = split_and_standardize(X, y, seed)
+    key = {"train": _data_key(data["train"]), "copies": 30, "std": 0.3}
+    detector, meta = _detector("fooling-lime-detector", cache, key, list(NUMERICAL), seed,
+                               lambda: _lime_detector_data(data["train"], seed))
+    scaffold = Scaffold(detector, "lime")
+    noisy = data["test"] + np.random.default_rng([seed, 95]).normal(0.0, 0.3, data["test"].shape)
+    meta.update(_precondition(scaffold, "LIME", data["test"], noisy, "N(0, 0.3^2)-perturbed"))
+    background = summarise(data["train"], MAX_BACKGROUND, seed)
+    return _case(info, seed, data, scaffold, background, {**meta, "source": source})
+
+
+@register(family="fooling", category="fragility", source=f"{SLACK}; Kernel-SHAP scaffold",
+          checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+def compas_shap_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
+    """COMPAS scaffold against KernelSHAP: rows with features substituted from the background see psi."""
+    X, y, source = compas_data(data_dir, seed, n_rows)
+    data = split_and_standardize(X, y, seed)
+    summary = kmeans_summary(data["train"], seed)
+    key = {"train": _data_key(data["train"]), "summary": _data_key(summary), "copies": 10, "n": "30000 per 4629"}
+    detector, meta = _detector("fooling-shap-detector", cache, key, list(range(X.shape[1])), seed,
+                               lambda: _shap_detector_data(data["train"], summary, seed))
+    scaffold = Scaffold(detector, "kernel_shap")
+    substituted = substitute(data["test"], summary, np.random.default_rng([seed, 95]))
+    substituted = substituted[~_is_real(substituted, np.vstack([data["train"], data["test"]]))]
+    meta.update(_precondition(scaffold, "Kernel-SHAP", data["test"], substituted, "substituted"))
+    return _case(info, seed, data, scaffold, summary, {**meta, "source": source})
+
+
+# ------------------------------------------------------------------------------------------ check
+
+
+@check(marker="xai_fooling", thresholds={"min_race_top": 0.9, "max_unrelated_top": 0.0})
+def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top: float,
+            max_unrelated_top: float) -> Score:
+    """Race stays the top feature of a racist model hidden behind an innocuous scaffold (not fooled).
+
+    Slack et al. 2020 via Compare-xAI fooling_perturbation_alg, corrected (D2): per explained row,
+    ranks of |A| (0 = top, ties share their average rank); race is "top-1" at rank 0 (a tie is not
+    a win), unrelated_column is "top-1" when its rank is < 1 (it shares the top).  Pass when race
+    is top-1 in >= min_race_top of the rows and unrelated_column in <= max_unrelated_top of them.
+    The value is the mean race_score = 1 - r_race / (n - 1).  Ranks on the global importance are
+    reported too.  Defaults from controls on compas_lime_scaffold: exact interventional Shapley
+    values (substitutions stay on the lattice) put race first in every row, LIME (fooled) and
+    random noise (race first with probability 1/10) put it first in few rows.
+    """
+    A = np.abs(attributions_of(attributions)).reshape(len(case.inputs), -1)
+    n = A.shape[1]
+    row_ranks = ranks(A)
+    race_rank, unrelated_rank = row_ranks[:, race], row_ranks[:, unrelated]
+    race_top = float((race_rank == 0).mean())
+    unrelated_top = float((unrelated_rank < 1).mean())
+    value = float((1.0 - race_rank / (n - 1)).mean())
+    global_ranks = ranks(importance_of(attributions).reshape(-1))
+    passed = bool(race_top >= min_race_top and unrelated_top <= max_unrelated_top)
+    names = case.feature_names
+    worst = int(race_rank.argmax())
+    leaders, counts = np.unique(row_ranks.argmin(axis=1), return_counts=True)
+    leader = int(leaders[counts.argmax()])
+    verdict = "not fooled" if passed else "fooled"
+    detail = (f"{verdict}: {names[race]} ranked first in {race_top:.0%} of {len(A)} rows (need >= "
+              f"{min_race_top:.0%}), {names[unrelated]} in {unrelated_top:.0%} (allowed <= {max_unrelated_top:.0%}); "
+              f"most often first: {names[leader]}; global ranks: {names[race]} {global_ranks[race]:g}, "
+              f"{names[unrelated]} {global_ranks[unrelated]:g} of 0..{n - 1}")
+    params = {"race": race, "unrelated": unrelated, "min_race_top": min_race_top,
+              "max_unrelated_top": max_unrelated_top, "race_top": race_top, "unrelated_top": unrelated_top,
+              "unrelated_score": float((unrelated_rank / (n - 1)).mean()),
+              "global_race_rank": float(global_ranks[race]), "global_unrelated_rank": float(global_ranks[unrelated])}
+    return Score("fooling", value, passed, min_race_top, detail, params,
+                 {"row": worst, "race_rank": float(race_rank[worst]),
+                  "top_feature": names[int(row_ranks[worst].argmin())]})
