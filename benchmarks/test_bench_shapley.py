@@ -50,15 +50,19 @@ def test_exact_shapley_speed(benchmark, problem, way):
     np.testing.assert_allclose(values, shapley.interventional(predict, inputs, background), atol=1e-9)
 
 
-@pytest.mark.benchmark(group="KernelSHAP on cough_and_fever: background rows")
-@pytest.mark.parametrize("background", ["summarised (4 rows)", "Compare-xAI (20,000 rows)"])
-def test_kernel_shap_background(benchmark, background):
+@pytest.mark.benchmark(group="KernelSHAP, summarised background vs Compare-xAI's full training set")
+@pytest.mark.parametrize("background", ["summarised", "full (Compare-xAI)"])
+@pytest.mark.parametrize("name", ["cough_and_fever", "counterexample_dummy_axiom"])
+def test_kernel_shap_background(benchmark, name, background):
+    """Compare-xAI passed all ~20,000 training rows to KernelSHAP; the summary keeps the exact
+    distribution in 4 (cough_and_fever) or 36 (dummy grid) rows, so the values are identical."""
     shap = pytest.importorskip("shap")
-    case = cases.get("cough_and_fever")
-    rows = case.background if background.startswith("summarised") else case.meta["full_background"]
+    case = cases.get(name)
+    rows = case.background if background == "summarised" else case.meta["full_background"]
+    benchmark.extra_info["background_rows"] = len(rows)
 
     def explain():
         return shap.KernelExplainer(case.predict, rows).shap_values(case.inputs, silent=True)
 
     values = benchmark.pedantic(explain, rounds=2)
-    np.testing.assert_allclose(values, case.truth["shapley"], atol=1e-6 * 80)
+    np.testing.assert_allclose(values, case.truth["shapley"], atol=1e-6 * case.output_range)

@@ -11,7 +11,7 @@ import pytest_xai.explainers.baselines  # noqa: F401
 import pytest_xai.strategies  # noqa: F401
 
 pytest_xai.cases.infos()
-for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklearn.ensemble", "shap", "lime.lime_tabular",
-                 "captum.attr", "chess"):
+for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklearn.ensemble", "sklearn.datasets",
+                 "sklearn.model_selection", "sklearn.neural_network", "shap", "lime.lime_tabular", "captum.attr", "chess"):
     with contextlib.suppress(ImportError):
         __import__(optional)

@@ -56,14 +56,21 @@ def test_invalid_outputs_are_explained(case, output, message):
     assert message in str(info.value)
 
 
-def test_model_annotation_skips_cases_without_that_model(case):
+def test_model_annotation_selects_the_torch_twin_or_skips(case):
     torch = pytest.importorskip("torch")
+    from dataclasses import replace
+
+    seen = []
 
     def gradients(model: torch.nn.Module, inputs):
+        seen.append(model)
         return np.zeros(inputs.shape)
 
-    with pytest.raises(NotApplicable, match="wants model: torch.nn.modules.module.Module"):
-        contract.run(load(gradients), case)
+    contract.run(load(gradients), case)
+    assert seen == [case.torch_model] and isinstance(case.torch_model, torch.nn.Module)
+    assert float(case.torch_model(torch.tensor(case.inputs))[-1]) == 80.0  # the twin computes 80 x0 x1
+    with pytest.raises(NotApplicable, match="wants model: torch.nn.modules.module.Module.*no differentiable twin"):
+        contract.run(load(gradients), replace(case, torch_model=None))
 
 
 def test_file_spec_and_dedupe(tmp_path):

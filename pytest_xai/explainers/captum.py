@@ -392,3 +392,15 @@ def lrp_alpha1beta0(inputs, model: "torch.nn.Module", target=None) -> np.ndarray
     from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
 
     return _lrp("lrp_alpha1beta0", inputs, model, target, Alpha1_Beta0_Rule)
+
+
+def _import_captum() -> None:
+    """Import torch and captum in the parent process (``prepare`` hook): forked calls then inherit
+    them instead of paying about half a second of imports each."""
+    import captum.attr  # noqa: F401
+
+
+for _explainer in (saliency, input_x_gradient, integrated_gradients, smoothgrad, deeplift, guided_backprop,
+                   occlusion, feature_ablation, feature_permutation, shapley_value_sampling, captum_kernel_shap,
+                   captum_lime, lrp_z, lrp_alpha1beta0):
+    _explainer.prepare = _import_captum
