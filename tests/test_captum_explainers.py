@@ -221,3 +221,17 @@ def test_occlusion_window_defaults_to_one_element_of_an_image():
     w = model[1].weight.detach().numpy().reshape(2, 3, 3).astype(float)
     x = np.random.default_rng(7).normal(size=(2, 2, 3, 3))
     np.testing.assert_allclose(explainers.occlusion(x, model), w * x, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["saliency", "integrated_gradients", "deeplift"])
+def test_a_model_without_gradients_is_not_applicable(name):
+    class Rounded(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.linear(x).detach().round()
+
+    with pytest.raises(NotApplicable, match="not differentiable with respect to its inputs"):
+        getattr(explainers, name)(np.ones((2, 3)), Rounded())

@@ -327,3 +327,42 @@ def test_prepare_runs_once_in_the_parent_before_forked_calls(pytester):
     """)
     pytester.syspathinsert()
     run(pytester, "--xai-explainer=prepared_mod:explain").assert_outcomes(passed=4)
+
+
+def test_library_errors_fail_one_test_and_keep_the_library_message(pytester):
+    """DeepLift on a ReLU module used twice: captum's own message reaches the user, and a model
+    without gradients is skipped with the reason."""
+    pytest.importorskip("captum")
+    pytester.makepyfile(test_torch_user="""
+        import numpy as np
+        import torch
+        from pytest_xai import Case
+        from pytest_xai.case import CaseInfo
+
+        class ReusedRelu(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = torch.nn.Linear(3, 4), torch.nn.Linear(4, 1)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, x):
+                return self.relu(self.b(self.relu(self.a(x)))).squeeze(1)
+
+        class Frozen(ReusedRelu):
+            def forward(self, x):
+                return super().forward(x).detach()
+
+        def case(model):
+            info = CaseInfo("torch_user", "user", "fidelity", "user", {}, build=None)
+            return Case(info=info, inputs=np.ones((2, 3)), predict=None, feature_names=list("abc"), model=model)
+
+        def test_reused_relu(xai_explainer, xai_explain):
+            xai_explain(xai_explainer, case(ReusedRelu().eval()))
+
+        def test_no_gradients(xai_explainer, xai_explain):
+            xai_explain(xai_explainer, case(Frozen().eval()))
+    """)
+    result = run(pytester, "test_torch_user.py", "--xai-no-suite", f"--xai-explainer={REF}:deeplift", "-rs")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*explainer 'deeplift' on case 'torch_user': raised RuntimeError:*used more than once*",
+                                 "*not differentiable with respect to its inputs*"])

@@ -51,7 +51,12 @@ def _torch_model(method: str, model: Any):
 
 @contextlib.contextmanager
 def _one_thread(seed: int | None = None) -> Iterator[None]:
-    """One torch thread, and (with ``seed``) a forked, seeded RNG, for the duration of a call."""
+    """One torch thread, and (with ``seed``) a forked, seeded RNG, for the duration of a call.
+
+    A model whose output has no gradient with respect to its inputs (an argmax, a ``detach``, a
+    ``torch.no_grad`` inside ``forward``) makes gradient methods not applicable: a skip naming
+    torch's message, not a crash.
+    """
     import torch
 
     previous = torch.get_num_threads()
@@ -63,6 +68,10 @@ def _one_thread(seed: int | None = None) -> Iterator[None]:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(seed))
                 yield
+    except RuntimeError as exc:
+        if "does not require grad" not in str(exc):
+            raise
+        raise NotApplicable(f"the model's output is not differentiable with respect to its inputs (torch: {exc})") from None
     finally:
         torch.set_num_threads(previous)
 
