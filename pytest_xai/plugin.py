@@ -232,7 +232,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     names = ", ".join(f"{e.name} ({e.spec})" if e.name != e.spec else e.name for e in state.explainers)
     limit = f"{state.timeout:g}s" if state.timeout else "none (in-process)"
-    return [f"xai: seed={state.seed}, timeout={limit}, explainers: {names}"]
+    from pytest_xai import cases
+
+    return [f"xai: seed={state.seed}, timeout={limit}, explainers: {names}"] + [f"xai: {h}" for h in cases.headers()]
 
 
 def derive_seed(base: int, *parts: str) -> int:

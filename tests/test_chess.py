@@ -223,6 +223,26 @@ def test_fast_masks_match_reference_through_whole_games():
     assert seen_ep and seen_castle
 
 
+def test_fast_masks_match_reference_on_random_placements():
+    """Odd but valid placements (pins, double checks, promotions pending) from a seeded rng."""
+    rng = random.Random(9)
+    tested = checks = 0
+    while tested < 400:
+        board = chess.Board(None)
+        for color in chess.COLORS:
+            board.set_piece_at(rng.randrange(64), chess.Piece(chess.KING, color))
+        for _ in range(rng.randrange(2, 12)):
+            square = rng.randrange(64)
+            if board.piece_at(square) is None:
+                board.set_piece_at(square, chess.Piece(rng.randrange(1, 6), rng.random() < 0.5))
+        board.turn = rng.random() < 0.5
+        if board.is_valid():
+            assert cc.masks_of(board) == cc.reference_masks(board), board.fen()
+            tested += 1
+            checks += board.is_check()
+    assert checks > 20
+
+
 def test_masks_on_a_board_without_king_do_not_crash():
     board = chess.Board("8/8/8/8/8/8/8/4k3 w - - 0 1")
     assert cc.masks_of(board) == cc.reference_masks(board)

@@ -27,6 +27,7 @@ FAMILIES = (
     "pytest_xai.cases.stress",
     "pytest_xai.cases.interactions",
     "pytest_xai.cases.fooling",
+    "pytest_xai.cases.chess",
 )
 
 _REGISTRY: dict[str, CaseInfo] = {}
@@ -58,6 +59,12 @@ def register(
 def _load_families() -> None:
     for module in FAMILIES:
         importlib.import_module(module)
+
+
+def headers() -> list[str]:
+    """Lines families want in pytest's header (e.g. a shipped model's measured accuracy)."""
+    return [importlib.import_module(m).report_header() for m in FAMILIES
+            if hasattr(importlib.import_module(m), "report_header")]
 
 
 def infos() -> list[CaseInfo]:

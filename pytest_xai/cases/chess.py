@@ -24,6 +24,12 @@ Conventions (the spec's defaults, ``/work/shared/reference/chess_ngt.md``):
   (``SquareSet.mirror()``), so every mask is a function of the input.  :func:`encode` is the one
   function that does this; :func:`from_perspective` undoes it for display.
 - Positions come from seeded random playouts (:func:`generate_positions`), not from Lichess.
+  Positions with a legal en-passant capture are dropped (ep-ambiguous: the ep right is not in
+  the planes but changes mask1 and possibly the label).  Castling rights are not in the planes
+  either; they never change the label and only change mask1 outside check, where mask1 is not
+  the class' mask.
+- The oracle (:class:`ChessOracle`) and a small CNN (:func:`load_cnn`, shipped weights, used
+  only above the quality gate) are the models; :func:`ngt` is the check.
 
 python-chess (``chess``, GPL-3.0+) is an optional extra, imported inside the functions that need
 it; nothing of it is vendored.
@@ -109,9 +115,7 @@ def masks_of(board) -> tuple[int, int, int]:
         pieces ^= low
 
     # mask1: from and to squares of all legal moves.
-    m1 = 0
-    for move in board.generate_legal_moves():
-        m1 |= chess.BB_SQUARES[move.from_square] | chess.BB_SQUARES[move.to_square]
+    m1 = _legal_move_squares(board, chess)
 
     # mask2: pieces essential to the mate (meaningful for label 2 only).
     m2 = 0
@@ -126,6 +130,102 @@ def masks_of(board) -> tuple[int, int, int]:
             m2 |= board.attackers_mask(them, low.bit_length() - 1)
             squares ^= low
     return m0, m1, m2
+
+
+def _legal_move_squares(board, chess) -> int:
+    """Union of from/to squares of the legal moves, by whole bitboards (no Move objects).
+
+    Mirrors python-chess' legality: king steps to squares not attacked with the king lifted;
+    other pieces must capture or block a single checker (none may move in double check) and
+    pinned pieces stay on their pin line; pawns move as whole bitboards.  En passant and
+    castling come from python-chess' own generators.  Boards that are not one-king-per-side
+    with no pawn on a back rank take python-chess' generator.
+    """
+    us, them = board.turn, not board.turn
+    ours, theirs, occ = board.occupied_co[us], board.occupied_co[them], board.occupied
+    kings = board.kings & ours
+    if (not kings or kings & (kings - 1) or not board.kings & theirs
+            or board.pawns & chess.BB_BACKRANKS):
+        m1 = 0
+        for move in board.generate_legal_moves():
+            m1 |= chess.BB_SQUARES[move.from_square] | chess.BB_SQUARES[move.to_square]
+        return m1
+    king = kings.bit_length() - 1
+    checkers = board.attackers_mask(them, king)
+    lifted = occ ^ kings
+    steps = 0
+    candidates = chess.BB_KING_ATTACKS[king] & ~ours
+    while candidates:
+        low = candidates & -candidates
+        if not board.attackers_mask(them, low.bit_length() - 1, lifted):
+            steps |= low
+        candidates ^= low
+    frm, to = (kings if steps else 0), steps
+    if checkers & (checkers - 1):
+        return frm | to  # double check: only the king moves
+    target = (chess.between(king, checkers.bit_length() - 1) | checkers) if checkers else ~ours & chess.BB_ALL
+    # pins: an enemy slider on a line to the king with exactly one piece, ours, in between
+    snipers = theirs & (
+        (chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & (board.rooks | board.queens)
+        | chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens))
+    pinned, lines = 0, {}
+    while snipers:
+        low = snipers & -snipers
+        sniper = low.bit_length() - 1
+        between = chess.between(king, sniper) & occ
+        if between and not between & (between - 1) and between & ours:
+            pinned |= between
+            lines[between] = chess.ray(king, sniper)
+        snipers ^= low
+    pieces = ours & ~board.pawns & ~kings
+    while pieces:
+        low = pieces & -pieces
+        reach = board.attacks_mask(low.bit_length() - 1) & target
+        if low & pinned:
+            reach &= lines[low]
+        if reach:
+            frm |= low
+            to |= reach
+        pieces ^= low
+    pawns = ours & board.pawns
+    free, stuck = pawns & ~pinned, pawns & pinned
+    f, t = _pawn_move_squares(free, us, theirs, occ, target, chess)
+    frm, to = frm | f, to | t
+    while stuck:
+        low = stuck & -stuck
+        f, t = _pawn_move_squares(low, us, theirs, occ, target & lines[low], chess)
+        frm, to = frm | f, to | t
+        stuck ^= low
+    if board.ep_square is not None:
+        for move in board.generate_legal_ep():
+            frm |= chess.BB_SQUARES[move.from_square]
+            to |= chess.BB_SQUARES[move.to_square]
+    if board.castling_rights and not checkers:
+        for move in board.generate_castling_moves():
+            frm |= chess.BB_SQUARES[move.from_square]
+            to |= chess.BB_SQUARES[move.to_square]
+    return frm | to
+
+
+def _pawn_move_squares(pawns: int, us: bool, theirs: int, occ: int, target: int, chess):
+    """(from, to) squares of the pushes and captures of ``pawns`` landing on ``target``."""
+    if not pawns:
+        return 0, 0
+    empty = ~occ & chess.BB_ALL
+    left, right = pawns & ~chess.BB_FILE_A, pawns & ~chess.BB_FILE_H
+    if us == chess.WHITE:
+        single = pawns << 8 & empty
+        double = (single & chess.BB_RANK_3) << 8 & empty & target
+        single &= target
+        west, east = left << 7 & theirs & target, right << 9 & theirs & target
+        frm = single >> 8 | double >> 16 | west >> 7 | east >> 9
+    else:
+        single = pawns >> 8 & empty
+        double = (single & chess.BB_RANK_6) >> 8 & empty & target
+        single &= target
+        west, east = left >> 9 & theirs & target, right >> 7 & theirs & target
+        frm = single << 8 | double << 16 | west << 9 | east << 7
+    return frm, single | double | west | east
 
 
 def reference_masks(board) -> tuple[int, int, int]:
@@ -722,6 +822,7 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
 # Cases
 
 N_PER_CLASS = 32  # positions per class in the cases (each case explains one class)
+_POSITIONS: dict[tuple, dict[str, np.ndarray]] = {}
 
 
 def case_positions(seed: int, cache=None, n_per_class: int = N_PER_CLASS) -> dict[str, np.ndarray]:
@@ -744,11 +845,15 @@ def case_positions(seed: int, cache=None, n_per_class: int = N_PER_CLASS) -> dic
             if got != want:
                 raise ValueError(f"row {i} ({fen}) does not match its recomputed label and masks")
 
-    if cache is None:
-        rows = build()
-        validate(rows)
-        return rows
-    return cache.arrays("chess_positions", params, build, validate)
+    key = (seed, n_per_class, getattr(cache, "root", None))
+    if key not in _POSITIONS:  # the six cases share one set of positions per process
+        if cache is None:
+            rows = build()
+            validate(rows)
+        else:
+            rows = cache.arrays("chess_positions", params, build, validate)
+        _POSITIONS[key] = rows
+    return _POSITIONS[key]
 
 
 def feature_names() -> list[str]:
@@ -757,24 +862,54 @@ def feature_names() -> list[str]:
     return [f"{PLANES[p]}@{files[f]}{r + 1}" for p in range(12) for r in range(8) for f in range(8)]
 
 
-def _case(info, label: int, seed: int, cache, model: Any, predict, torch_model=None) -> Case:
-    rows = case_positions(seed, cache)
+USER_CSV = "chess_positions.csv"  # looked for in --xai-data-dir / ini xai_data_dir
+
+
+def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.ndarray] | None:
+    """The first ``n_per_class`` valid rows per class of the user's ``DATA_DIR/chess_positions.csv``
+    (the published layout, e.g. a slice of the Kaggle data), or None when there is no such file.
+
+    Bad rows are skipped and reported in a warning naming file and line; masks are recomputed from
+    each FEN and must match the file's, so a mislabelled file cannot pass silently.
+    """
+    import warnings
+
+    path = Path(data_dir) / USER_CSV if data_dir else None
+    if path is None or not path.is_file():
+        return None
+    rows, problems = read_csv(path)
+    mismatched = [i for i, fen in enumerate(rows["fen"])
+                  if tuple(int(rows[c][i]) for c in COLUMNS[2:]) != masks_of(_chess().Board(str(fen)))]
+    if problems or mismatched:
+        shown = [str(p) for p in problems[:3]] + [f"{path}: row {i + 1}: masks differ from python-chess's" for i in mismatched[:3]]
+        warnings.warn(f"pytest-xai: {len(problems) + len(mismatched)} rows of {path} skipped: " + "; ".join(shown),
+                      stacklevel=2)
+    keep = np.ones(len(rows["fen"]), dtype=bool)
+    keep[mismatched] = False
+    picked = np.concatenate([np.flatnonzero(keep & (rows["label"] == c))[:n_per_class] for c in range(3)])
+    if any(np.sum(rows["label"][picked] == c) == 0 for c in range(3)):
+        raise ValueError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
+    return {k: v[picked] for k, v in rows.items()}
+
+
+def _case(info, label: int, seed: int, cache, model: Any, predict, torch_model=None, data_dir=None) -> Case:
+    rows = user_positions(data_dir) or case_positions(seed, cache)
     sel = rows["label"] == label
     all_planes = encode(rows["fen"])
     planes, *masks = encode(rows["fen"][sel], *(rows[f"mask{k}"][sel] for k in range(3)))
     truth = {"mask": masks[label], **{f"mask{k}": masks[k] for k in range(3)}}
     meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
             "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
-            "seed": seed}
+            "seed": seed, "draw": draw_worst_board}
     return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
                 model=model, target=label, background=all_planes,
                 baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,
                 truth=truth, meta=meta)
 
 
-def _oracle_case(info, label: int, seed: int, cache) -> Case:
+def _oracle_case(info, label: int, seed: int, cache, data_dir) -> Case:
     oracle = ChessOracle()
-    return _case(info, label, seed, cache, model=oracle, predict=oracle)
+    return _case(info, label, seed, cache, model=oracle, predict=oracle, data_dir=data_dir)
 
 
 def cnn_card() -> dict[str, Any]:
@@ -782,7 +917,7 @@ def cnn_card() -> dict[str, Any]:
     return json.loads(CNN_CARD.read_text())
 
 
-def _cnn_case(info, label: int, seed: int, cache) -> Case:
+def _cnn_case(info, label: int, seed: int, cache, data_dir) -> Case:
     card = cnn_card()
     accuracy = card["accuracy_per_class"]
     if min(accuracy.values()) < QUALITY_GATE:
@@ -800,7 +935,7 @@ def _cnn_case(info, label: int, seed: int, cache) -> Case:
             logits = model(torch.as_tensor(np.asarray(x), dtype=torch.float32))
             return torch.softmax(logits, dim=1).numpy().astype(float)
 
-    case = _case(info, label, seed, cache, model=model, predict=predict, torch_model=model)
+    case = _case(info, label, seed, cache, model=model, predict=predict, torch_model=model, data_dir=data_dir)
     case.meta["cnn"] = card
     return case
 
@@ -809,39 +944,39 @@ _NGT = {"ngt": {"mask": "mask"}}
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask0", checks=_NGT)
-def chess_oracle_no_check(info, *, seed, cache) -> Case:
+def chess_oracle_no_check(info, *, seed, cache, data_dir=None) -> Case:
     """No-check positions, python-chess oracle; NGT = enemy-controlled squares (mask0)."""
-    return _oracle_case(info, 0, seed, cache)
+    return _oracle_case(info, 0, seed, cache, data_dir)
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask1", checks=_NGT)
-def chess_oracle_check(info, *, seed, cache) -> Case:
+def chess_oracle_check(info, *, seed, cache, data_dir=None) -> Case:
     """Check positions, python-chess oracle; NGT = from/to squares of legal moves (mask1)."""
-    return _oracle_case(info, 1, seed, cache)
+    return _oracle_case(info, 1, seed, cache, data_dir)
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3 mask2", checks=_NGT)
-def chess_oracle_mate(info, *, seed, cache) -> Case:
+def chess_oracle_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, python-chess oracle; NGT = pieces essential to the mate (mask2)."""
-    return _oracle_case(info, 2, seed, cache)
+    return _oracle_case(info, 2, seed, cache, data_dir)
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask0", checks=_NGT)
-def chess_cnn_no_check(info, *, seed, cache) -> Case:
+def chess_cnn_no_check(info, *, seed, cache, data_dir=None) -> Case:
     """No-check positions, the shipped CNN; NGT = enemy-controlled squares (mask0)."""
-    return _cnn_case(info, 0, seed, cache)
+    return _cnn_case(info, 0, seed, cache, data_dir)
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask1", checks=_NGT)
-def chess_cnn_check(info, *, seed, cache) -> Case:
+def chess_cnn_check(info, *, seed, cache, data_dir=None) -> Case:
     """Check positions, the shipped CNN; NGT = from/to squares of legal moves (mask1)."""
-    return _cnn_case(info, 1, seed, cache)
+    return _cnn_case(info, 1, seed, cache, data_dir)
 
 
 @register(family="chess", category="fidelity", source=f"{SOURCE}, §3-4 mask2", checks=_NGT)
-def chess_cnn_mate(info, *, seed, cache) -> Case:
+def chess_cnn_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, the shipped CNN; NGT = pieces essential to the mate (mask2)."""
-    return _cnn_case(info, 2, seed, cache)
+    return _cnn_case(info, 2, seed, cache, data_dir)
 
 
 # --------------------------------------------------------------------------------------------
@@ -886,3 +1021,20 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
     path = Path(path)
     fig.savefig(path, format="png", dpi=90)
     return path
+
+
+def draw_worst_board(path, case: Case, attributions: np.ndarray, row: int) -> Path:
+    """The picture of position ``row``: reduced attribution beside its NGT mask, in the board's frame."""
+    fen = case.meta["fens"][row]
+    attribution = from_perspective(reduce_attributions(attributions[row:row + 1])[0], fen)
+    mask = from_perspective(np.asarray(case.truth["mask"][row], dtype=float), fen)
+    return board_heatmap_png(path, fen, attribution, mask, f"{case.name}, position {row}")
+
+
+def report_header() -> str:
+    """One line for pytest's header: the shipped CNN's held-out accuracy per class."""
+    card = cnn_card()
+    accuracy = ", ".join(f"{k} {v:.4f}" for k, v in card["accuracy_per_class"].items())
+    gate = "" if min(card["accuracy_per_class"].values()) >= QUALITY_GATE else \
+        f"; below the {QUALITY_GATE} gate, so the chess_cnn_* cases skip"
+    return f"chess CNN: held-out accuracy per class {accuracy}{gate}"

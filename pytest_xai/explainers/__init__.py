@@ -12,6 +12,7 @@ import importlib
 _WHERE = {
     "random": "baselines",
     "exact_shapley": "baselines",
+    "feature_occlusion": "baselines",
     "shap_kernel": "shap",
     "shap_tree": "shap",
     "shap_tree_path_dependent": "shap",

@@ -80,17 +80,28 @@ def shap_tree_path_dependent(inputs, model, target):
     return _output(explainer.shap_values(inputs, check_additivity=False), target)
 
 
-def _masked_explainer(kind, inputs, predict, background, target, **kwargs):
+def _masked_explainer(kind, inputs, predict, background, target, *, masker=None, evaluations=None,
+                      call=None, **kwargs):
     """A shap explainer of the new API (``shap.explainers.Exact`` ...) over an independent masker of
-    the whole background, used the way shap's documentation does: ``explainer(inputs).values``."""
+    the background, used the way shap's documentation does: ``explainer(inputs).values``.
+
+    ``evaluations`` (model calls per point and background row) caps the background rows the masker
+    samples so that the whole call stays within ``KERNEL_BUDGET`` model evaluations.
+    """
     if inputs.ndim != 2:
         raise NotApplicable(f"{kind.__name__} here explains tabular (n, d) inputs")
     if background is None:
         raise NotApplicable(f"{kind.__name__} needs a background; this case has none")
     background = np.asarray(background, dtype=float)
-    masker = kwargs.pop("masker", None) or shap.maskers.Independent(background, max_samples=len(background))
+    rows = len(background)
+    if evaluations is not None:
+        rows = min(rows, KERNEL_BUDGET // (len(inputs) * evaluations))
+        if rows < 1:
+            raise NotApplicable(f"{kind.__name__} would need {len(inputs) * evaluations:.1e} model evaluations "
+                                f"even with one background row (budget {KERNEL_BUDGET:.0e})")
+    masker = masker or shap.maskers.Independent(background, max_samples=rows)
     explainer = kind(_single_output(predict, target), masker, **kwargs)
-    return _output(explainer(inputs, silent=True), None)
+    return _output(explainer(inputs, silent=True, **(call or {})), None)
 
 
 def shap_exact(inputs, predict, background, target):
@@ -102,9 +113,13 @@ def shap_exact(inputs, predict, background, target):
 
 
 def shap_permutation(inputs, predict, background, target, seed):
-    """shap.explainers.Permutation (antithetic permutation sampling, shap's default max_evals=500)
-    with shap.maskers.Independent over the background, seeded through its ``seed`` argument."""
-    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, seed=seed)
+    """shap.explainers.Permutation (antithetic permutation sampling) with shap.maskers.Independent
+    over the background, seeded through its ``seed`` argument.  ``max_evals`` is shap's default 500,
+    raised to the 2d + 1 shap requires for many features; the background is subsampled to stay
+    within ``KERNEL_BUDGET`` model evaluations, as for KernelSHAP."""
+    max_evals = max(500, 2 * inputs.shape[-1] + 1)
+    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, seed=seed,
+                             evaluations=max_evals, call={"max_evals": max_evals})
 
 
 def shap_partition(inputs, predict, background, target):
@@ -112,6 +127,9 @@ def shap_partition(inputs, predict, background, target):
     shap.maskers.Partition over the background (features clustered by correlation, shap's default)."""
     if inputs.ndim == 2 and background is not None:
         background = np.asarray(background, dtype=float)
+        if len(np.unique(background, axis=0)) < 2:
+            raise NotApplicable("shap's Partition masker clusters features by their correlation over the "
+                                "background; this case's background has a single distinct row")
         masker = shap.maskers.Partition(background, max_samples=len(background))
     else:
         masker = None
