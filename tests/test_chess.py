@@ -525,3 +525,19 @@ def test_board_heatmap_png_is_written(tmp_path):
     mask = cc.from_perspective(case.truth["mask"][0], fen)
     path = cc.board_heatmap_png(tmp_path / "board.png", fen, attribution, mask, "mask control")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_user_csv_in_the_data_dir_replaces_generated_positions(tmp_path):
+    """A user's slice of the published data (DATA_DIR/chess_positions.csv) feeds the cases; bad rows
+    are skipped with a warning naming file and line, and masks are re-checked against python-chess."""
+    from pytest_xai.cases import chess as family
+
+    rows = family.generate_positions(3, seed=5)
+    family.write_csv(tmp_path / family.USER_CSV, rows)
+    with open(tmp_path / family.USER_CSV, "a") as fh:
+        fh.write("not a fen,0,1,2,3\n")
+    with pytest.warns(UserWarning, match=r"chess_positions.csv:11: illegal FEN"):
+        picked = family.user_positions(tmp_path, n_per_class=2)
+    assert np.bincount(picked["label"]).tolist() == [2, 2, 2]
+    assert set(picked["fen"]) <= set(rows["fen"])
+    assert family.user_positions(tmp_path / "missing") is None
