@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPLAINERS = ["exact_shapley", "shap_exact", "shap_permutation", "shap_partition", "shap_kernel", "shap_tree",
+EXPLAINERS = ["exact_shapley", "archdetect", "random_interactions", "shap_exact", "shap_permutation", "shap_partition", "shap_kernel", "shap_tree",
               "shap_tree_path_dependent", "saabas", "lime_tabular", "random"]
 FAMILIES = {"tabular", "fooling", "digits", "stress", "interactions"}
 BATTERY = ("xai_symmetry or xai_ranking or xai_dummy or xai_correlated or xai_fooling or xai_stress "

@@ -389,3 +389,11 @@ def test_plugin_runs_the_interaction_suite_and_skips_explainers_without_interact
                                 "--xai-explainer=pytest_xai.explainers:random")
     result.assert_outcomes(passed=5, skipped=5)
     result.stdout.fnmatch_lines(["*interaction_detection on detect_interaction0: explainer returned no interactions*"])
+
+
+def test_reference_archdetect_finds_the_interactions_and_random_ones_do_not():
+    """The reference explainers exercise interaction_detection in the suite from both sides."""
+    for name in ("detect_interaction0", "detect_interaction2", "detect_interaction4"):
+        case = cases.get(name)
+        assert score("interaction_detection", explain(baselines.archdetect, case), case).passed
+        assert not score("interaction_detection", explain(baselines.random_interactions, case), case).passed

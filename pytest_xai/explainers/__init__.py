@@ -13,6 +13,8 @@ _WHERE = {
     "random": "baselines",
     "exact_shapley": "baselines",
     "feature_occlusion": "baselines",
+    "archdetect": "baselines",
+    "random_interactions": "baselines",
     "shap_kernel": "shap",
     "shap_tree": "shap",
     "shap_tree_path_dependent": "shap",
