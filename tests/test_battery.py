@@ -397,3 +397,10 @@ def test_reference_archdetect_finds_the_interactions_and_random_ones_do_not():
         case = cases.get(name)
         assert score("interaction_detection", explain(baselines.archdetect, case), case).passed
         assert not score("interaction_detection", explain(baselines.random_interactions, case), case).passed
+
+
+def test_stress_torch_twin_reproduces_the_logistic_model(stress_case):
+    torch = pytest.importorskip("torch")
+    twin = stress_case.torch_model
+    np.testing.assert_allclose(twin(torch.as_tensor(stress_case.inputs)).detach().numpy(),
+                               stress_case.predict(stress_case.inputs), atol=1e-12)

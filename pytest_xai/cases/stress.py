@@ -91,6 +91,29 @@ def _predict(w: np.ndarray, b: np.ndarray):
     return predict
 
 
+def _torch_twin(w: np.ndarray, b: np.ndarray):
+    """The same logistic model as a torch module (Linear, then [1 - p, p]) so gradient explainers
+    run; None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+
+    class TwoClassLogistic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(len(w), 1, dtype=torch.float64)
+            with torch.no_grad():
+                self.linear.weight.copy_(torch.as_tensor(w)[None])
+                self.linear.bias.copy_(torch.as_tensor(b))
+
+        def forward(self, x):
+            p = torch.sigmoid(self.linear(x))
+            return torch.cat([1 - p, p], dim=1)
+
+    return TwoClassLogistic().eval()
+
+
 def _validate(arrays: dict) -> None:
     d = len(arrays["vocabulary"])
     if d < 1000 or arrays["inputs"].shape != (N_EXPLAINED, d) or arrays["w"].shape != (d,):
@@ -121,7 +144,7 @@ def stress_nb_features(info, *, seed, cache) -> Case:
     predict = _predict(w, b)
     return Case(
         info=info, inputs=inputs, predict=predict, model=predict, target=1, background=background,
-        baseline=np.zeros(len(names)), feature_names=names,
+        baseline=np.zeros(len(names)), feature_names=names, torch_model=_torch_twin(w, b),
         truth={"logit_shap": phi, "importance": importance, "w": w},
         meta={"accuracy": float(arrays["accuracy"]), "n_features": len(names)},
     )
