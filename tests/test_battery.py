@@ -299,31 +299,6 @@ def test_quartile_rule_is_kept_for_comparison():
 # ---------------------------------------------------------------- interaction detection (2.12)
 
 
-def exact_interactions(inputs, predict, baseline):
-    """Archipelago-style finite differences (Tsang et al. 2020, ArchDetect) at the contexts x* and x':
-    delta_ij(c) = f(c; i*, j*) - f(c; i', j*) - f(c; i*, j') + f(c; i', j'), strength = mean |delta| / 4
-    (the coefficient of x_i x_j); exact for these +-1 functions."""
-    x, xp = inputs[0], baseline
-    d = len(x)
-    i, j = np.triu_indices(d, k=1)
-    rows = np.arange(len(i))
-    M = np.zeros((d, d))
-    for context in (x, xp):
-        values = []
-        for vi, vj in ((x, x), (xp, x), (x, xp), (xp, xp)):
-            R = np.tile(context, (len(i), 1))
-            R[rows, i], R[rows, j] = vi[i], vj[j]
-            values.append(predict(R))
-        M[i, j] += np.abs(values[0] - values[1] - values[2] + values[3]) / 8.0
-    return {"attributions": np.zeros(inputs.shape), "interactions": M}
-
-
-def random_interactions(inputs, seed):
-    d = inputs.shape[1]
-    return {"attributions": np.zeros(inputs.shape),
-            "interactions": np.random.default_rng(seed).standard_normal((d, d))}
-
-
 INTERACTIONS = [f"detect_interaction{k}" for k in range(5)]
 
 
@@ -337,12 +312,13 @@ def test_interaction_ground_truth():
 
 
 @pytest.mark.parametrize("name", INTERACTIONS)
-def test_interaction_detection_passes_exact_and_fails_random(name):
+def test_interaction_detection_passes_archdetect_and_fails_random(name):
+    """ArchDetect (Tsang et al. 2020) is exact on these +-1 functions; noise interactions are not."""
     case = cases.get(name)
-    result = score("interaction_detection", explain(exact_interactions, case), case)
+    result = score("interaction_detection", explain(baselines.archdetect, case), case)
     assert result.passed and result.value == pytest.approx(1.0), result.detail
     for seed in range(3):
-        result = score("interaction_detection", explain(random_interactions, case, seed=seed), case)
+        result = score("interaction_detection", explain(baselines.random_interactions, case, seed=seed), case)
         assert not result.passed and result.value < 0.3, result.detail
 
 
@@ -354,9 +330,10 @@ def test_interaction_detection_skips_explainers_without_interactions():
 
 def test_interactions_are_canonicalised_to_unordered_pairs():
     case = cases.get("detect_interaction4")
-    M = explain(exact_interactions, case).interactions  # upper triangle only
-    for variant in (M + M.T, M.T, -M[None]):
-        result = score("interaction_detection", replace(explain(exact_interactions, case), interactions=variant), case)
+    full = explain(baselines.archdetect, case)
+    M = np.triu(full.interactions[0])  # upper triangle only
+    for variant in (M, M + M.T, M.T, -M[None]):
+        result = score("interaction_detection", replace(full, interactions=variant), case)
         assert result.value == pytest.approx(1.0)
     with pytest.raises(ValueError, match="interactions of shape"):
         checks.interaction_strengths(np.zeros((3, 3)), 40)
@@ -380,27 +357,8 @@ def test_roc_auc_matches_scikit_learn_with_ties():
 
 
 def test_plugin_runs_the_interaction_suite_and_skips_explainers_without_interactions(pytester):
-    import inspect
-
-    pytester.makepyfile(interaction_mod="import numpy as np\n\n\n" + inspect.getsource(exact_interactions))
-    pytester.syspathinsert()
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-rs", "-k", "detect_interaction",
-                                "--xai-explainer=interaction_mod:exact_interactions",
+                                "--xai-explainer=pytest_xai.explainers:archdetect",
                                 "--xai-explainer=pytest_xai.explainers:random")
     result.assert_outcomes(passed=5, skipped=5)
     result.stdout.fnmatch_lines(["*interaction_detection on detect_interaction0: explainer returned no interactions*"])
-
-
-def test_reference_archdetect_finds_the_interactions_and_random_ones_do_not():
-    """The reference explainers exercise interaction_detection in the suite from both sides."""
-    for name in ("detect_interaction0", "detect_interaction2", "detect_interaction4"):
-        case = cases.get(name)
-        assert score("interaction_detection", explain(baselines.archdetect, case), case).passed
-        assert not score("interaction_detection", explain(baselines.random_interactions, case), case).passed
-
-
-def test_stress_torch_twin_reproduces_the_logistic_model(stress_case):
-    torch = pytest.importorskip("torch")
-    twin = stress_case.torch_model
-    np.testing.assert_allclose(twin(torch.as_tensor(stress_case.inputs)).detach().numpy(),
-                               stress_case.predict(stress_case.inputs), atol=1e-12)
