@@ -42,6 +42,7 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
         "threshold": props.get("threshold"),
         "passed": props.get("passed", False) if outcome != "skipped" else None,
         "seconds": props.get("seconds"),
+        "cached": props.get("cached", False),
         "seed": props.get("seed"),
         "detail": props.get("skip") if outcome == "skipped" else props.get("detail") or props.get("error"),
         "error": props.get("error"),
@@ -70,13 +71,14 @@ def summary(records: list[dict]) -> dict[str, dict]:
     """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
 
     Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
-    skipping of zeros); skipped tests are counted apart.  Mean seconds are over tests whose
-    explainer call completed, so timeouts never shorten the average.
+    skipping of zeros); skipped tests are counted apart.  Mean seconds are per explainer call: over
+    calls that completed (timeouts never shorten the average), each counted once even when several
+    checks of a case share it (``cached``).
     """
 
     def aggregate(recs: list[dict]) -> dict:
         ran = [r for r in recs if r["outcome"] != "skipped"]
-        timed = [r["seconds"] for r in ran if r["seconds"] is not None and not r.get("error")]
+        timed = [r["seconds"] for r in ran if r["seconds"] is not None and not r.get("error") and not r["cached"]]
         return {
             "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
             "passed": sum(1 for r in ran if _ok(r)),
@@ -107,7 +109,7 @@ def _grid(header: list[str], body: list[list[str]], footer: list[list[str]]) -> 
 def _aggregate_cell(agg: dict) -> str:
     if not agg["ran"]:
         return f"skip x{agg['skipped']}" if agg["skipped"] else ""
-    seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/test"
+    seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/call"
     return f"{agg['passed']}/{agg['ran']}, {agg['mean_score']:.3f}{seconds}"
 
 

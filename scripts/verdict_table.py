@@ -68,12 +68,12 @@ def markdown(doc: dict) -> str:
             if r and r["outcome"] == "failed":
                 reason = (r.get("error") or r.get("detail") or "").splitlines()[0]
                 lines.append(f"- **{e}** on `{check}[{case}]`: {reason}")
-    lines += ["", "## Time per explainer (mean seconds of the explainer call per test that ran)", ""]
+    lines += ["", "## Time per explainer (mean seconds per explainer call)", ""]
     for e, agg in doc["summary"].items():
         if e in explainers:
             overall = agg["overall"]
             lines.append(f"- {e}: {overall['passed']}/{overall['ran']} passed, mean score {overall['mean_score']}, "
-                         f"{overall['mean_seconds']} s per test")
+                         f"{overall['mean_seconds']} s per call")
     return "\n".join(lines) + "\n"
 
 
