@@ -193,9 +193,9 @@ def pytest_configure(config: pytest.Config) -> None:
             except SpecError as exc:
                 raise pytest.UsageError(str(exc)) from None
     explainers = contract.dedupe(loaded)
-    thresholds = _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold")
-    for check, params in _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds").items():
-        thresholds.setdefault(check, {}).update({k: v for k, v in params.items() if k not in thresholds.get(check, {})})
+    thresholds = _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds")
+    for check, params in _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold").items():
+        thresholds.setdefault(check, {}).update(params)  # the command line wins over the ini file
     seed = _number(config, "xai_seed", "xai_seed", int)
     timeout = _number(config, "xai_timeout", "xai_timeout", float)
     if timeout < 0:
