@@ -57,7 +57,7 @@ def _child(fn: Callable[[], Any], write_fd: int) -> None:
         os._exit(0)
 
 
-def _read(read_fd: int, pid: int, deadline: float | None) -> bytes:
+def _read(read_fd: int, deadline: float | None) -> bytes:
     chunks = []
     with selectors.DefaultSelector() as selector:
         selector.register(read_fd, selectors.EVENT_READ)
@@ -95,7 +95,7 @@ def call(fn: Callable[[], Any], timeout: float | None) -> Any:
         _child(fn, write_fd)
     os.close(write_fd)
     try:
-        data = _read(read_fd, pid, time.monotonic() + timeout)
+        data = _read(read_fd, time.monotonic() + timeout)
     except TimeoutError:
         os.kill(pid, signal.SIGKILL)
         raise ExplainerTimeout(

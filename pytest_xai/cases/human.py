@@ -997,7 +997,6 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     params = {"mask": mask, "policy": policy, "aggregate": aggregate, "selection": rule,
               "top": top, "selection_threshold": selection_threshold, "mask_threshold": mask_threshold,
               f"min_{which}": minimum}
-    empty = binary.n_empty_selection if which == "precision" else binary.n_empty_mask
     reason = "explanation selected nothing" if which == "precision" else "human mask empty"
     n = len(per_sample)
     if math.isnan(value):
