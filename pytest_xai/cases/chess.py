@@ -821,7 +821,7 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
 # --------------------------------------------------------------------------------------------
 # Cases
 
-N_PER_CLASS = 32  # positions per class in the cases (each case explains one class)
+N_PER_CLASS = 100  # positions per class in the cases (each case explains one class): 300 in all
 _POSITIONS: dict[tuple, dict[str, np.ndarray]] = {}
 
 
