@@ -2,8 +2,10 @@
 numpy and friends cannot be imported twice in one process, so import them once here."""
 
 import contextlib
+import sys
 
 import numpy  # noqa: F401
+import pytest
 import xgboost  # noqa: F401
 
 import pytest_xai.cases  # noqa: F401
@@ -15,3 +17,16 @@ for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklea
                  "sklearn.model_selection", "sklearn.neural_network", "shap", "lime.lime_tabular", "captum.attr", "chess"):
     with contextlib.suppress(ImportError):
         __import__(optional)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One torch thread per test process (DESIGN §6), restored afterwards."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

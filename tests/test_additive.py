@@ -17,14 +17,6 @@ pytest.importorskip("captum")
 from pytest_xai.explainers import captum as explainers  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def direct_local_function(x, breaks, slopes):
     """C_i by integrating outward from 0 piece by piece (reference spec section 1.6)."""
     zero = int(np.flatnonzero(breaks == 0)[0])

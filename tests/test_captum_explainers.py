@@ -25,14 +25,6 @@ GRADIENT_ON_LINEAR = ["saliency", "smoothgrad", "guided_backprop"]
 WITHOUT_BASELINE = ["input_x_gradient", "lrp_z"]  # w * x
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def call(name, **available):
     """Call an explainer the way the plugin does: only the arguments it asks for."""
     func = getattr(explainers, name)
