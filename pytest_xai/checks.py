@@ -12,7 +12,7 @@ and with one that fails it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from pytest_xai.case import Case, Score
@@ -20,27 +20,48 @@ from pytest_xai.case import Case, Score
 
 @dataclass(frozen=True)
 class CheckInfo:
+    """A registered check.  ``passes_by_construction`` maps the members of the degenerate-explainer
+    zoo (:mod:`pytest_xai.explainers.degenerate`) the check cannot fail, by its definition, to the
+    reason; a key ``"member@case_glob"`` limits the exemption to the cases matching the glob.
+    Every other zoo member must fail the check on every case (``tests/test_zoo.py``)."""
+
     name: str
     func: Callable[..., Score]
     marker: str
     thresholds: Mapping[str, float]
     doc: str
+    passes_by_construction: Mapping[str, str] = field(default_factory=dict)
+
+    def exemption(self, member: str, case: str) -> str | None:
+        """The declared reason why ``member`` passes this check on ``case``, or None (it must fail)."""
+        import fnmatch
+
+        if member in self.passes_by_construction:
+            return self.passes_by_construction[member]
+        for key, reason in self.passes_by_construction.items():
+            name, sep, pattern = key.partition("@")
+            if sep and name == member and fnmatch.fnmatchcase(case, pattern):
+                return reason
+        return None
 
 
 CHECKS: dict[str, CheckInfo] = {}
 
 
-def check(*, marker: str, thresholds: Mapping[str, float]) -> Callable:
+def check(*, marker: str, thresholds: Mapping[str, float], passes_by_construction: Mapping[str, str] = {}) -> Callable:
     """Register ``func`` as a check; ``thresholds`` are its tunable parameters and defaults.
 
     ``marker`` is the pytest marker of the property (``xai_symmetry``); marker kwargs, then
     ``--xai-threshold NAME.PARAM=VALUE`` / ini ``xai_thresholds``, then the case, then these
-    defaults decide each threshold.
+    defaults decide each threshold.  ``passes_by_construction`` declares the zoo members the check
+    cannot fail, with the reason (``{"input_minus_mean@x0_plus_x1_*": "it is the interventional
+    Shapley value of x0 + x1"}``); the check's docstring must say why too.
     """
 
     def decorate(func: Callable[..., Score]) -> Callable[..., Score]:
         doc = (func.__doc__ or "").strip().splitlines()
-        CHECKS[func.__name__] = CheckInfo(func.__name__, func, marker, dict(thresholds), doc[0] if doc else "")
+        CHECKS[func.__name__] = CheckInfo(func.__name__, func, marker, dict(thresholds), doc[0] if doc else "",
+                                          dict(passes_by_construction))
         return func
 
     return decorate

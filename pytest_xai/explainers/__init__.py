@@ -3,6 +3,11 @@
 Use them by spec, e.g. ``pytest --xai-explainer=pytest_xai.explainers:shap_kernel``.  Each lives in
 a module that imports its library (shap, lime, captum) only when the explainer is first looked up,
 so a missing optional dependency only affects the explainers that need it.
+
+The degenerate-explainer zoo (:mod:`pytest_xai.explainers.degenerate`, explainers that explain
+nothing or explain wrongly) is exposed with the prefix ``zoo_``, e.g.
+``--xai-explainer=pytest_xai.explainers:zoo_sign_flipped``, so its names never clash with the
+reference explainers; ``pytest_xai.explainers.degenerate`` is the module itself.
 """
 
 from __future__ import annotations
@@ -30,10 +35,19 @@ _WHERE = {
         "captum",
     ),
 }
-__all__ = sorted(_WHERE)
+#: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
+ZOO_MEMBERS = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean",
+               "sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
+               "noisy_10", "noisy_30", "noisy_100")
+_ZOO_PREFIX = "zoo_"
+__all__ = sorted([*_WHERE, *(_ZOO_PREFIX + m for m in ZOO_MEMBERS), "degenerate"])
 
 
 def __getattr__(name: str):
+    if name == "degenerate":
+        return importlib.import_module(f"{__name__}.degenerate")
+    if name.startswith(_ZOO_PREFIX) and name[len(_ZOO_PREFIX):] in ZOO_MEMBERS:
+        return getattr(importlib.import_module(f"{__name__}.degenerate"), name[len(_ZOO_PREFIX):])
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
