@@ -223,39 +223,51 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
                  n_samples: int = 100, seed: int = 0, target: Any = None) -> MetricResult:
     """Faithfulness (Alvarez-Melis & Jaakkola 2018; XAI-Bench eq. 2), higher is better, in [-1, 1].
 
-    faith(x) = Pearson over features i of (|w_i|, Delta_i), Delta_i = |E_{F minus i}[f] - f(x)|: the
-    effect of resampling feature i alone from ``reference``.  ``absolute=False`` correlates the
-    signed w.  NaN when the attribution row or the Delta row is constant (e.g. all zero).
+    ``absolute=True`` (XAI-Bench's code): faith(x) = Pearson over features i of (|w_i|, |Delta_i|),
+    Delta_i = f(x) - E_{F minus i}[f], the drop of the output when feature i alone is resampled from
+    ``reference``.  It is blind to sign: -w scores exactly like w.  ``absolute=False`` is the signed
+    form, Pearson(w_i, Delta_i): removing a feature with positive attribution should lower the
+    output, so a sign-flipped map scores -faith.  NaN when the attribution row or the Delta row is
+    constant (e.g. all zero).
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
     masks = np.broadcast_to(~np.eye(d, dtype=bool), (n, d, d))
     fx = outputs(predict, X, target)
-    delta = np.abs(expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed,
-                                    target=target) - fx[:, None])
-    w = np.abs(A) if absolute else A
+    delta = fx[:, None] - expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed,
+                                           target=target)
+    w, delta = (np.abs(A), np.abs(delta)) if absolute else (A, delta)
     return _correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)",
                                {"absolute": absolute, "conditional": _conditional_name(reference),
                                 "n_samples": n_samples, "seed": seed})
 
 
-def importance_order(attributions: Any) -> np.ndarray:
-    """Feature indices by decreasing |w|, ties broken by feature index (stable)."""
-    return np.argsort(-np.abs(_flat(attributions, "attributions")), axis=1, kind="stable")
+def importance_order(attributions: Any, seed: int = 0) -> np.ndarray:
+    """Feature indices by decreasing |w|, ties broken at random (seeded), never by position.
+
+    Breaking ties by feature index rewards a constant map whenever the important features come
+    first (a zero map scored 0.73 to 0.78 monotonicity on the piecewise-constant cases, whose
+    dummies are last); a seeded random order gives a tie what a random explainer would get.
+    """
+    a = -np.abs(_flat(attributions, "attributions"))
+    key = np.random.default_rng(seed).random(a.shape)
+    return np.lexsort((key, a), axis=1)
 
 
 def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: Any, *, n_samples: int = 100,
                  seed: int = 0, target: Any = None, rtol: float = 1e-9) -> MetricResult:
     """Monotonicity (Luss et al. 2019; XAI-Bench eq. 3), higher is better, in [0, 1].
 
-    Features are added in decreasing |w| (ties by index) without replacement:
-    delta_k = |E_{S+(k)}[f] - E_{S+(k-1)}[f]|, k = 1..d, and mono(x) = (1/(d-1)) sum_k 1[delta_k >=
-    delta_{k+1}] (tie rule >=, with ``rtol`` times the largest delta absorbing float noise).  The
-    differences are taken in insertion order (XAI-Bench D1 fixed).  NaN when d < 2.
+    Features are added in decreasing |w| without replacement, ties in |w| broken in a seeded random
+    order (:func:`importance_order`), never by index: delta_k = |E_{S+(k)}[f] - E_{S+(k-1)}[f]|,
+    k = 1..d, and mono(x) = (1/(d-1)) sum_k 1[delta_k >= delta_{k+1}] (tie rule >=, with ``rtol``
+    times the largest delta absorbing float noise).  The differences are taken in insertion order
+    (XAI-Bench D1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
+    such a row orders nothing.  Sign plays no part: -w gives the same order as w.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
-    order = importance_order(A)
+    order = importance_order(A, seed)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(d)[None].repeat(n, axis=0), axis=1)
     masks = rank[:, None, :] < np.arange(d + 1)[None, :, None]  # (n, d+1, d): first k present
@@ -263,7 +275,8 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     delta = np.abs(np.diff(E, axis=1))
     tol = rtol * delta.max(axis=1, keepdims=True)
     values = (delta[:, :-1] >= delta[:, 1:] - tol).mean(axis=1) if d > 1 else np.full(n, np.nan)
-    return _result("monotonicity", values, True, [(np.full(n, d < 2), "needs at least 2 features")],
+    return _result("monotonicity", values, True, [(np.full(n, d < 2), "needs at least 2 features"),
+                                                   (_constant(np.abs(A)), "all |attributions| are equal: no order")],
                    {"conditional": _conditional_name(reference), "n_samples": n_samples, "seed": seed,
                     "rtol": rtol})
 
@@ -285,11 +298,16 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
       an additive model score 0.  The masks are ``default_rng(seed).random((n, n_perturb, d)) <
       p_remove``.
 
-    ``normalize=True`` (default; Yeh et al.'s code, Captum ``normalize=True``) rescales w by
-    beta* = E[I^T w Delta f] / E[(I^T w)^2] (beta* = 0 when I^T w is always 0), making the score
-    invariant to the scale of w; ``normalize=False`` gives the raw form.  ``relative=True`` divides
-    by E[Delta f^2], so the normalised score is in [0, 1] (1 = explains nothing) and free of the
-    output scale; NaN then when f never changes under the perturbations.
+    ``normalize=True`` (default; Yeh et al.'s code, Captum ``normalize=True``) rescales w per point
+    by beta* = max(0, E[I^T w Delta f] / E[(I^T w)^2]) (beta* = 0 when I^T w is always 0), making
+    the score invariant to the scale of w.  beta* is clipped at 0: the unclipped optimum may be
+    negative, and then -w scores exactly like w; clipped, an attribution that predicts the output
+    change with the wrong sign explains nothing (relative score 1).  ``normalize="global"`` fits one
+    beta* >= 0 for all points (still free of the scale of w, but a per-row rescaling, e.g. the model
+    output copied to every feature, is no longer forgiven); ``normalize=False`` gives the raw form.
+    The beta* used are in ``params["beta"]``.  ``relative=True`` divides by E[Delta f^2], so the
+    normalised score is in [0, 1] (1 = explains nothing) and free of the output scale; NaN then
+    when f never changes under the perturbations.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
@@ -307,11 +325,18 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
                                                  seed=seed, target=target)
     else:
         raise ValueError(f"perturbation must be 'gaussian' or 'subset', got {perturbation!r}")
+    if normalize not in (True, False, "global"):
+        raise ValueError(f"normalize must be True, False or 'global', got {normalize!r}")
     explained = np.einsum("npd,nd->np", I, A)
-    if normalize:
+    beta = np.ones(n)
+    if normalize == "global":
+        energy = float((explained**2).sum())
+        beta = np.full(n, max(0.0, float((explained * delta_f).sum()) / energy) if energy > 0 else 0.0)
+    elif normalize:
         energy = (explained**2).mean(axis=1)
         beta = np.divide((explained * delta_f).mean(axis=1), energy, out=np.zeros(n), where=energy > 0)
-        explained = beta[:, None] * explained
+        beta = np.maximum(beta, 0.0)
+    explained = beta[:, None] * explained
     values = ((explained - delta_f) ** 2).mean(axis=1)
     reasons = []
     if relative:
@@ -321,7 +346,7 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
         reasons.append((flat, "model output does not change under the perturbations"))
     return _result("infidelity", values, False, reasons,
                    {"perturbation": perturbation, "n_perturb": n_perturb, "sigma": sigma, "p_remove": p_remove,
-                    "normalize": normalize, "relative": relative, "seed": seed,
+                    "normalize": normalize, "relative": relative, "seed": seed, "beta": beta.tolist(),
                     "conditional": _conditional_name(reference) if perturbation == "subset" else "noise"})
 
 
@@ -353,7 +378,7 @@ def roar(make_model: Callable[[], Any], train_X: Any, train_y: Any, test_X: Any,
 
     def remove(X, A, k):
         present = np.ones_like(X, dtype=bool)
-        np.put_along_axis(present, importance_order(A)[:, :k], False, axis=1)
+        np.put_along_axis(present, importance_order(A)[:, :k], False, axis=1)  # ties: seeded random
         if isinstance(fill, str):
             if fill != "mean":
                 raise ValueError(f"fill must be 'mean' or a distribution, got {fill!r}")
@@ -426,16 +451,18 @@ def _agreement(explanations: Any, truth: Any, k: Any) -> tuple[np.ndarray, np.nd
 
 
 def feature_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
-    """FA, higher is better, in [0, 1]: |top_k(e) ∩ top_k(g)| / k (top-k by |.|, ties by index).
-    ``truth`` is one row (shared) or one row per explanation.  Always defined."""
+    """FA, higher is better, in [0, 1]: |top_k(e) ∩ top_k(g)| / k (top-k by |.|).  Ties at the k-th
+    place are averaged: the expected overlap over uniformly random tie-breaks (:func:`top_k_weights`),
+    so a constant explanation gets k/d, what a random one gets on average, and never a win by
+    feature position.  ``truth`` is one row (shared) or one row per explanation.  Always defined."""
     E, G, te, tg, k = _agreement(explanations, truth, k)
-    inter = (te[:, :, None] == tg[:, None, :]).any(axis=2)
-    return _result("feature_agreement", inter.sum(axis=1) / k, True, [], {"k": k})
+    overlap = (top_k_weights(np.abs(E), k) * top_k_weights(np.abs(G), k)).sum(axis=1)
+    return _result("feature_agreement", overlap / k, True, [], {"k": k})
 
 
 def rank_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
     """RA, higher is better, in [0, 1]: fraction of positions r <= k holding the same feature in both
-    top-k lists (ordered by |.|, ties by index, so ties inside the top k make RA arbitrary)."""
+    top-k lists (ordered by |.|, ties broken in a seeded random order, :func:`importance_order`)."""
     E, G, te, tg, k = _agreement(explanations, truth, k)
     return _result("rank_agreement", (te == tg).mean(axis=1), True, [], {"k": k})
 
@@ -560,11 +587,14 @@ def _localisation(attributions: Any, masks: Any, preprocess: str) -> tuple[np.nd
 
 
 def pointing_game(attributions: Any, masks: Any, *, weighted: bool = False, preprocess: str = "raw") -> MetricResult:
-    """Pointing game (Zhang et al. 2018), higher is better, in [0, 1]: 1 if any location attaining
-    the maximum of a lies in the mask.  ``weighted``: a hit scores 1 - |s|/N (rewards small masks).
+    """Pointing game (Zhang et al. 2018), higher is better, in [0, 1]: 1 if the location of the
+    maximum of a lies in the mask.  When several locations tie for the maximum the hit is the
+    fraction of them inside the mask (the expected hit of a random pick among them), so a constant
+    map scores |s|/N, not 1.  ``weighted``: a hit scores 1 - |s|/N (rewards small masks).
     NaN for an empty mask."""
     a, s, empty = _localisation(attributions, masks, preprocess)
-    hit = ((a == a.max(axis=1, keepdims=True)) & s).any(axis=1).astype(float)
+    top = a == a.max(axis=1, keepdims=True)
+    hit = (top & s).sum(axis=1) / top.sum(axis=1)
     if weighted:
         hit = hit * (1.0 - s.mean(axis=1))
     return _result("pointing_game", hit, True, [(empty, "empty ground-truth mask")],
@@ -585,32 +615,42 @@ def relevance_mass_accuracy(attributions: Any, masks: Any, *, preprocess: str = 
                    {"preprocess": preprocess})
 
 
-def _top(a: np.ndarray, k: np.ndarray | int) -> np.ndarray:
-    """Boolean mask of the k largest values per row (ties by index); k may vary per row."""
-    order = np.argsort(-a, axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(a.shape[1])[None].repeat(len(a), axis=0), axis=1)
-    return rank < np.reshape(k, (-1, 1))
+def top_k_weights(a: Any, k: np.ndarray | int) -> np.ndarray:
+    """Expected membership of each location in the top k of its row (k may vary per row) under a
+    uniformly random tie-break: 1 above the k-th largest value, (k - #above) / #equal for the values
+    equal to it, 0 below.  Ties are averaged, never broken by position, so a constant row gives every
+    location k/N."""
+    a = np.asarray(a, dtype=float)
+    n, N = a.shape
+    k = np.broadcast_to(np.reshape(k, (-1, 1)), (n, 1)).astype(int)
+    kth = np.take_along_axis(-np.sort(-a, axis=1), np.clip(k - 1, 0, N - 1), axis=1)
+    above = a > kth
+    equal = a == kth
+    share = np.divide(k - above.sum(axis=1, keepdims=True), equal.sum(axis=1, keepdims=True),
+                      out=np.zeros((n, 1)), where=equal.any(axis=1, keepdims=True))
+    weights = np.where(above, 1.0, np.where(equal, share, 0.0))
+    return np.where(k > 0, weights, 0.0)
 
 
 def relevance_rank_accuracy(attributions: Any, masks: Any, *, preprocess: str = "raw") -> MetricResult:
     """Relevance rank accuracy (Arras et al. 2022), higher is better, in [0, 1]: with K = |s|, the
-    fraction of the K highest-ranked locations that lie in the mask.  NaN for an empty mask."""
+    fraction of the K highest-ranked locations that lie in the mask (ties at the K-th place averaged,
+    :func:`top_k_weights`).  NaN for an empty mask."""
     a, s, empty = _localisation(attributions, masks, preprocess)
     K = s.sum(axis=1)
-    values = np.divide((_top(a, K) & s).sum(axis=1), K, out=np.zeros(len(a)), where=K > 0)
+    values = np.divide((top_k_weights(a, K) * s).sum(axis=1), K, out=np.zeros(len(a)), where=K > 0)
     return _result("relevance_rank_accuracy", values, True, [(empty, "empty ground-truth mask")],
                    {"preprocess": preprocess})
 
 
 def top_k_intersection(attributions: Any, masks: Any, k: Any, *, preprocess: str = "raw",
                        concept_influence: bool = False) -> MetricResult:
-    """Top-k intersection (Theiner et al. 2021), higher is better, in [0, 1]: |top_k(a) ∩ s| / k;
-    ``k`` an int or a fraction of the number of features N.  ``concept_influence`` multiplies by
+    """Top-k intersection (Theiner et al. 2021), higher is better, in [0, 1]: |top_k(a) ∩ s| / k
+    (ties at the k-th place averaged, :func:`top_k_weights`); ``k`` an int or a fraction of the number of features N.  ``concept_influence`` multiplies by
     N/|s| (no longer bounded by 1).  NaN for an empty mask."""
     a, s, empty = _localisation(attributions, masks, preprocess)
     k = _k_of(k, a.shape[1])
-    values = (_top(a, k) & s).sum(axis=1) / k
+    values = (top_k_weights(a, k) * s).sum(axis=1) / k
     if concept_influence:
         values = np.divide(values * a.shape[1], s.sum(axis=1), out=np.zeros(len(a)), where=~empty)
     return _result("top_k_intersection", values, True, [(empty, "empty ground-truth mask")],

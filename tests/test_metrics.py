@@ -79,16 +79,41 @@ def test_faithfulness_signed_option_correlates_signed_attributions():
     assert M.faithfulness(linear, X, -phi, np.zeros(3), absolute=False).values[0] == pytest.approx(-1.0)
 
 
+def test_signed_faithfulness_uses_the_signed_output_drop():
+    """Removing a feature with positive attribution lowers the output: Delta_i = f(x) - E_{F-i}[f] keeps
+    its sign, so |phi| of a row with mixed signs is not faithful though its magnitudes are right."""
+    X = np.array([[2.0, -3.0, 1.0]])
+    phi = W * X  # (6, -6, 1), Delta = phi
+    assert M.faithfulness(linear, X, phi, np.zeros(3), absolute=False).values[0] == pytest.approx(1.0)
+    assert M.faithfulness(linear, X, np.abs(phi), np.zeros(3)).values[0] == pytest.approx(1.0)
+    assert M.faithfulness(linear, X, np.abs(phi), np.zeros(3), absolute=False).values[0] < 0
+
+
 @pytest.mark.parametrize("attributions,expected", [
     ([3.0, 2.0, 1.0], 1.0),   # gains 3, 2, 1: both steps non-increasing
     ([1.0, 2.0, 3.0], 0.0),   # order 2, 1, 0: gains 1, 2, 3
     ([2.0, 3.0, 1.0], 0.5),   # order 1, 0, 2: gains 2, 3, 1 (D1 would read 3, 2, 1 -> 1.0)
-    ([1.0, 1.0, 1.0], 1.0),   # ties by index: order 0, 1, 2
 ])
 def test_monotonicity_by_hand_in_insertion_order(attributions, expected):
     X = np.ones((1, 3))
     r = M.monotonicity(linear, X, [attributions], np.zeros(3))
     assert r.values[0] == pytest.approx(expected)
+
+
+def test_monotonicity_of_a_constant_map_is_undefined_not_won_by_feature_order():
+    """Before the fix ties went by index: [1, 1, 1] scored 1.0 because the features were in order."""
+    r = M.monotonicity(linear, np.ones((3, 3)), np.ones((3, 3)), np.zeros(3))
+    assert r.n_undefined == 3 and "no order" in r.reasons[0]
+
+
+def test_monotonicity_breaks_partial_ties_at_random_not_by_index():
+    """[1, 1, 0] on gains (3, 2, 1): by index the order 0, 1, 2 would always score 1; a seeded random
+    tie-break puts feature 1 first half the time (score 0.5), so the mean is about 0.75."""
+    X = np.ones((400, 3))
+    r = M.monotonicity(linear, X, np.tile([1.0, 1.0, 0.0], (400, 1)), np.zeros(3))
+    assert 0.7 < r.mean < 0.8
+    again = M.monotonicity(linear, X, np.tile([1.0, 1.0, 0.0], (400, 1)), np.zeros(3))
+    np.testing.assert_array_equal(r.values, again.values)  # seeded
 
 
 def test_monotonicity_tie_rule_counts_equal_gains_as_monotone():
@@ -121,6 +146,30 @@ def test_subset_infidelity_is_zero_for_exact_shapley_of_an_additive_model_and_re
     zero = M.infidelity(linear, X, np.zeros_like(X), baseline, relative=True)
     np.testing.assert_allclose(zero.values, 1.0)  # beta* = 0: explains none of E[Delta f^2]
     assert zero.params["conditional"] == "baseline"
+
+
+def test_infidelity_of_the_negated_attribution_is_that_of_zero_not_that_of_the_attribution():
+    """Before the fix beta* could be negative: -phi scored exactly like phi (0)."""
+    X = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]])
+    baseline = np.array([0.5, 0.0, 1.0])
+    phi = W * (X - baseline)
+    negated = M.infidelity(linear, X, -phi, baseline, relative=True)
+    np.testing.assert_allclose(negated.values, 1.0)
+    assert negated.params["beta"] == [0.0, 0.0]
+    np.testing.assert_allclose(M.infidelity(linear, X, 7.0 * phi, baseline, relative=True).values, 0.0, atol=1e-20)
+
+
+def test_global_infidelity_scale_forgives_a_common_scale_but_not_one_per_row():
+    X = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]])
+    baseline = np.array([0.5, 0.0, 1.0])
+    phi = W * (X - baseline)
+    common = M.infidelity(linear, X, 100.0 * phi, baseline, relative=True, normalize="global")
+    np.testing.assert_allclose(common.values, 0.0, atol=1e-20)
+    per_row = phi * np.array([[1.0], [20.0]])
+    assert M.infidelity(linear, X, per_row, baseline, relative=True).values.max() < 1e-20
+    assert M.infidelity(linear, X, per_row, baseline, relative=True, normalize="global").values.max() > 0.1
+    with pytest.raises(ValueError, match="normalize"):
+        M.infidelity(linear, X, phi, baseline, normalize="row")
 
 
 def test_relative_infidelity_is_undefined_when_the_model_never_changes():
@@ -192,11 +241,20 @@ def test_openxai_agreement_by_hand():
     assert M.pairwise_rank_agreement(E_ROW, G_ROW, features=[0, 3]).values[0] == 1.0
 
 
-def test_openxai_ranks_are_dense_and_ties_break_by_index():
+def test_openxai_ranks_are_dense_and_ties_never_break_by_index():
     np.testing.assert_array_equal(M.dense_ranks([[1.0, -3.0, 3.0, 0.5]]), [[2, 1, 1, 3]])
-    np.testing.assert_array_equal(M.importance_order([[1.0, -3.0, 3.0, 0.5]]), [[1, 2, 0, 3]])
+    order = M.importance_order(np.tile([1.0, -3.0, 3.0, 0.5], (200, 1)))
+    assert set(order[:, 2]) == {0} and set(order[:, 3]) == {3}
+    assert set(order[:, 0]) == {1, 2} and 0.3 < (order[:, 0] == 1).mean() < 0.7  # a seeded coin, not the index
+    np.testing.assert_array_equal(order, M.importance_order(np.tile([1.0, -3.0, 3.0, 0.5], (200, 1))))
     r = M.rank_correlation([[1.0, 1.0, 1.0]], [1.0, 2.0, 3.0])
     assert r.n_undefined == 1 and "constant" in r.reasons[0]
+
+
+def test_feature_agreement_of_a_constant_explanation_is_chance_not_a_win_by_position():
+    truth = np.array([5.0, 4.0, 0.0, 0.0])  # the important features come first, as index order would pick
+    assert M.feature_agreement(np.ones((1, 4)), truth, 2).values[0] == pytest.approx(0.5)  # k/d
+    assert M.feature_agreement(np.zeros((1, 4)), truth, 1).values[0] == pytest.approx(0.25)
 
 
 def test_agreement_auc_is_the_mean_over_k():
@@ -242,9 +300,11 @@ def test_pointing_game_by_hand():
     a = np.array([[0.1, 0.9, 0.2, 0.9], [0.5, 0.1, 0.1, 0.1], [1.0, 0.0, 0.0, 0.0]])
     s = np.array([[0, 0, 0, 1], [0, 1, 1, 0], [0, 0, 0, 0]])
     r = M.pointing_game(a, s)
-    assert r.values[:2].tolist() == [1.0, 0.0]  # a tie at the max counts if any tied location is in s
+    assert r.values[:2].tolist() == [0.5, 0.0]  # a tie at the max: the fraction of tied maxima in s
     assert r.reasons == {2: "empty ground-truth mask"}
-    assert M.pointing_game(a, s, weighted=True).values[0] == pytest.approx(0.75)
+    assert M.pointing_game(a, s, weighted=True).values[0] == pytest.approx(0.5 * 0.75)
+    constant = M.pointing_game(np.ones((1, 4)), [[1, 0, 0, 0]])
+    assert constant.values[0] == pytest.approx(0.25)  # |s| / N, what a random pick gets; it was 1
 
 
 def test_relevance_mass_accuracy_by_hand():
@@ -264,6 +324,10 @@ def test_relevance_rank_accuracy_and_top_k_intersection_by_hand():
     assert M.top_k_intersection(a, s, 3).values[0] == pytest.approx(2 / 3)
     assert M.top_k_intersection(a, s, 2, concept_influence=True).values[0] == 1.0
     assert M.relevance_rank_accuracy([[-4.0, 3.0, 2.0, 1.0]], s, preprocess="abs").values[0] == 0.5
+    tie = [[1.0, 1.0, 1.0, 1.0]]  # a constant map: chance K/N per location, not "the first K"
+    assert M.relevance_rank_accuracy(tie, [[1, 1, 0, 0]]).values[0] == pytest.approx(0.5)
+    assert M.top_k_intersection(tie, [[1, 1, 0, 0]], 2).values[0] == pytest.approx(0.5)
+    assert M.top_k_intersection([[3.0, 1.0, 1.0, 0.0]], [[0, 0, 1, 0]], 2).values[0] == pytest.approx(0.25)
     with pytest.raises(ValueError, match="preprocess must be"):
         M.top_k_intersection(a, s, 2, preprocess="normalise")
     with pytest.raises(ValueError, match="binary"):
