@@ -84,7 +84,7 @@ def vectorised_faithfulness(predict, X, A, reference):
 def loop_monotonicity(predict, X, A, rows_for):
     out = []
     for x, w in zip(X, A):
-        order = np.argsort(-np.abs(w), kind="stable")
+        order = np.argsort(-np.abs(w), kind="stable")  # phi is continuous: no ties to break
         E = []
         for k in range(len(x) + 1):
             S = np.zeros(len(x), bool)
@@ -109,7 +109,7 @@ def loop_infidelity(predict, X, A, rows_for):
             delta_f.append(fx - predict(rows_for(x, ~r)).mean())
             explained.append(w[r].sum())
         explained, delta_f = np.array(explained), np.array(delta_f)
-        beta = (explained * delta_f).mean() / (explained**2).mean()
+        beta = max(0.0, (explained * delta_f).mean() / (explained**2).mean())  # clipped: -w explains nothing
         out.append(((beta * explained - delta_f) ** 2).mean())
     return np.array(out)
 
