@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 from collections import defaultdict
 from datetime import datetime, timezone
 from importlib import metadata
@@ -168,17 +167,72 @@ def document(records: list[dict], *, options: dict, seed: int, exitstatus: int) 
     }
 
 
+def _finite(value: float) -> float | str:
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return float(value)
+
+
+def jsonable(value: Any, _seen: frozenset = frozenset()) -> Any:
+    """``value`` as strict JSON types: non-finite floats become the strings ``"inf"``, ``"-inf"``
+    and ``"nan"`` (what ``float()`` reads back); tuples and sets become lists; numpy scalars and
+    arrays their Python values; dict keys strings; anything else its ``str``.  Never raises."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _finite(value)
+    if id(value) in _seen:
+        return "<circular reference>"
+    seen = _seen | {id(value)}
+    try:
+        if isinstance(value, dict):
+            return {_key(k): jsonable(v, seen) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+            return [jsonable(v, seen) for v in items]
+        if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalars and arrays, torch tensors
+            return jsonable(value.tolist(), seen)
+        return str(value)
+    except Exception as exc:  # a hostile __repr__/__iter__/tolist: keep the report
+        return f"<unserialisable {type(value).__name__}: {type(exc).__name__}>"
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    value = jsonable(key)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp`` with the permissions of an ordinary file (0666 minus the umask)."""
+    import secrets
+
+    while True:
+        path = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), path
+        except FileExistsError:
+            continue
+
+
 def write_json(path: str | os.PathLike, doc: dict) -> None:
-    """Write ``doc`` atomically: a reader sees the old file or the complete new one, never a part."""
+    """Write ``doc`` atomically (a reader sees the old file or the complete new one, never a part)
+    as strict JSON: every value is passed through :func:`jsonable`, so no value makes it raise."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".xai-report-", suffix=".tmp")
+    text = json.dumps(jsonable(doc), indent=2, allow_nan=False) + "\n"
+    fd, tmp = _create_temp(directory, ".xai-report-", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, allow_nan=False, default=str)
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise

@@ -366,3 +366,55 @@ def test_library_errors_fail_one_test_and_keep_the_library_message(pytester):
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*explainer 'deeplift' on case 'torch_user': raised RuntimeError:*used more than once*",
                                  "*not differentiable with respect to its inputs*"])
+
+
+# --------------------------------------------------------- issue 16: bad options and non-finite values
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--xai-seed=-1",), "--xai-seed=-1: out of range; give an integer from 0 to 2147483647"),
+    (("--xai-timeout=inf",), "--xai-timeout=inf: no infinite limit; give 0"),
+    (("--xai-timeout=nan",), "--xai-timeout=nan: must be a finite number of seconds >= 0"),
+    (("--xai-threshold=symmetry.rtol=inf",), "inf is only allowed for max_* thresholds (gate off)"),
+    (("--xai-threshold=ranking.max_rank=nan",), "'ranking.max_rank=nan': nan is not a threshold"),
+    (("--xai-threshold=ranking.max_rank=-1",), "-1 is negative; thresholds are >= 0"),
+    (("--xai-report=.",), "--xai-report=.: is a directory; give a file name"),
+    (("--xai-report=afile/xai.json",), "afile is a file, not a directory"),
+    (("--xai-data-dir=dat",), "--xai-data-dir=dat: no such directory (misspelled?)"),
+])
+def test_bad_option_values_are_usage_errors_before_the_run(pytester, args, message):
+    (pytester.path / "afile").write_text("not a directory")
+    result = run(pytester, f"--xai-explainer={REF}:random", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_bad_ini_values_are_usage_errors(pytester):
+    for ini, message in (("xai_seed = -3", "ini xai_seed='-3': out of range"),
+                         ("xai_timeout = inf", "ini xai_timeout='inf': no infinite limit"),
+                         ("xai_data_dir = nowhere", "ini xai_data_dir=" + str(pytester.path / "nowhere")),
+                         ("xai_thresholds = dummy.rtol=-0.5", "ini xai_thresholds 'dummy.rtol=-0.5': -0.5 is negative")):
+        pytester.makeini(f"[pytest]\n{ini}\n")
+        result = run(pytester, f"--xai-explainer={REF}:random")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, ini
+        assert message in result.stderr.str(), result.stderr.str()
+
+
+def test_inf_switches_a_max_gate_off_and_the_report_stays_strict_json(pytester):
+    import os
+    import stat
+
+    report = pytester.path / "out" / "xai.json"
+    previous = os.umask(0o022)
+    try:
+        result = run(pytester, f"--xai-explainer={REF}:random", "--xai-threshold=ranking.max_rank=inf",
+                     f"--xai-report={report}", k="ranking")
+    finally:
+        os.umask(previous)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # random passes a gate that is off
+    doc = json.loads(report.read_text(), parse_constant=lambda token: pytest.fail(f"non-standard JSON {token}"))
+    assert '{"ranking": {"max_rank": "inf"}}' in json.dumps(doc["options"]["thresholds"])
+    assert [r["threshold"] for r in doc["results"]] == ["inf", "inf"]
+    assert stat.S_IMODE(report.stat().st_mode) == 0o644
+    result.stdout.fnmatch_lines(["*xai scores*", "*JSON report:*"])

@@ -1,0 +1,149 @@
+"""Validation of the plugin's options, before anything runs (pure Python: no pytest, no numpy).
+
+Each function returns the cleaned value or raises :class:`OptionError` (a ``ValueError``) whose
+message names the option, the bad value and what to do; the plugin turns it into a usage error
+(exit code 4).  The rules are in the README's "Options" section.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+MAX_SEED = 2**31 - 1  # sklearn's random_state takes < 2**32; case builders add small offsets
+
+
+class OptionError(ValueError):
+    """An option value is unusable; the message names the option, the value and the fix."""
+
+
+class DataFileError(ValueError):
+    """A data file (``--xai-data-dir`` or a benchmark copy) cannot be read; the message names the
+    file, the line when there is one, what is wrong and what to do."""
+
+
+def _number(value: Any, source: str, what: str) -> float:
+    try:
+        return float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{source}={value!r}: not a number; give {what}") from None
+
+
+def gate_may_be_off(param: str) -> bool:
+    """Whether ``+inf`` is meaningful for a threshold: only upper bounds (``max_*``), where it
+    switches the gate off.  ``rtol`` is a tolerance inside the check's arithmetic, ``min_*`` a lower
+    bound (0 is the loosest) and the others are selection parameters: all must be finite."""
+    return param.startswith("max_")
+
+
+def check_threshold(param: str, value: Any, source: str) -> float:
+    """A threshold value: a number >= 0, finite, or ``inf`` for a ``max_*`` gate (gate off)."""
+    number = _number(value, source, "a number >= 0")
+    if math.isnan(number):
+        raise OptionError(f"{source}: nan is not a threshold; give a number >= 0")
+    if number < 0:
+        raise OptionError(f"{source}: {number:g} is negative; thresholds are >= 0")
+    if math.isinf(number) and not gate_may_be_off(param):
+        loosest = "0 (the loosest lower bound)" if param.startswith("min_") else "a finite number"
+        raise OptionError(f"{source}: inf is only allowed for max_* thresholds (gate off); "
+                          f"{param!r} needs {loosest}")
+    return number
+
+
+def parse_thresholds(entries: list[str], source: str,
+                     known_checks: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """``CHECK.PARAM=VALUE`` entries -> ``{check: {param: value}}``; ``known_checks`` maps each
+    check name to its thresholds (name -> default)."""
+    out: dict[str, dict[str, float]] = {}
+    for entry in entries:
+        key, sep, raw = entry.partition("=")
+        name, dot, param = key.strip().partition(".")
+        param = param.strip()
+        if not sep or not dot:
+            raise OptionError(f"{source} {entry!r}: expected CHECK.PARAM=VALUE, e.g. symmetry.rtol=0.1")
+        if name not in known_checks:
+            close = difflib.get_close_matches(name, known_checks, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise OptionError(f"{source} {entry!r}: no check named {name!r}; {hint}known: {', '.join(known_checks)}")
+        known = known_checks[name]
+        if param not in known:
+            raise OptionError(f"{source} {entry!r}: check {name!r} has no threshold {param!r}; "
+                              f"it has: {', '.join(known)}")
+        try:
+            number = float(raw)
+        except ValueError:
+            raise OptionError(f"{source} {entry!r}: {raw.strip()!r} is not a number") from None
+        out.setdefault(name, {})[param] = check_threshold(param, number, f"{source} {entry!r}")
+    return out
+
+
+def check_timeout(value: Any, source: str = "--xai-timeout") -> float:
+    """Seconds per explainer call: a finite number >= 0 (0 = in-process, no limit)."""
+    what = "a finite number of seconds >= 0 (0 runs explainers in-process without a limit)"
+    number = _number(value, source, what)
+    if math.isnan(number) or number < 0:
+        raise OptionError(f"{source}={value!r}: must be {what}")
+    if math.isinf(number):
+        raise OptionError(f"{source}={value!r}: no infinite limit; give 0 to run explainers in-process without "
+                          f"a limit, or a large number of seconds (e.g. 86400) to keep them in a child process")
+    return number
+
+
+def check_seed(value: Any, source: str = "--xai-seed") -> int:
+    """The base seed: an integer in [0, 2**31 - 1]."""
+    what = f"an integer from 0 to {MAX_SEED}"
+    if isinstance(value, bool):
+        raise OptionError(f"{source}={value!r}: not an integer; give {what}")
+    if isinstance(value, int):
+        number = value
+    else:
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise OptionError(f"{source}={value!r}: not an integer; give {what}") from None
+    if not 0 <= number <= MAX_SEED:
+        raise OptionError(f"{source}={value!r}: out of range; give {what}")
+    return number
+
+
+def _first_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate
+    return Path(os.sep)
+
+
+def check_report_path(path: Any, source: str = "--xai-report") -> str | None:
+    """The JSON report file: not a directory, under a directory that exists (or can be created)."""
+    if path is None:
+        return None
+    text = os.fspath(path)
+    if not text.strip():
+        raise OptionError(f"{source}={text!r}: empty path; give a file name such as xai-report.json")
+    target = Path(text).absolute()
+    if target.is_dir():
+        raise OptionError(f"{source}={text}: is a directory; give a file name, e.g. {Path(text) / 'xai-report.json'}")
+    existing = _first_existing(target.parent)
+    if not existing.is_dir():
+        raise OptionError(f"{source}={text}: {existing} is a file, not a directory, so the report cannot be "
+                          f"written under it; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OptionError(f"{source}={text}: directory {existing} is not writable; choose another path")
+    return text
+
+
+def check_data_dir(path: Any, source: str = "--xai-data-dir") -> str | None:
+    """The directory of the user's real data sets: it must exist and be a directory."""
+    if path is None:
+        return None
+    text = os.fspath(path)
+    target = Path(text)
+    if not target.exists():
+        raise OptionError(f"{source}={text}: no such directory (misspelled?); give the directory holding "
+                          f"your downloaded files, or leave the option out to use synthetic data")
+    if not target.is_dir():
+        raise OptionError(f"{source}={text}: is a file, not a directory; give the directory that contains it")
+    return text
