@@ -230,7 +230,7 @@ def test_make_shapes_is_seeded_and_weights_are_annotator_fractions():
     assert np.array_equal(a["weighted"], a["annotators"].mean(axis=1))
     assert np.allclose(a["weighted"] * 10, np.rint(a["weighted"] * 10))
     s, x = a["segmentation"], a["images"]
-    assert (x[s] >= 0.6).all() and (x[~s] <= 0.4 + 1e-12).all()  # the gate at 0.5 separates them
+    assert human.gate(x[s]).all() and not human.gate(x[~s]).any()  # the oracle's band separates them
     assert 0.6 < (a["weighted"][s] > 0.45).mean() and (a["weighted"][~s] > 0.45).mean() < 0.05
     clipped = human.make_shapes(12, seed=1, clip_to_object=True)["weighted"]
     assert (clipped[~s] == 0).all() and np.array_equal(clipped[s], a["weighted"][s])
@@ -253,8 +253,9 @@ def test_shapes_oracle_background_pixels_have_exactly_zero_effect():
     oracle = human.ShapesOracle()
     out = oracle.predict(x)
     rng = np.random.default_rng(0)
-    for replacement in (np.zeros_like(x), rng.uniform(0.0, human.GATE, x.shape), x[::-1]):
-        changed = np.where(s, x, np.where(replacement > human.GATE, 0.0, replacement))
+    for replacement in (np.zeros_like(x), rng.uniform(0.0, human.GATE[0], x.shape),
+                        rng.uniform(human.GATE[1], 1.0, x.shape), x[::-1]):
+        changed = np.where(s, x, np.where(human.gate(replacement), 0.0, replacement))
         assert np.array_equal(oracle.predict(changed), out)
     # changing an object pixel does change the output, so the equality above is not vacuous
     poked = x.copy()
@@ -292,7 +293,7 @@ def test_lexicon_oracle_background_tokens_have_exactly_zero_effect():
     oracle = human.LexiconOracle()
     topical = np.isin(np.rint(ids), np.flatnonzero(human._TOPIC_OF > 0))
     rng = np.random.default_rng(0)
-    for replacement in (np.zeros_like(ids), rng.integers(1, human.N_BACKGROUND + 1, ids.shape)):
+    for replacement in (np.zeros_like(ids), rng.choice(human.BACKGROUND_IDS, ids.shape)):
         assert np.array_equal(oracle.predict(np.where(topical, ids, replacement)), oracle.predict(ids))
     assert (oracle.predict(ids).argmax(1) == [d.label for d in docs]).all()
 
@@ -309,11 +310,15 @@ def test_tfidf_model_generalises():
 # ---------------------------------------------------------------------------------- metrics
 
 
-def test_select_top_fraction_keeps_ties_and_never_selects_zeros():
+def test_select_top_fraction_breaks_ties_at_random_and_never_selects_zeros():
     a = np.array([[3.0, -3.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
-    assert human.select(a, top=0.25).tolist() == [[True, True, False, False], [False] * 4,
-                                                  [False, False, False, True]]
+    chosen = human.select(a, top=0.25)
+    assert chosen[0].sum() == 1 and chosen[0, :2].any()  # one of the tied 3 and -3, not both
+    assert chosen[1:].tolist() == [[False] * 4, [False, False, False, True]]
     assert human.select(a, top=0.25, policy="positive")[0].tolist() == [True, False, False, False]
+    assert np.array_equal(human.select(a, top=0.25), chosen)  # seeded
+    tied = human.select(np.ones((200, 40)), top=0.25)
+    assert (tied.sum(axis=1) == 10).all() and 0.1 < tied.mean(axis=0).min()  # k of them, any position
     valid = np.array([[True] * 4, [True] * 4, [True, True, False, False]])
     assert human.select(a, top=0.5, valid=valid)[2].tolist() == [False, True, False, False]
     assert human.select(a, threshold=0.5)[2].tolist() == [False, False, True, True]  # â = 0, 1/3, 2/3, 1
@@ -443,7 +448,7 @@ def test_an_explanation_that_selects_nothing_fails_with_a_reason(built):
     zeros = np.zeros(case.inputs.shape)
     precision = run_check("human_precision", zeros, case)
     assert not precision.passed and precision.value == 0.0
-    assert "explanation selected nothing in all 20 samples" in precision.detail
+    assert "explains nothing: its |a| map is zero over the features of all 20 samples" in precision.detail
     mae = run_check("human_mae", zeros, case)
     assert not mae.passed and "1.00 x" in mae.detail
 
@@ -459,6 +464,44 @@ def test_check_parameters_are_explicit_and_reported(built):
     assert worst["id"].startswith("sci.med-") and set("".join(worst["overlay"])) <= set("#Eh. ")
     with pytest.raises(ValueError, match=r"attributions has shape \(20, 3\) but truth\['weighted_mask'\]"):
         run_check("human_mae", np.zeros((20, 3)), case)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_constant_map_scores_what_random_does_not_everything(built, name):
+    """Ties at the cut used to select every feature: a constant map had recall 1.0 on all three cases."""
+    case = built[name]
+    valid = case.truth.get("valid", np.ones(case.inputs.shape, dtype=bool))
+    for constant in (np.ones(case.inputs.shape), np.repeat(case.predict(case.inputs)[:, :1], case.inputs[0].size,
+                                                           axis=1).reshape(case.inputs.shape)):
+        for check in HUMAN_CHECKS:
+            score = run_check(check, constant, case)
+            assert not score.passed, (check, score.detail)
+        assert "explains nothing" in run_check("human_recall", constant, case).detail
+    # one varying feature per sample: the tie among the rest is broken at random, recall near top
+    nearly = np.where(valid, 1.0, 0.0)
+    nearly[(slice(None),) + (0,) * (case.inputs.ndim - 1)] = 2.0
+    recall = run_check("human_recall", nearly, case)
+    assert recall.value == pytest.approx(0.25, abs=0.12), recall.detail
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_truth_cannot_be_read_off_the_input(built, name):
+    """Token ids used to put the lexicon last (the input itself had precision 0.72, recall 0.97) and
+    the objects were the brightest pixels (precision 0.88); only the model finds the truth now."""
+    case = built[name]
+    x = np.asarray(case.inputs, dtype=float)
+    for bad in (x, x - np.asarray(case.background).mean(axis=0)):
+        for check in HUMAN_CHECKS:
+            score = run_check(check, bad, case)
+            assert not score.passed, (check, score.detail)
+    if "text" in name:
+        lexicon = np.flatnonzero(human._TOPIC_OF > 0)
+        assert lexicon.mean() < 0.8 * len(human.VOCABULARY)  # spread over the ids, not at the end
+        assert human.counts(x)[:, human.BACKGROUND_IDS].sum() > 0
+    else:
+        s = case.truth["segmentation"]
+        assert (x[~s].reshape(len(x), -1).max(axis=1) > x[s].max()).all()  # background brighter somewhere
+        assert np.array_equal(case.predict(np.where(s, x, 0.0)), case.predict(x))  # and without effect
 
 
 def test_word_level_truth_from_the_newsgroups_format_is_available(built):

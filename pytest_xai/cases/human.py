@@ -412,8 +412,20 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
 # ============================================================================================
 
 SIZE = 32
+SHAPES_VERSION = 2  # cache key of the shapes case: 2 = bright background patches, object band 0.6-0.8
 RADII = (4, 5, 6, 7)  # half-sizes of the shapes; the matched-filter bank has one template each
-GATE = 0.5  # background texture lives in [0, 0.4], objects in [0.6, 1.0]: the oracle keeps x > GATE
+GATE = (0.5, 0.85)  # the oracle keeps GATE[0] < x < GATE[1]: objects live in [0.6, 0.8]
+# The background has a dark texture in [0.02, 0.4] and, on BRIGHT_FRACTION of each canvas, bright
+# patches in [0.9, 1.0], brighter than any object: raw pixel values do not point at the object.
+OBJECT_RANGE = (0.6, 0.8)
+BRIGHT = (0.9, 1.0)
+BRIGHT_FRACTION = 0.4
+
+
+def gate(x) -> np.ndarray:
+    """True where the oracle reads a pixel (its value lies inside the object band GATE)."""
+    x = np.asarray(x, dtype=float)
+    return (x > GATE[0]) & (x < GATE[1])
 RING = 2  # width of the negative surround of a template
 
 
@@ -459,17 +471,28 @@ def _part(kind: str, r: int, cy: int, cx: int, s: np.ndarray) -> np.ndarray:
     return s & part
 
 
+def _smooth(rng: np.random.Generator) -> np.ndarray:
+    """Smoothed uniform noise (a 5x5 box filter), min-max scaled to [0, 1]."""
+    noise = rng.random((SIZE + 4, SIZE + 4))
+    smooth = sum(noise[i:i + SIZE, j:j + SIZE] for i in range(5) for j in range(5)) / 25.0
+    return (smooth - smooth.min()) / (smooth.max() - smooth.min())
+
+
 def _texture(rng: np.random.Generator) -> np.ndarray:
-    """A background in [0.02, 0.4]: smoothed noise or oriented stripes."""
+    """A background outside the oracle's band: a dark texture in [0.02, 0.4] (smoothed noise or
+    oriented stripes) and bright patches in [0.9, 1.0] on the brightest ``BRIGHT_FRACTION`` of a
+    second smooth field, so the brightest pixels of an image are background, not object."""
     if rng.random() < 0.5:
-        noise = rng.random((SIZE + 4, SIZE + 4))
-        smooth = sum(noise[i:i + SIZE, j:j + SIZE] for i in range(5) for j in range(5)) / 25.0
+        smooth = _smooth(rng)
     else:
         y, x = np.mgrid[:SIZE, :SIZE]
         angle, period = rng.uniform(0, np.pi), rng.uniform(4, 10)
         smooth = np.sin(2 * np.pi * (x * np.cos(angle) + y * np.sin(angle)) / period + rng.uniform(0, 6.3))
-    lo, hi = smooth.min(), smooth.max()
-    return 0.02 + 0.38 * (smooth - lo) / (hi - lo)
+        smooth = (smooth - smooth.min()) / (smooth.max() - smooth.min())
+    dark = 0.02 + 0.38 * smooth
+    field = _smooth(rng)
+    bright = field >= np.quantile(field, 1.0 - BRIGHT_FRACTION)
+    return np.where(bright, BRIGHT[0] + (BRIGHT[1] - BRIGHT[0]) * field, dark)
 
 
 def _jpeg(weighted: np.ndarray, quality: int) -> np.ndarray:
@@ -513,7 +536,7 @@ def make_shapes(n: int, *, seed: int, shapes: Sequence[str] = SHAPES, n_annotato
         r = int(rng.choice(RADII))
         margin = r + RING + 1
         cy, cx = (int(v) for v in rng.integers(margin, SIZE - margin, size=2))
-        v = rng.uniform(0.6, 1.0)
+        v = rng.uniform(*OBJECT_RANGE)
         s = _shape_mask(kind, r, cy, cx)
         out["images"][i] = np.where(s, v, _texture(rng))
         out["segmentation"][i] = s
@@ -561,11 +584,14 @@ class ShapesOracle:
     """A fixed matched-filter classifier of :func:`make_shapes` images whose output depends only
     on object pixels.
 
-    z = x * [x > 0.5] keeps the object (intensity >= 0.6) and zeroes the background (<= 0.4);
+    z = x * [0.5 < x < 0.85] keeps the object (intensity in [0.6, 0.8]) and zeroes the background,
+    whose dark texture (<= 0.4) lies below the band and whose bright patches (>= 0.9) above it;
     logit_c = beta * max over radii and positions of the correlation of z with shape c's filter;
-    output softmax(logits).  Hence replacing any background pixels by any values <= 0.5 (the
-    baseline 0, another texture) leaves z, and the output, bit-for-bit unchanged, and the gradient
-    with respect to every background pixel is exactly 0.
+    output softmax(logits).  Hence replacing any background pixels by any values outside the band
+    (the baseline 0, another texture, a bright patch) leaves z, and the output, bit-for-bit
+    unchanged, and the gradient with respect to every background pixel is exactly 0.  The
+    brightest pixels of every image are background, so the raw pixel values, or anything
+    computed from the image alone, do not find the object: only the model's gate does.
     """
 
     FFT = 48  # >= SIZE + the largest template radius, so the circular correlation never wraps
@@ -585,7 +611,7 @@ class ShapesOracle:
 
     def logits(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float).reshape(-1, SIZE, SIZE)
-        z = np.where(x > GATE, x, 0.0)
+        z = np.where(gate(x), x, 0.0)
         best = np.empty((len(x), len(SHAPES)))
         shape = (self.FFT, self.FFT)
         for start in range(0, len(x), self.CHUNK):
@@ -618,7 +644,7 @@ class ShapesOracle:
 
             def forward(self, x):
                 x = x.reshape(-1, 1, SIZE, SIZE)
-                z = x * (x > GATE).to(x.dtype)
+                z = x * ((x > GATE[0]) & (x < GATE[1])).to(x.dtype)
                 best = None
                 for r in bank:
                     w = getattr(self, f"w{r}")
@@ -663,8 +689,24 @@ def _background_words(n: int) -> tuple[str, ...]:
 
 
 N_BACKGROUND = 1000
-VOCABULARY = (PAD,) + _background_words(N_BACKGROUND) + LEXICONS["sci.med"] + LEXICONS["sci.electronics"]
-_TOPIC_OF = np.repeat([0, 0, 1, 2], [1, N_BACKGROUND, len(LEXICONS["sci.med"]), len(LEXICONS["sci.electronics"])])
+BACKGROUND_WORDS = _background_words(N_BACKGROUND)  # in Zipf rank order: the first is the most frequent
+VOCABULARY_SEED = 20180117
+
+
+def _vocabulary() -> tuple[str, ...]:
+    """``<pad>`` (id 0, the baseline: a deleted token), then every background and lexicon word at a
+    seeded random id.  Were ids assigned in order (background by frequency, then the lexicons), the
+    planted words would have the largest ids and the input itself would rank them first."""
+    words = BACKGROUND_WORDS + LEXICONS["sci.med"] + LEXICONS["sci.electronics"]
+    order = np.random.default_rng(VOCABULARY_SEED).permutation(len(words))
+    return (PAD,) + tuple(words[i] for i in order)
+
+
+VOCABULARY = _vocabulary()
+_INDEX = {w: i for i, w in enumerate(VOCABULARY)}
+BACKGROUND_IDS = np.array([_INDEX[w] for w in BACKGROUND_WORDS])  # in Zipf rank order
+_TOPIC_OF = np.array([0] + [1 if w in LEXICONS["sci.med"] else 2 if w in LEXICONS["sci.electronics"] else 0
+                            for w in VOCABULARY[1:]])
 # 0 = <pad> or background word, 1 = sci.med lexicon, 2 = sci.electronics lexicon
 
 
@@ -688,8 +730,8 @@ def make_texts(n: int, *, seed: int, labels: Sequence[int] | None = None, n_anno
     other token with probability ``p_false``.
     """
     rng = np.random.default_rng(seed)
-    background = np.arange(1, N_BACKGROUND + 1)
-    p = 1.0 / background ** zipf
+    background = BACKGROUND_IDS
+    p = 1.0 / np.arange(1, N_BACKGROUND + 1) ** zipf
     p /= p.sum()
     labels = rng.integers(2, size=n) if labels is None else np.asarray(labels)
     docs = []
@@ -747,7 +789,7 @@ def write_text_benchmark(root, docs: Sequence[SyntheticDoc]) -> Path:
 def encode(docs: Sequence[SyntheticDoc], length: int | None = None) -> np.ndarray:
     """Token ids (float, padded with 0 = ``<pad>``) of shape (n, length)."""
     length = length or max(len(d.tokens) for d in docs)
-    index = {w: i for i, w in enumerate(VOCABULARY)}
+    index = _INDEX
     ids = np.zeros((len(docs), length))
     for row, doc in enumerate(docs):
         ids[row, :len(doc.tokens)] = [index[t] for t in doc.tokens]
@@ -843,13 +885,17 @@ def rescale(attributions, *, policy: str = "abs", valid=None) -> np.ndarray:
 
 
 def select(attributions, *, top: float | None = None, threshold: float | None = None,
-           policy: str = "abs", valid=None) -> np.ndarray:
+           policy: str = "abs", valid=None, seed: int = 0) -> np.ndarray:
     """E, the features an explanation selects (bool, shaped like ``attributions``); give exactly one
     rule:
 
-    - ``top=q``: per sample, the ceil(q * d) valid features of largest score (|a| or a+), ties at
-      the cut all included; features with score 0 are never selected;
-    - ``threshold=t`` (0 < t <= 1): features with â >= t, â from :func:`rescale` (scale-free).
+    - ``top=q``: per sample, the k = ceil(q * d) valid features of largest score (|a| or a+);
+      features with score 0 are never selected.  Ties at the cut are broken at random (seeded by
+      ``seed``), so exactly k features are selected when k have a positive score: a constant map
+      selects k random features and scores what a random explainer scores, instead of selecting
+      every tied feature (which gave a constant map recall 1);
+    - ``threshold=t`` (0 < t <= 1): features with â >= t, â from :func:`rescale` (scale-free; a
+      constant map has â = 0 and selects nothing).
     """
     if (top is None) == (threshold is None):
         raise ValueError("give exactly one selection rule: top=q (a fraction) or threshold=t")
@@ -863,8 +909,11 @@ def select(attributions, *, top: float | None = None, threshold: float | None = 
         raise ValueError(f"top must be a fraction in (0, 1], got {top!r}")
     s = np.where(v, _flat(_policy_scores(a, policy)), -np.inf)
     k = np.maximum(1, np.ceil(top * v.sum(axis=1) - 1e-9).astype(int))
-    cut = np.take_along_axis(-np.sort(-s, axis=1), (k - 1)[:, None], axis=1)
-    return ((s >= cut) & (s > 0) & v).reshape(a.shape)
+    jitter = np.random.default_rng(seed).random(s.shape)  # the tie-breaker: only orders equal scores
+    order = np.lexsort((jitter, -s), axis=1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(s.shape[1])[None].repeat(len(s), axis=0), axis=1)
+    return ((position < k[:, None]) & (s > 0) & v).reshape(a.shape)
 
 
 @dataclass(frozen=True)
@@ -977,6 +1026,12 @@ def _inputs_for_check(attributions, case: Case, mask: str):
     return A, truth, valid
 
 
+def constant_maps(attributions, valid, policy: str = "abs") -> np.ndarray:
+    """Per sample: True where the (|a| or a+) map takes one value over all its valid features."""
+    s, v = _flat(_policy_scores(attributions, policy)), _flat(np.asarray(valid, dtype=bool))
+    return np.where(v, s, -np.inf).max(axis=1) <= np.where(v, s, np.inf).min(axis=1)
+
+
 def _selection(A, valid, *, top, selection_threshold, policy):
     if selection_threshold is not None:
         return select(A, threshold=selection_threshold, policy=policy, valid=valid), f"â >= {selection_threshold:g}"
@@ -988,15 +1043,22 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     if aggregate not in ("micro", "macro"):
         raise ValueError(f"aggregate must be 'micro' or 'macro', got {aggregate!r}")
     A, truth, valid = _inputs_for_check(attributions, case, mask)
+    params = {"mask": mask, "policy": policy, "aggregate": aggregate,
+              "top": top, "selection_threshold": selection_threshold, "mask_threshold": mask_threshold,
+              f"min_{which}": minimum}
+    constant = constant_maps(A, valid, policy)
+    if constant.all():
+        what = "zero" if not np.any(_policy_scores(A, policy)[valid]) else "constant"
+        return Score(name, 0.0, False, minimum, f"the explanation explains nothing: its "
+                     f"{'|a|' if policy == 'abs' else 'a+'} map is {what} over the features of all "
+                     f"{len(constant)} samples, so it ranks no feature above another", params)
     E, rule = _selection(A, valid, top=top, selection_threshold=selection_threshold, policy=policy)
     H = human_mask(truth, mask_threshold)
     binary = agreement(E, H, valid=valid)
     weighted = agreement(E, truth, valid=valid)
     value = getattr(binary, f"{which}_{aggregate}")
     per_sample = getattr(binary, which)
-    params = {"mask": mask, "policy": policy, "aggregate": aggregate, "selection": rule,
-              "top": top, "selection_threshold": selection_threshold, "mask_threshold": mask_threshold,
-              f"min_{which}": minimum}
+    params["selection"] = rule
     reason = "explanation selected nothing" if which == "precision" else "human mask empty"
     n = len(per_sample)
     if math.isnan(value):
@@ -1020,7 +1082,35 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     return Score(name, float(min(1.0, max(0.0, value))), passed, minimum, detail, params, worst)
 
 
-@check(marker="xai_human", thresholds={"min_precision": 0.5, "top": 0.05, "mask_threshold": 0.45})
+_MAGNITUDE = ("the human mask is unsigned and the check reads |a| (Mohseni & Ragan's convention), so the sign "
+              "and the scale of the map cannot matter")
+_SELECTION_BY_CONSTRUCTION = {
+    "sign_flipped": _MAGNITUDE,
+    "scaled_negative": _MAGNITUDE,
+    "abs_of_exact": _MAGNITUDE,
+    "row_offset": "the reference (the weighted human mask) is non-negative: a positive constant added to a row "
+                  "keeps the order of |a|, hence the top-k selection",
+    "swapped": "the two most important features of the human mask both lie inside it: exchanging them changes "
+               "no selection",
+    "noisy_10": "noise at 10 % of the RMS of a sparse mask (objects 4-22 % of the canvas, weights up to 1) "
+                "rarely lifts an unmarked feature into the top k",
+    "noisy_30": "noise at 30 % of the RMS of a sparse mask rarely lifts an unmarked feature into the top k",
+    "noisy_100": "the RMS of a sparse mask is far below its peak (weights up to 1 on 4-22 % of the features), "
+                 "so noise at the RMS level leaves most of the top k inside the mask",
+}
+_MAE_BY_CONSTRUCTION = {
+    **{k: v for k, v in _SELECTION_BY_CONSTRUCTION.items() if k != "noisy_100"},
+    "row_offset": "â is the min-max rescaling of |a| per sample, which removes a positive per-row constant "
+                  "added to the non-negative reference",
+    "swapped": "exchanging the two most important features, both inside the human mask, moves the MAE over "
+               "hundreds of features by less than the tolerance",
+    "noisy_10": "noise at 10 % of the reference's RMS moves the MAE by less than the 20 % margin",
+    "noisy_30": "noise at 30 % of the RMS of a sparse mask moves the MAE by less than the 20 % margin",
+}
+
+
+@check(marker="xai_human", thresholds={"min_precision": 0.5, "top": 0.05, "mask_threshold": 0.45},
+       passes_by_construction=_SELECTION_BY_CONSTRUCTION)
 def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
                     aggregate: str = "micro", selection_threshold: float | None = None,
                     min_precision: float, top: float, mask_threshold: float) -> Score:
@@ -1035,13 +1125,23 @@ def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", po
     rate |H|/N, 0.09 / 0.07 / 0.07; the background-only explainer 0.02 / 0.003 / 0.003.  0.5 sits
     between.  ``top`` = 5 % is at most the smallest object (4-22 % of the canvas), so a perfect
     explainer can reach precision 1.
+
+    Explaining nothing fails: ties at the cut are broken at random (seeded, :func:`select`), and a
+    map constant over the features of every sample fails outright.  The truth cannot be read off the
+    input: token ids are a seeded permutation and the brightest pixels are background, so the
+    input itself scores 0.02 / 0.09 / 0.09 (0.88 / 0.72 / 0.72 when ids were ordered and the
+    background dark).  Passed by construction (declared in ``passes_by_construction``): sign and
+    scale changes and |.| of a correct map (the check reads |a|), a positive per-row offset of the
+    non-negative human mask (the order is kept), exchanging its two top features (both inside the
+    mask), and noise up to the RMS of the sparse mask (it rarely reaches the top k).
     """
     return _binary_check("human_precision", "precision", min_precision, attributions, case, mask=mask,
                          policy=policy, aggregate=aggregate, selection_threshold=selection_threshold,
                          top=top, mask_threshold=mask_threshold)
 
 
-@check(marker="xai_human", thresholds={"min_recall": 0.6, "top": 0.25, "mask_threshold": 0.45})
+@check(marker="xai_human", thresholds={"min_recall": 0.6, "top": 0.25, "mask_threshold": 0.45},
+       passes_by_construction=_SELECTION_BY_CONSTRUCTION)
 def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
                  aggregate: str = "micro", selection_threshold: float | None = None,
                  min_recall: float, top: float, mask_threshold: float) -> Score:
@@ -1052,14 +1152,17 @@ def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", polic
     Controls (seed 0; shapes / lexicon / tf-idf): reference 0.77 / 0.94 / 0.94 (annotators who
     dilate the object put part of H outside it), Saliency on the oracle 0.77, occlusion 0.77 /
     0.94 / 0.97; ``random`` about ``top``: 0.25 / 0.30 / 0.30; background-only 0.23 / 0.06 / 0.06.
-    0.6 sits between.
+    0.6 sits between.  A constant map scored recall 1.0 while every tie at the cut was selected; ties
+    are now broken at random and a constant map fails as explaining nothing.  The input itself
+    scores 0.06 / 0.41 / 0.41 (0.81 / 0.97 / 0.97 before the ids were permuted and the background
+    made bright).  Passed by construction: as :func:`human_precision`.
     """
     return _binary_check("human_recall", "recall", min_recall, attributions, case, mask=mask,
                          policy=policy, aggregate=aggregate, selection_threshold=selection_threshold,
                          top=top, mask_threshold=mask_threshold)
 
 
-@check(marker="xai_human", thresholds={"max_relative_mae": 0.8})
+@check(marker="xai_human", thresholds={"max_relative_mae": 0.8}, passes_by_construction=_MAE_BY_CONSTRUCTION)
 def human_mae(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
               max_relative_mae: float) -> Score:
     """The rescaled explanation â matches the weighted human mask better than an empty explanation:
@@ -1075,6 +1178,9 @@ def human_mae(attributions, case: Case, *, mask: str = "weighted_mask", policy: 
     explaining nothing.
     Occlusion of the tf-idf model scores 1.4 and fails: the model spreads weight over background
     words, which humans did not mark (a finding about the model, not the explainer).
+    Passed by construction (declared): sign and scale changes and |.| of a correct map (â reads |a|),
+    a positive per-row offset (removed by the min-max), exchanging the two top features and noise
+    at 10-30 % of the mask's RMS (within the 20 % margin); noise at 100 % fails.
     """
     A, truth, valid = _inputs_for_check(attributions, case, mask)
     per_sample = mae(A, truth, policy=policy, valid=valid)
@@ -1111,15 +1217,15 @@ def human_shapes_oracle(info, *, seed, cache) -> Case:
 
     def build() -> dict[str, np.ndarray]:
         data = make_shapes(n, seed=seed, shapes=("cross",))
-        canvases = make_shapes(8, seed=seed + 1)["images"]
-        canvases = np.where(canvases > GATE, 0.0, canvases)  # texture only: the object removed
+        other = make_shapes(8, seed=seed + 1)
+        canvases = np.where(other["segmentation"], 0.0, other["images"])  # texture only: the object removed
         return {"images": data["images"], "weighted": data["weighted"],
                 "segmentation": data["segmentation"], "background": canvases}
 
     if cache is None:
         data = build()
     else:
-        data = cache.arrays(info.name, {"n": n, "seed": seed, "version": 1}, build)
+        data = cache.arrays(info.name, {"n": n, "seed": seed, "version": SHAPES_VERSION}, build)
     oracle = ShapesOracle()
     return Case(
         info=info, inputs=data["images"], predict=oracle.predict, model=oracle, target=target,
