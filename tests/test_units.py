@@ -305,10 +305,43 @@ def test_shattered_gradients_straddle_the_kink_and_flip_the_gradient(built):
     assert result.worst["relative_change"] == pytest.approx(1.0)
 
 
-def test_sensitivity_is_undefined_for_an_all_zero_explainer(built):
+def test_sensitivity_fails_maps_that_explain_nothing(built):
+    """Zeros, a constant and the model output copied are perfectly stable: they fail as explaining nothing."""
     case = built["units_shattered_gradients"]
-    result = score(case, "units_sensitivity", np.zeros_like(case.inputs))
-    assert not result.passed and "undefined" in result.detail
+    output = case.predict(case.inputs)
+    for bad in (np.zeros_like(case.inputs), np.ones_like(case.inputs), np.repeat(output[:, None], 6, axis=1)):
+        result = score(case, "units_sensitivity", bad)
+        assert not result.passed and result.value == 0.0 and "explains nothing" in result.detail
+
+
+def test_sensitivity_fails_the_input_itself_through_the_dummy_feature(built):
+    """The input moves only by the noise, so it is stable (0.95 of points before the guard); the
+    unit never reads its dummy feature, which every model-derived map leaves at exactly 0."""
+    case = built["units_shattered_gradients"]
+    assert case.meta["weights"][5] == 0 and case.feature_names[5] == "dummy5"
+    x = case.inputs
+    for bad in (x.copy(), x - case.background.mean(axis=0)):
+        result = score(case, "units_sensitivity", bad)
+        assert not result.passed and "never reads" in result.detail, result.detail
+    stable_part = units.relative_sensitivity(x[:, :5], case.meta["n_points"], case.meta["n_perturbations"])
+    assert (stable_part <= 0.5).mean() >= 0.8  # without the guard the input itself would pass
+    assert (run(smoothgrad, case)[:, 5] == 0).all() and (run(shapley_on_background, case)[:, 5] == 0).all()
+
+
+def test_common_mse_fails_an_all_zero_map(built):
+    """All zeros is 0 on the common features by doing nothing (it passed before the guard)."""
+    case = built["units_common_features"]
+    result = score(case, "units_common_mse", np.zeros_like(case.inputs))
+    assert not result.passed and "explains nothing" in result.detail
+
+
+def test_boolean_units_have_enough_special_rows_to_catch_a_sign_error(built):
+    """|exact| differs from exact only on the rows with the special pattern (OR: all -1)."""
+    case = built["units_boolean_or"]
+    special = (case.inputs == -1).all(axis=1)
+    assert special.mean() > 0.15
+    assert not score(case, "units_mse", np.abs(case.truth["xai_units"])).passed
+    assert score(case, "units_mse", case.truth["xai_units"]).passed
 
 
 def test_relative_sensitivity_layout_is_checked():

@@ -53,7 +53,7 @@ CANCEL_GATE = 100.0
 INTERACTION_GATE = 1000.0
 
 # Layout of the shattered-gradients case: points first, then one block of perturbed copies per draw.
-SHATTERED_LAYOUT = {"n_points": 40, "n_perturbations": 10}
+SHATTERED_LAYOUT = {"n_points": 40, "n_perturbations": 10, "dummies": (5,)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,10 +335,15 @@ def units_shattered_gradients(info, *, seed, cache):
     in an L∞ ball of radius 0.02 (Captum ``sensitivity_max``'s default), so that one explanation of
     the batch is enough to measure how much the attribution changes under tiny input noise.
     ``baseline`` is 0 (on the kink); ``background`` holds 50 rows of XAI-Units' wide N(0, 10²).
+    A sixth feature ``dummy5``, drawn like the others, has weight 0: the network never reads it, so
+    every explanation computed from the model gives it exactly 0, while a map computed from the input
+    alone (the input itself, the input minus a mean) credits it (the guard of
+    :func:`units_sensitivity`).
     """
     n, sigma, radius = 5, 0.05, 0.02
     layout = info.checks["units_sensitivity"]
     points, draws = layout["n_points"], layout["n_perturbations"]
+    dummies = list(layout["dummies"])
     rng = np.random.default_rng([seed, 5])
     ratios = rng.integers(-5, 5, n)
     ratios[ratios == 0] = 1
@@ -350,11 +355,22 @@ def units_shattered_gradients(info, *, seed, cache):
     centres = rng.normal(0.0, sigma, (points, n))
     noise = rng.uniform(-radius, radius, (draws, points, n))
     x = np.vstack([centres, (centres[None] + noise).reshape(-1, n)])
+    wide = rng.normal(0.0, 10.0, (50, n))  # XAI-Units' wide distribution N(0, 10²) as background
+    # the dummy columns, drawn after everything else so the active features keep their values
+    extra = np.random.default_rng([seed, 5, 1])
+    dummy_centres = extra.normal(0.0, sigma, (points, len(dummies)))
+    dummy_noise = extra.uniform(-radius, radius, (draws, points, len(dummies)))
+    dummy_x = np.vstack([dummy_centres, (dummy_centres[None] + dummy_noise).reshape(-1, len(dummies))])
+    if dummies != list(range(n, n + len(dummies))):
+        raise ValueError(f"unit {info.name}: dummy features must follow the {n} active ones, got {dummies}")
+    x = np.hstack([x, dummy_x])
+    wide = np.hstack([wide, extra.normal(0.0, 10.0, (len(wide), len(dummies)))])
+    w = np.concatenate([w, np.zeros(len(dummies))])
     model = _sequential(_linear(w[None]), _relu())
     labels = np.maximum(x @ w, 0.0)[:, None]
-    baseline = np.zeros(n)
-    wide = rng.normal(0.0, 10.0, (50, n))  # XAI-Units' wide distribution N(0, 10²) as background
-    return _case(info, x=x, model=model, labels=labels, feature_names=[f"x{i}" for i in range(n)],
+    baseline = np.zeros(n + len(dummies))
+    names = [f"x{i}" for i in range(n)] + [f"dummy{i}" for i in dummies]
+    return _case(info, x=x, model=model, labels=labels, feature_names=names,
                  baseline=baseline, background=wide, truth={},
                  meta={"weights": w, "sigma": sigma, "radius": radius, **layout})
 
@@ -404,10 +420,14 @@ def _boolean(info, seed, kind):
     n, rows = 4, 64
     rng = np.random.default_rng([seed, 7 if kind == "and" else 8])
     patterns = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)  # ±1, row 0 all +1
+    special = 1.0 if kind == "and" else -1.0  # the pattern that flips the output
     first = rng.permutation(2**n)[: min(rows, 2**n)]
     rest = rng.integers(0, 2**n, max(rows - 2**n, 0))
+    # a quarter of the other rows are the special pattern: the only rows where the attribution
+    # changes sign, so that a sign error there costs more rows than the 5 % a check tolerates
+    special_index = int(np.flatnonzero((patterns == special).all(axis=1))[0])
+    rest[np.random.default_rng([seed, 9]).random(len(rest)) < 0.25] = special_index
     x = patterns[np.concatenate([first, rest])]
-    special = 1.0 if kind == "and" else -1.0  # the pattern that flips the output
     layer2 = np.where((patterns == special).all(axis=1), 1.0, -1.0)
     model = _sequential(
         _linear(patterns), _relu(),
@@ -516,7 +536,21 @@ def units_shapley_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction
                       min_fraction, "baseline-Shapley")
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95})
+_ZERO_STAYS_ZERO = ("the check scores only the common features, whose correct attribution is 0 on every row; "
+                    "this corruption of the reference maps 0 to 0 there")
+_COMMON_BY_CONSTRUCTION = {
+    "sign_flipped": _ZERO_STAYS_ZERO,
+    "scaled_negative": _ZERO_STAYS_ZERO,
+    "abs_of_exact": _ZERO_STAYS_ZERO,
+    "swapped": "the two most important features of the reference are ordinary features; exchanging them "
+               "leaves the common features, the only ones scored, at 0",
+    "shuffled_rows": "the reference is 0 on the common features in every row, so another row's explanation "
+                     "is 0 there too",
+}
+
+
+@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+       passes_by_construction=_COMMON_BY_CONSTRUCTION)
 def units_common_mse(attributions, case, *, common, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Attribution on softmax-invariant common features, which deserve 0 (Lee et al. 2025, U4).
 
@@ -525,11 +559,25 @@ def units_common_mse(attributions, case, *, common, max_relative_mse=1e-3, min_f
     Jacobian sums to 0 along the all-ones direction) and pass every row; the random control
     (median 130), IG on the logits (which credits x_c) and DeepLift, whose softmax rescale rule
     leaks (median 2.8, 4 % of rows pass), fail.  Defaults as in :func:`units_mse`.
+
+    Guard: the ordinary features drive the output, so a map that gives none of them any credit (all
+    zeros: 0 on the common features by doing nothing) fails as explaining nothing.  The check scores
+    only the common features, so it passes by construction (declared) the corruptions of a correct
+    map that keep 0 at 0 there: sign and scale changes, the absolute value, exchanging the two most
+    important (ordinary) features, and exchanging rows.
     """
     a = _attributions(attributions, case, "units_common_mse")
     g = np.zeros_like(a)
     common = list(common)
     shap = np.asarray(case.truth["shapley"], dtype=np.float64).reshape(a.shape)
+    ordinary = np.delete(a, common, axis=1)
+    if not (np.abs(ordinary) > 1e-12 * np.abs(shap).max()).any():
+        return Score(check="units_common_mse", value=0.0, passed=False, threshold=min_fraction,
+                     detail=(f"the map explains nothing: no ordinary feature gets any credit on any of the "
+                             f"{len(a)} rows, though they decide the output; 0 on the common features is "
+                             "then no achievement"),
+                     params={"max_relative_mse": max_relative_mse, "min_fraction": min_fraction,
+                             "convention": "zero-on-common-features"})
     scale = (shap**2).mean(axis=1)
     rel = (a[:, common] ** 2).mean(axis=1) / np.maximum(scale, 0.01 * scale.mean())
     masked = a.copy()
@@ -563,9 +611,22 @@ def relative_sensitivity(a: np.ndarray, n_points: int, n_perturbations: int) -> 
     return np.where(defined.any(axis=0), out, np.nan)
 
 
-@check(marker="xai_units", thresholds={"max_relative_change": 0.5, "min_fraction": 0.8})
-def units_sensitivity(attributions, case, *, n_points, n_perturbations, max_relative_change=0.5,
-                      min_fraction=0.8) -> Score:
+_SENSITIVITY_BY_CONSTRUCTION = {
+    "sign_flipped": "the relative change ||a(x') - a(x)|| / max(||a(x)||, ||a(x')||) and the zero on the "
+                    "dummy are invariant to the sign and the scale of the map",
+    "scaled_negative": "the relative change and the zero on the dummy are invariant to sign and scale",
+    "abs_of_exact": "|a| moves at most as much as a (||a'| - |a|| <= |a' - a|) and keeps the dummy at 0",
+    "swapped": "the unit has no ground truth: exchanging two active features' columns changes neither "
+               "the stability of the map nor the dummy's zero",
+    "shuffled_rows": "the reference is smooth: over the cloud (scale 0.05 against a N(0, 10²) background) "
+                     "its rows differ by less than the tolerance, so exchanging rows keeps them stable",
+}
+
+
+@check(marker="xai_units", thresholds={"max_relative_change": 0.5, "min_fraction": 0.8, "rtol": 1e-3},
+       passes_by_construction=_SENSITIVITY_BY_CONSTRUCTION)
+def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=(), max_relative_change=0.5,
+                      min_fraction=0.8, rtol=1e-3) -> Score:
     """Stability under tiny input noise on the shattered-gradients unit (Lee et al. 2025, U5).
 
     Per point, :func:`relative_sensitivity` over its perturbed copies (L∞ radius 0.02); the point
@@ -576,8 +637,37 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, max_rela
     (σ = 0.1, 100 samples) keeps 90-98 % and Shapley values against the wide background 100 %.
     The default 80 % sits between the groups.  Baseline-Shapley at 0 is continuous but as steep as
     the function, and the radius is 40 % of the cloud's scale: it keeps only 45-69 % and fails too.
+
+    Stability alone is satisfied by maps that explain nothing, so two guards come first.  A map that
+    is constant over the features of every row (zeros, a constant, the output copied) fails as
+    explaining nothing.  The unit has a dummy feature (``dummies``, weight 0): a map computed from
+    the model gives it exactly 0, so its importance (mean |a|) must be at most ``rtol`` (1e-3, as
+    :func:`pytest_xai.checks.dummy`) of the top importance; the input itself (stable: it moves by
+    the noise only), the input minus a mean, noise and noisy or offset maps credit it and fail.
+    Passed by construction (declared): sign and scale changes of a correct map and its absolute
+    value (the relative change and the dummy's zero are invariant to them), swapping two active
+    features (there is no ground truth to tell them apart), and exchanging rows of the smooth
+    reference (its rows differ by less than the tolerance over the cloud).
     """
     a = _attributions(attributions, case, "units_sensitivity")
+    params = {"max_relative_change": max_relative_change, "min_fraction": min_fraction, "rtol": rtol,
+              "dummies": tuple(int(j) for j in dummies)}
+    if (np.ptp(a, axis=1) == 0).all():
+        return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction, params=params,
+                     detail=f"the map explains nothing: it is constant over the features of all {len(a)} rows "
+                            f"({'all zero' if not a.any() else 'e.g. ' + format(float(a[0, 0]), '.3g')}), so its "
+                            "stability says nothing about the model")
+    if len(dummies):
+        importance = np.abs(a).mean(axis=0)
+        active = np.delete(importance, list(dummies))
+        ratio = float(importance[list(dummies)].max() / active.max()) if active.max() > 0 else np.inf
+        if ratio > rtol:
+            j = int(np.asarray(dummies)[importance[list(dummies)].argmax()])
+            return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction,
+                         params={**params, "dummy_ratio": ratio},
+                         detail=(f"the map credits {case.feature_names[j]}, a feature the unit never reads "
+                                 f"(weight 0), with {ratio:.3g} of the top importance (tolerance {rtol:g}): it "
+                                 "is not computed from the model, so its stability says nothing"))
     change = relative_sensitivity(a, n_points, n_perturbations)
     defined = ~np.isnan(change)
     if not defined.any():
@@ -594,8 +684,7 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, max_rela
                 f"{max_relative_change:g} (relative) under input noise (need {min_fraction:.0%}); "
                 f"worst point {worst}: relative change {change[worst]:.3g}"
                 + (f"; {int((~defined).sum())} all-zero points excluded" if (~defined).any() else "")),
-        params={"max_relative_change": max_relative_change, "min_fraction": min_fraction,
-                "median_relative_change": float(np.nanmedian(change)),
+        params={**params, "median_relative_change": float(np.nanmedian(change)),
                 "undefined_points": int((~defined).sum())},
         worst={"row": worst, "input": np.asarray(case.inputs)[worst].tolist(),
                "attribution": a[worst].tolist(), "relative_change": float(change[worst])},
