@@ -230,6 +230,22 @@ def test_digits_function_dummy_passes_every_method_that_reads_the_function(digit
     assert not score("dummy", explain(baselines.random, case), case).passed
 
 
+def test_digits_function_dummy_separates_an_ignored_pixel_from_a_blank_one(digits_cases):
+    """The masked pixels used to be 0 in every row, so any g(x) * x passed; now they carry ink
+    the network never reads, and maps computed from the input alone credit them."""
+    case = digits_cases[0]["digits_function_dummy"]
+    dummies = list(digits.DUMMY_PIXELS)
+    assert (case.inputs[:, dummies] >= digits.INK[0]).all() and (case.background[:, dummies] > 0).all()
+    masked = case.inputs.copy()
+    masked[:, dummies] = 0.0
+    np.testing.assert_array_equal(case.predict(masked), case.predict(case.inputs))  # ignored
+    ones_times_x = case.inputs * 1.0  # the input itself, or Input x Gradient of a g that is 1 there
+    for bad in (ones_times_x, case.inputs + np.abs(explain(finite_difference_gradient, case).attributions)):
+        assert not score("dummy", bad, case).passed
+    data = digits_cases[0]["digits_data_dummy"]
+    assert not data.inputs[:, dummies].any()  # the data-dummy case keeps them blank: that is its point
+
+
 # ------------------------------------------------------------------- many features (2.11)
 
 
