@@ -2,18 +2,24 @@
 
 Arrays are ``.npz`` read with ``allow_pickle=False``; xgboost models are xgboost JSON; torch
 models are ``state_dict`` files read with ``weights_only=True``.  Keys hash the parameters and the
-versions of the libraries that produced the entry.  Writes go to a temporary file and are renamed
-into place, so concurrent xdist workers never see a half-written entry; an entry that fails to load
-or to validate is reported, deleted and rebuilt, never trusted.
+versions of the libraries that produced the entry.  Every entry also carries, inside the file, a
+SHA-256 of its content and the identity of the code that built it (the builder's module and the
+hash of that module's source); both are verified on load.  An entry that is unreadable, fails
+verification or the family's own validation is reported (:class:`CacheWarning`), deleted and
+rebuilt, never trusted.  Writes go to a temporary file renamed into place, so concurrent xdist
+workers never see a half-written entry; temporary files left by a killed run are swept once they
+are an hour old.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
+import secrets
 import sys
-import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -22,9 +28,17 @@ import numpy as np
 
 import pytest_xai
 
+FORMAT = 2  # of the metadata below; part of every key, so older entries are never read
+META = "__pytest_xai__"  # npz array / torch state_dict entry / xgboost attribute holding the metadata
+STALE_TMP_SECONDS = 3600.0  # a temporary file older than this belongs to a killed writer
+
 
 class CacheWarning(UserWarning):
     """A cache entry was unreadable or invalid and has been rebuilt."""
+
+
+class InvalidEntry(ValueError):
+    """A cache entry loaded but its metadata, checksum or builder identity does not match."""
 
 
 def _versions(*modules: str) -> dict[str, str]:
@@ -35,6 +49,98 @@ def _versions(*modules: str) -> dict[str, str]:
     return out
 
 
+_SOURCE_HASHES: dict[str, str] = {}
+
+
+def _module_hash(module_name: str) -> str:
+    """SHA-256 (16 hex digits) of a module's source, computed once per process."""
+    if module_name not in _SOURCE_HASHES:
+        module = sys.modules.get(module_name)
+        try:
+            source = inspect.getsource(module).encode() if module is not None else b""
+        except (OSError, TypeError):
+            source = b""
+        _SOURCE_HASHES[module_name] = hashlib.sha256(source).hexdigest()[:16] if source else "no-source"
+    return _SOURCE_HASHES[module_name]
+
+
+def builder_identity(*functions: Callable) -> str:
+    """``module@source-hash`` of the modules defining ``functions``: editing a builder's module
+    makes its old entries fail verification, so they are rebuilt."""
+    names = []
+    for fn in functions:
+        fn = getattr(fn, "func", fn)  # functools.partial
+        names.append(getattr(fn, "__module__", None) or "?")
+    return ",".join(f"{name}@{_module_hash(name)}" for name in sorted(set(names)))
+
+
+def _digest_items(items) -> str:
+    h = hashlib.sha256()
+    for key, kind, shape, data in items:
+        h.update(json.dumps([key, kind, list(shape), len(data)]).encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over names, dtypes, shapes and bytes of ``arrays``."""
+    items = []
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(np.asarray(arrays[key]))
+        items.append((key, a.dtype.str, a.shape, a.tobytes()))
+    return _digest_items(items)
+
+
+def _tensors_digest(state: dict) -> str:
+    import torch
+
+    items = []
+    for key in sorted(state):
+        t = state[key]
+        if isinstance(t, torch.Tensor):
+            flat = t.detach().cpu().contiguous().reshape(-1)
+            items.append((key, str(t.dtype), tuple(t.shape), flat.view(torch.uint8).numpy().tobytes()))
+        else:
+            items.append((key, type(t).__name__, (), repr(t).encode()))
+    return _digest_items(items)
+
+
+def _json_digest(doc: Any) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _verify(meta_text: Any, digest: Callable[[], str], builder: str, name: str) -> None:
+    """Raise :class:`InvalidEntry` unless the stored metadata matches the content and the builder."""
+    if meta_text is None:
+        raise InvalidEntry("no pytest-xai metadata (not written by this cache)")
+    try:
+        meta = json.loads(str(meta_text))
+    except ValueError:
+        raise InvalidEntry("unreadable metadata") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("name") != name:
+        raise InvalidEntry(f"metadata of another entry or format: {meta!r}")
+    if meta.get("builder") != builder:
+        raise InvalidEntry(f"built by other code ({meta.get('builder')}; the builder is now {builder})")
+    if meta.get("sha256") != digest():
+        raise InvalidEntry("content does not match its checksum (modified or corrupted)")
+
+
+def _meta(name: str, builder: str, digest: str) -> str:
+    return json.dumps({"format": FORMAT, "name": name, "builder": builder, "sha256": digest}, sort_keys=True)
+
+
+def _create_temp(path: Path) -> Path:
+    """An empty new file beside ``path`` with ordinary permissions (0666 minus the umask, unlike
+    ``tempfile.mkstemp``'s 0600)."""
+    while True:
+        tmp = path.with_name(f"{path.stem}.{secrets.token_hex(6)}.tmp{path.suffix}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
 class Cache:
     """A directory of cache entries; ``root=None`` disables the disk (everything is rebuilt)."""
 
@@ -42,11 +148,29 @@ class Cache:
         self.root = Path(root) if root is not None else None
         if self.root is not None:
             self.root.mkdir(parents=True, exist_ok=True)
+            self.sweep()
+
+    def sweep(self, older_than: float = STALE_TMP_SECONDS) -> list[Path]:
+        """Delete temporary files older than ``older_than`` seconds (left by a killed writer; younger
+        ones may belong to a concurrent xdist worker); returns what was deleted."""
+        removed = []
+        if self.root is None:
+            return removed
+        limit = time.time() - older_than
+        for tmp in self.root.glob("*.tmp*"):
+            try:
+                if tmp.is_file() and tmp.stat().st_mtime < limit:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except OSError:  # gone already (another worker), or not ours to delete
+                pass
+        return removed
 
     def path(self, name: str, params: dict, suffix: str, libs: tuple[str, ...] = ()) -> Path | None:
         if self.root is None:
             return None
-        blob = json.dumps({"params": params, "versions": _versions(*libs)}, sort_keys=True, default=str)
+        blob = json.dumps({"params": params, "versions": _versions(*libs), "format": FORMAT},
+                          sort_keys=True, default=str)
         digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
         return self.root / f"{name}-{digest}{suffix}"
 
@@ -67,45 +191,62 @@ class Cache:
         obj = build()
         validate(obj)
         if path is not None:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp" + path.suffix)
-            os.close(fd)
+            tmp = _create_temp(path)
             try:
-                save(obj, Path(tmp))
+                save(obj, tmp)
                 os.replace(tmp, path)
             finally:
-                Path(tmp).unlink(missing_ok=True)
+                tmp.unlink(missing_ok=True)
         return obj
 
     def arrays(
         self, name: str, params: dict, build: Callable[[], dict[str, np.ndarray]],
         validate: Callable[[dict], None] = lambda arrays: None,
     ) -> dict[str, np.ndarray]:
-        """Named arrays, stored as an uncompressed npz without pickles."""
+        """Named arrays, stored as an uncompressed npz without pickles (plus a metadata string)."""
+        builder = builder_identity(build)
 
         def load(path: Path) -> dict[str, np.ndarray]:
             with np.load(path, allow_pickle=False) as data:
-                return {key: data[key] for key in data.files}
+                arrays = {key: data[key] for key in data.files}
+            meta = arrays.pop(META, None)
+            _verify(None if meta is None else meta[()], lambda: arrays_digest(arrays), builder, name)
+            return arrays
 
         def save(arrays: dict, path: Path) -> None:
+            if META in arrays:
+                raise ValueError(f"array name {META!r} is reserved by the cache")
             with open(path, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, **arrays, **{META: np.array(_meta(name, builder, arrays_digest(arrays)))})
 
         return self._load_or_build(self.path(name, params, ".npz"), load, save, build, validate)
 
     def xgboost(
         self, name: str, params: dict, build: Callable[[], Any], validate: Callable[[Any], None]
     ) -> Any:
-        """An xgboost sklearn-API model, stored in xgboost's JSON format."""
+        """An xgboost sklearn-API model, stored in xgboost's JSON format (metadata as a booster
+        attribute)."""
         import xgboost
 
+        builder = builder_identity(build)
+
         def load(path: Path) -> Any:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            attributes = doc.get("learner", {}).get("attributes", {}) if isinstance(doc, dict) else {}
+            meta = attributes.pop(META, None) if isinstance(attributes, dict) else None
+            _verify(meta, lambda: _json_digest(doc), builder, name)
             model = xgboost.XGBRegressor()
             model.load_model(path)
+            model.get_booster().set_attr(**{META: None})
             # One thread: an OpenMP pool started here would deadlock explainers in forked children.
             return model.set_params(n_jobs=1)
 
         def save(model: Any, path: Path) -> None:
             model.save_model(path)
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            digest = _json_digest(doc)
+            doc["learner"].setdefault("attributes", {})[META] = _meta(name, builder, digest)
+            path.write_text(json.dumps(doc), encoding="utf-8")
 
         path = self.path(name, params, ".json", libs=("xgboost",))
         return self._load_or_build(path, load, save, build, validate)
@@ -114,16 +255,26 @@ class Cache:
         self, name: str, params: dict, make: Callable[[], Any], train: Callable[[Any], None],
         validate: Callable[[Any], None] = lambda module: None,
     ) -> Any:
-        """A torch module built by ``make()``; its trained ``state_dict`` is what is stored."""
+        """A torch module built by ``make()``; its trained ``state_dict`` is what is stored (plus a
+        metadata string entry)."""
         import torch
 
+        builder = builder_identity(make, train)
+
         def load(path: Path) -> Any:
+            state = torch.load(path, weights_only=True)
+            if not isinstance(state, dict):
+                raise InvalidEntry(f"expected a state_dict, got {type(state).__name__}")
+            meta = state.pop(META, None)
+            _verify(meta, lambda: _tensors_digest(state), builder, name)
             module = make()
-            module.load_state_dict(torch.load(path, weights_only=True))
+            module.load_state_dict(state)
             return module.eval()
 
         def save(module: Any, path: Path) -> None:
-            torch.save(module.state_dict(), path)
+            state = module.state_dict()
+            state[META] = _meta(name, builder, _tensors_digest(state))
+            torch.save(state, path)
 
         def build() -> Any:
             module = make()

@@ -1,0 +1,139 @@
+"""Cache entries that load but hold the wrong content are rebuilt, never trusted (issue 16).
+
+Each entry is corrupted plausibly (an array zeroed, a key dropped, bytes flipped, weights zeroed,
+another builder's metadata) keeping the file loadable, and the case must come back correct.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from pytest_xai import cases, checks, contract
+from pytest_xai.cache import META, Cache, CacheWarning
+
+
+def rewrite_npz(path, change) -> None:
+    """Load an npz entry, let ``change`` edit its arrays (the metadata stays), save it back."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    change(arrays)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def gt_shapley_verdict(case):
+    explanation = contract.run(contract.load("pytest_xai.explainers:exact_shapley"), case, seed=0)
+    info = checks.CHECKS["gt_shapley"]
+    return info.func(explanation, case, **{**info.thresholds, **case.info.checks["gt_shapley"]})
+
+
+def build_quietly(name, root):
+    info = cases.info(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        return info.build(info, seed=0, cache=Cache(root))
+
+
+def build_expecting_rebuild(name, root, match):
+    info = cases.info(name)
+    with pytest.warns(CacheWarning, match=match):
+        return info.build(info, seed=0, cache=Cache(root))
+
+
+def test_zeroed_shapley_truth_is_detected_and_rebuilt(tmp_path):
+    name = "gaussian_linear_regression_rho50"
+    first = build_quietly(name, tmp_path)
+    assert gt_shapley_verdict(first).passed
+    (entry,) = tmp_path.glob(f"{name}-*.npz")
+    rewrite_npz(entry, lambda a: a["shapley_interventional"].fill(0.0))
+    case = build_expecting_rebuild(name, tmp_path, "does not match its checksum")
+    score = gt_shapley_verdict(case)
+    assert score.passed and score.value > 0.99, score.detail  # before the fix: FAIL 0.000
+    np.testing.assert_array_equal(case.truth["shapley_interventional"], first.truth["shapley_interventional"])
+    build_quietly(name, tmp_path)  # the rebuilt entry verifies
+
+
+def test_dropped_key_flipped_bytes_and_foreign_builder_are_rebuilt(tmp_path):
+    name = "additive_oracle"
+    first = build_quietly(name, tmp_path)
+    (entry,) = tmp_path.glob(f"{name}-*.npz")
+    reference = entry.read_bytes()
+
+    rewrite_npz(entry, lambda a: a.pop("slopes"))  # before the fix: KeyError at every build
+    case = build_expecting_rebuild(name, tmp_path, "does not match its checksum")
+    assert case.truth["contribution"].tobytes() == first.truth["contribution"].tobytes()
+
+    corrupt = bytearray(entry.read_bytes())
+    corrupt[len(corrupt) // 2] ^= 0xFF  # inside an array's data: zip CRC or our checksum catches it
+    entry.write_bytes(bytes(corrupt))
+    build_expecting_rebuild(name, tmp_path, "unreadable or invalid")
+    assert entry.read_bytes() == reference  # rebuilt identically (no fresh randomness)
+
+    def foreign(arrays):
+        meta = json.loads(str(arrays[META]))
+        arrays[META] = np.array(json.dumps({**meta, "builder": "pytest_xai.cases.additive@0123456789abcdef"}))
+
+    rewrite_npz(entry, foreign)
+    build_expecting_rebuild(name, tmp_path, "built by other code")
+
+    rewrite_npz(entry, lambda a: a.pop(META))  # a plain npz, e.g. from an older pytest-xai
+    build_expecting_rebuild(name, tmp_path, "no pytest-xai metadata")
+    build_quietly(name, tmp_path)
+
+
+def test_zeroed_torch_weights_are_rebuilt_instead_of_skipping_the_case(tmp_path):
+    torch = pytest.importorskip("torch")
+    name = "additive_mlp"
+    first = build_quietly(name, tmp_path)
+    (entry,) = tmp_path.glob(f"{name}-*.pt")
+    state = torch.load(entry, weights_only=True)
+    torch.save({k: (v if k == META else torch.zeros_like(v)) for k, v in state.items()}, entry)
+    case = build_expecting_rebuild(name, tmp_path, "does not match its checksum")  # before: skipped, R^2 gate
+    assert case.meta["test_r2"] >= 0.99
+    for p, q in zip(first.model.parameters(), case.model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_xgboost_entry_with_edited_trees_is_rebuilt(tmp_path):
+    name = "cough_and_fever"
+    build_quietly(name, tmp_path)
+    (entry,) = tmp_path.glob(f"{name}-*.json")
+    text = entry.read_text()
+    doc = json.loads(text)
+    assert META in doc["learner"]["attributes"]
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    trees[0]["base_weights"] = [0.0 for _ in trees[0]["base_weights"]]
+    entry.write_text(json.dumps(doc))
+    case = build_expecting_rebuild(name, tmp_path, "does not match its checksum")
+    np.testing.assert_allclose(case.predict(case.inputs), [0, 0, 0, 80])
+    assert META not in case.model.get_booster().attributes()
+
+
+def test_arrays_api_verifies_and_keeps_results_plain(tmp_path):
+    cache = Cache(tmp_path)
+    arrays = cache.arrays("demo", {"n": 3}, lambda: {"x": np.arange(3.0), "s": np.array("text")})
+    again = cache.arrays("demo", {"n": 3}, lambda: pytest.fail("rebuilt a valid entry"))
+    assert set(again) == {"x", "s"} and again["x"].tolist() == [0, 1, 2] and str(again["s"]) == "text"
+    assert set(arrays) == {"x", "s"}
+    (entry,) = tmp_path.glob("demo-*.npz")
+    with np.load(entry, allow_pickle=False) as data:  # still a plain npz, readable without pickles
+        assert META in data.files and all(data[k].dtype != object for k in data.files)
+
+
+def test_stale_temporary_files_are_swept_and_fresh_ones_kept(tmp_path):
+    old = tmp_path / "demo-0123.abcdef.tmp.npz"
+    fresh = tmp_path / "demo-0123.fedcba.tmp.npz"  # a concurrent worker's write in progress
+    entry = tmp_path / "keep-0123.npz"
+    for path in (old, fresh, entry):
+        path.write_bytes(b"partial")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    os.utime(entry, (two_hours_ago, two_hours_ago))
+    Cache(tmp_path)
+    assert not old.exists() and fresh.exists() and entry.exists()
