@@ -220,15 +220,18 @@ def _conditional_name(reference: Any) -> str:
 
 
 def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: Any, *, absolute: bool = True,
-                 n_samples: int = 100, seed: int = 0, target: Any = None) -> MetricResult:
+                 centred: bool = True, n_samples: int = 100, seed: int = 0, target: Any = None) -> MetricResult:
     """Faithfulness (Alvarez-Melis & Jaakkola 2018; XAI-Bench eq. 2), higher is better, in [-1, 1].
 
     ``absolute=True`` (XAI-Bench's code): faith(x) = Pearson over features i of (|w_i|, |Delta_i|),
     Delta_i = f(x) - E_{F minus i}[f], the drop of the output when feature i alone is resampled from
     ``reference``.  It is blind to sign: -w scores exactly like w.  ``absolute=False`` is the signed
     form, Pearson(w_i, Delta_i): removing a feature with positive attribution should lower the
-    output, so a sign-flipped map scores -faith.  NaN when the attribution row or the Delta row is
-    constant (e.g. all zero).
+    output, so a sign-flipped map scores -faith.  ``centred=False`` replaces Pearson by the uncentred
+    correlation (cosine) sum w_i Delta_i / (|w| |Delta|): w and Delta share their zero (a feature
+    without effect should get no attribution), and Pearson's centring forgives a per-row offset w + c
+    (which scores exactly like w).  NaN when the attribution row or the Delta row is constant (e.g.
+    all zero; with ``centred=False`` only when it is all zero).
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
@@ -237,9 +240,16 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
     delta = fx[:, None] - expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed,
                                            target=target)
     w, delta = (np.abs(A), np.abs(delta)) if absolute else (A, delta)
-    return _correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)",
-                               {"absolute": absolute, "conditional": _conditional_name(reference),
-                                "n_samples": n_samples, "seed": seed})
+    params = {"absolute": absolute, "centred": centred, "conditional": _conditional_name(reference),
+              "n_samples": n_samples, "seed": seed}
+    if not centred:
+        norms = np.sqrt((w * w).sum(axis=1) * (delta * delta).sum(axis=1))
+        cosine = np.clip(np.divide((w * delta).sum(axis=1), norms, out=np.zeros(n), where=norms > 0), -1.0, 1.0)
+        return _result("faithfulness", cosine, True,
+                       [(~(np.abs(w) > 0).any(axis=1), "attribution is all zero: correlation undefined"),
+                        (~(np.abs(delta) > 0).any(axis=1), "Delta (feature effect) is all zero: correlation undefined")],
+                       params)
+    return _correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)", params)
 
 
 def importance_order(attributions: Any, seed: int = 0) -> np.ndarray:
@@ -307,7 +317,10 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
     output copied to every feature, is no longer forgiven); ``normalize=False`` gives the raw form.
     The beta* used are in ``params["beta"]``.  ``relative=True`` divides by E[Delta f^2], so the
     normalised score is in [0, 1] (1 = explains nothing) and free of the output scale; NaN then
-    when f never changes under the perturbations.
+    when f never changes under the perturbations.  ``relative="global"`` divides every point by the
+    mean of E[Delta f^2] over all points instead, so that the mean is the case's total squared error
+    relative to its total output change: points where f barely changes (near the mean, where a
+    small offset of w is a large relative error) no longer dominate.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
@@ -339,8 +352,12 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
     explained = beta[:, None] * explained
     values = ((explained - delta_f) ** 2).mean(axis=1)
     reasons = []
+    if relative not in (True, False, "global"):
+        raise ValueError(f"relative must be True, False or 'global', got {relative!r}")
     if relative:
         scale = (delta_f**2).mean(axis=1)
+        if relative == "global":
+            scale = np.full(n, scale.mean())
         flat = scale <= 1e-24 * np.maximum(fx**2, 1.0)
         values = np.divide(values, scale, out=np.zeros(n), where=~flat)
         reasons.append((flat, "model output does not change under the perturbations"))
@@ -403,6 +420,26 @@ def gt_shapley_mse(attributions: Any, shapley: Any) -> MetricResult:
     Always defined."""
     A, S = _pair(attributions, shapley)
     return _result("gt_shapley_mse", ((A - S) ** 2).mean(axis=1), False, [], {})
+
+
+def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
+    """Normalised GT-Shapley error, lower is better, in [0, 1] on average: the squared error of the
+    attributions, rescaled by one common beta* = max(0, <w, phi*> / <w, w>) over the whole matrix,
+    relative to the truth's own energy.  Per point, err_n = ||beta* w_n - phi*_n||^2 / mean_m
+    ||phi*_m||^2, so the mean over points is ||beta* W - Phi*||^2 / ||Phi*||^2 = 1 - cos^2(W, Phi*)
+    (uncentred cosine over all points and features jointly; 1 when cos <= 0).
+
+    Unlike the per-row Pearson of :func:`gt_shapley_corr` it sees a per-row offset w_n + c_n, a
+    per-row rescaling and a sign flip (beta* >= 0: -phi* explains nothing, error 1), and it stays free
+    of the scale of w (100 phi* scores 0).  NaN for every point when the truth is all zero.
+    ``params["beta"]`` is the fitted scale."""
+    A, S = _pair(attributions, shapley)
+    energy_a, energy_s = float((A * A).sum()), float((S * S).sum())
+    beta = max(0.0, float((A * S).sum()) / energy_a) if energy_a > 0 else 0.0
+    scale = energy_s / len(S) if energy_s > 0 else 1.0
+    values = ((beta * A - S) ** 2).sum(axis=1) / scale
+    return _result("gt_shapley_error", values, False, [(np.full(len(S), energy_s == 0), "the truth is all zero")],
+                   {"beta": beta})
 
 
 def gt_shapley_corr(attributions: Any, shapley: Any) -> MetricResult:

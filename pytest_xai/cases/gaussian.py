@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -753,7 +754,7 @@ def gaussian_piecewise_constant_rho50(info: CaseInfo, *, seed: int, cache: Any) 
 
 
 @register(family="gaussian", category="fidelity", source=SOURCE + ", §4 piecewise linear",
-          checks={**CHECKS, "monotonicity": {**CHECKS["monotonicity"], "min_monotonicity": 0.6}})
+          checks=CHECKS)
 def gaussian_piecewise_linear_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """w = [0..4] if sum(x) > 0 else [4..0], Gaussian rho = 0.5: not additive; exact Shapley truth."""
     label = PiecewiseLinear(paper_weights(), paper_weights()[::-1])
@@ -871,68 +872,162 @@ def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, thres
                  {"row": row, result.name: float(result.values[row])})
 
 
-@check(marker="xai_gt_shapley", thresholds={"min_corr": 0.9})
-def gt_shapley(attributions, case: Case, *, convention: str = "interventional", min_corr: float) -> Score:
-    """Attributions correlate with the exact Shapley values of the declared convention.
+@check(marker="xai_gt_shapley", thresholds={"max_error": 0.05},
+       passes_by_construction={"noisy_10": "10 % noise (cos 0.995 with the truth) is the sampling error of a "
+                               "converged estimator; the 0.05 tolerance admits it and rejects 30 % noise"})
+def gt_shapley(attributions, case: Case, *, convention: str = "interventional", max_error: float) -> Score:
+    """Attributions equal the exact Shapley values of the declared convention, up to one common scale.
 
-    XAI-Bench GT-Shapley (Liu et al. 2021, §3.1): mean over points of Pearson(w_n, phi*_n), phi*
-    = ``case.truth["shapley_<convention>"]``; pass when the mean >= min_corr.  Default 0.9, from
-    the controls on the gaussian cases (seed 0): exact values score 1.0, exact Shapley values
-    against the 100-row background (what KernelSHAP estimates) 0.96 to 1.0 against the
-    true-marginal truth, seeded normal noise at most 0.07.  Constant rows are undefined,
-    excluded and counted; all undefined fails.
+    XAI-Bench GT-Shapley (Liu et al. 2021, §3.1), in a form that cannot be fooled: the paper's
+    per-point Pearson(w_n, phi*_n) forgives any per-row constant (w_n + c_n scored 1.0) and any
+    per-row scale, and at rho = 0 a swap of two features barely moves it.  Here the error is
+    :func:`pytest_xai.metrics.gt_shapley_error`: ||beta* W - Phi*||^2 / ||Phi*||^2 with one beta* >= 0
+    for the whole case, phi* = ``case.truth["shapley_<convention>"]``; it is 1 - cos^2 of the two
+    matrices, so a per-row offset, a swap, a sign flip (beta* = 0) and noise all count, while 100 w
+    scores like w (scale-free).  Pass when the mean <= max_error.  Default 0.05 (cos >= 0.975), from
+    the zoo on the 13 gaussian cases (seed 0; docs/zoo.md): exact values score 0, exact Shapley
+    values against the 100-row background (what KernelSHAP estimates) at most 0.02 against the
+    true-marginal truth, the truth plus 10 % noise 0.01, plus 30 % noise 0.08, and every other zoo
+    member at least 0.08.  Passes by construction: ``noisy_10`` (within tolerance).  The value is 1
+    - mean error.
     """
     key = f"shapley_{convention}"
     if key not in case.truth:
         raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
-    result = metrics.gt_shapley_corr(attributions_of(attributions), case.truth[key])
-    return _verdict("gt_shapley", result, "min_corr", min_corr, f"correlation with exact {convention} Shapley values",
-                    {"convention": convention})
+    result = metrics.gt_shapley_error(attributions_of(attributions), case.truth[key])
+    score = _verdict("gt_shapley", result, "max_error", max_error,
+                     f"normalised error against exact {convention} Shapley values", {"convention": convention})
+    if result.defined.any():
+        return Score(score.check, score.value, score.passed, score.threshold,
+                     score.detail + f" (common scale beta* = {result.params['beta']:.3g})", score.params, score.worst)
+    return score
 
 
-@check(marker="xai_faithfulness", thresholds={"min_faithfulness": 0.5})
-def faithfulness(attributions, case: Case, *, conditional: str = "interventional", min_faithfulness: float) -> Score:
-    """|w_i| tracks the effect of resampling feature i alone (faithfulness, XAI-Bench eq. 2).
+_TRUTH_SCORES: "weakref.WeakKeyDictionary[Case, dict]" = weakref.WeakKeyDictionary()
 
-    Mean over points of Pearson(|w_i|, Delta_i), Delta_i from 100 samples of the case's
-    conditional with common random numbers; pass when >= min_faithfulness.  Default 0.5, from the
-    controls on the 13 gaussian cases (seed 0): exact interventional Shapley values score 0.73
-    (MLP) to 0.99 (below 1 mostly by the sampling noise of Delta_i), seeded normal noise at most 0.13.
+
+def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metrics.MetricResult:
+    """The XAI-Bench metric behind check ``name``, in the form the check scores."""
+    A, reference = attributions_of(attributions), _reference_for(case, conditional)
+    if name == "faithfulness":  # signed and uncentred: sees sign and per-row offsets
+        return metrics.faithfulness(case.predict, case.inputs, A, reference, absolute=False, centred=False,
+                                    target=case.target)
+    if name == "monotonicity":
+        return metrics.monotonicity(case.predict, case.inputs, A, reference, target=case.target)
+    if name == "infidelity":  # one common beta* >= 0: sees sign and per-row rescaling
+        return metrics.infidelity(case.predict, case.inputs, A, reference, relative="global", normalize="global",
+                                  target=case.target)
+    raise KeyError(name)
+
+
+def _truth_score(name: str, case: Case, conditional: str) -> float:
+    """Mean metric of the case's exact Shapley values (``case.truth["shapley_<conditional>"]``), memoised."""
+    scores = _TRUTH_SCORES.setdefault(case, {})
+    if (name, conditional) not in scores:
+        key = f"shapley_{conditional}"
+        if key not in case.truth:
+            raise ValueError(f"case {case.name!r} has no truth {key!r} to calibrate {name} against")
+        scores[name, conditional] = _metric(name, case, case.truth[key], conditional).mean
+    return scores[name, conditional]
+
+
+def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str, max_gap: float,
+                      what: str) -> Score:
+    """Pass when the mean metric is within ``max_gap`` of what the exact Shapley values of the case
+    score (in the metric's direction; doing better than them passes).  Undefined points are excluded
+    and counted; all undefined fails."""
+    result = _metric(name, case, attributions, conditional)
+    truth = _truth_score(name, case, conditional)
+    params = {"conditional": conditional, "max_gap": max_gap, "truth_score": truth}
+    if not result.defined.any():
+        reason = next(iter(result.reasons.values()), "undefined")
+        return Score(name, 0.0, False, max_gap, f"{what} is undefined for every point ({reason})", params)
+    m, higher = result.mean, result.higher_is_better
+    gap = truth - m if higher else m - truth
+    passed = bool(gap <= max_gap)
+    vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
+    row = int(np.argmin(vals) if higher else np.argmax(vals))
+    undefined = (f"; {result.n_undefined}/{result.values.size} points undefined and excluded"
+                 if result.n_undefined else "")
+    extra = f"; common scale beta* = {result.params['beta'][0]:.3g}" if name == "infidelity" else ""
+    return Score(name, float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)), passed, max_gap,
+                 f"mean {what} {m:.3f}, exact Shapley values score {truth:.3f}: "
+                 f"{'within' if passed else 'more than'} {max_gap:g} of them{undefined}{extra}", params,
+                 {"row": row, result.name: float(result.values[row])})
+
+
+#: Why monotonicity passes some corrupted maps: it reads only the order of |w|.
+_SAME_ORDER = ("monotonicity reads only the order of |w| (Luss et al. 2019; XAI-Bench eq. 3): a map with the "
+               "truth's magnitudes has the truth's order; faithfulness and infidelity are the sign-aware checks")
+_SMALL_NOISE = "10 % noise is the sampling error of a converged estimator; the tolerance admits it"
+
+
+@check(marker="xai_faithfulness", thresholds={"max_gap": 0.03},
+       passes_by_construction={"noisy_10": _SMALL_NOISE})
+def faithfulness(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
+    """w_i tracks, with its sign, the drop of the output when feature i alone is resampled.
+
+    XAI-Bench faithfulness (Liu et al. 2021, eq. 2; Alvarez-Melis & Jaakkola 2018) in a signed,
+    uncentred form (:func:`pytest_xai.metrics.faithfulness` with ``absolute=False, centred=False``):
+    mean over points of cos(w, Delta), Delta_i = f(x) - E_{F minus i}[f] from 100 samples of the
+    case's conditional with common random numbers.  Removing a feature with positive attribution
+    should lower the output, so sign matters: XAI-Bench's Pearson of |w| and |Delta| passed -phi and
+    |phi|, and the input itself on four linear cases (0.54 to 0.57).  Uncentred, because Pearson's
+    centring forgives any per-row offset (phi + c scored like phi).  Calibrated on the case itself:
+    pass when the mean is at least that of the exact Shapley values of the case minus max_gap
+    (default 0.05).  On the 13 gaussian cases (seed 0) the exact values score 0.85 (MLP) to 1.00,
+    exact values against the 100-row background within 0.01 of them, and the closest zoo member not
+    declared (the truth plus 30 % noise) trails by 0.05 to 0.09.  Passes by construction:
+    ``noisy_10`` (within tolerance).
     """
-    result = metrics.faithfulness(case.predict, case.inputs, attributions_of(attributions),
-                                  _reference_for(case, conditional), target=case.target)
-    return _verdict("faithfulness", result, "min_faithfulness", min_faithfulness, f"faithfulness ({conditional})",
-                    {"conditional": conditional})
+    return _relative_verdict("faithfulness", attributions, case, conditional, max_gap,
+                             f"signed uncentred faithfulness ({conditional})")
 
 
-@check(marker="xai_monotonicity", thresholds={"min_monotonicity": 0.7})
-def monotonicity(attributions, case: Case, *, conditional: str = "interventional", min_monotonicity: float) -> Score:
+@check(marker="xai_monotonicity", thresholds={"max_gap": 0.05},
+       passes_by_construction={
+           "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
+           "noisy_10": _SMALL_NOISE,
+           **dict.fromkeys(["input_itself@gaussian_piecewise_linear_rho50", "input_minus_mean@gaussian_piecewise_linear_rho50"],
+                           "the exact Shapley values of this non-additive label are barely monotone (0.67; noise 0.52): "
+                           "ordering by |x_i| scores 0.62, within the 0.05 the other cases need")})
+def monotonicity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
     """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
 
-    Mean over points of the fraction of non-increasing steps; pass when >= min_monotonicity.
-    Default 0.7, from the controls on the gaussian cases (seed 0): exact interventional Shapley
-    values score 0.79 (MLP) to 0.97, seeded normal noise 0.49 to 0.55 (a random order is non-increasing
-    at a step about half the time; standard error over 100 points about 0.025).  Shapley values of
-    the non-additive piecewise-linear label score only 0.67, so that case declares 0.6 (noise 0.52).
+    Mean over points of the fraction of non-increasing steps (Liu et al. 2021, eq. 3; Luss et al.
+    2019).  Ties in |w| are broken in a seeded random order, never by feature index (which gave a
+    zero map 0.73 to 0.78 on the piecewise-constant cases, whose dummies come last), and a row whose
+    |w| are all equal is undefined: it orders nothing.  Calibrated on the case itself: pass when the
+    mean is at least that of the exact Shapley values of the case minus max_gap (default 0.05); an
+    absolute threshold cannot work, since the exact values score 0.67 on the non-additive
+    piecewise-linear label and 0.97 on the piecewise-constant one.  Passes by construction
+    ``sign_flipped``, ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of
+    |w|) and ``noisy_10``.
     """
-    result = metrics.monotonicity(case.predict, case.inputs, attributions_of(attributions),
-                                  _reference_for(case, conditional), target=case.target)
-    return _verdict("monotonicity", result, "min_monotonicity", min_monotonicity, f"monotonicity ({conditional})",
-                    {"conditional": conditional})
+    return _relative_verdict("monotonicity", attributions, case, conditional, max_gap,
+                             f"monotonicity ({conditional})")
 
 
-@check(marker="xai_infidelity", thresholds={"max_infidelity": 0.3})
-def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_infidelity: float) -> Score:
+@check(marker="xai_infidelity", thresholds={"max_gap": 0.05},
+       passes_by_construction={
+           "noisy_10": _SMALL_NOISE,
+           "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
+                       "30 % noise costs 0.045 to 0.049 of E[Delta f^2] on the correlated cases; gt_shapley bounds noise",
+           "swapped@gaussian_linear_rho99": "at rho = 0.99 features 3 and 4 are nearly one variable, so swapping their "
+                                            "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
+                                            "gt_shapley catches the swap"})
+def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
-    Yeh et al. 2019 with subset removal (each feature removed with probability 1/2, 100 subsets
-    per point, expectations over the case's conditional), normalised (scale-free in w) and divided
-    by E[Delta f^2], so it lies in [0, 1] and is free of the output scale (1 = explains nothing);
-    the value is 1 - mean; pass when the mean <= max_infidelity.  Default 0.3, from the controls on
-    the gaussian cases (seed 0): exact interventional Shapley values score 0.01 to 0.13 (0 up to
-    sampling for additive models), seeded normal noise 0.63 to 0.77.
+    Yeh et al. 2019 (XAI-Bench §3.1, Liu et al. 2021) with subset removal: each feature removed with
+    probability 1/2, 100 subsets per point, expectations over the case's conditional, divided by
+    E[Delta f^2] so that it lies in [0, 1] (1 = explains nothing).  The attributions are rescaled by
+    one common beta* >= 0 for the whole case (scale-free in w), not one per point as in Yeh et al.'s
+    code: a per-point beta* may be negative, so -phi scored exactly like phi, and it forgives any
+    per-row rescaling, so the model output copied to every feature passed on the correlated cases.
+    Calibrated on the case itself: pass when the mean is at most that of the exact Shapley values of
+    the case plus max_gap (default 0.05).  The value is 1 - mean.  Passes by construction:
+    ``noisy_10``.
     """
-    result = metrics.infidelity(case.predict, case.inputs, attributions_of(attributions),
-                                _reference_for(case, conditional), relative=True, target=case.target)
-    return _verdict("infidelity", result, "max_infidelity", max_infidelity, f"relative infidelity ({conditional})",
-                    {"conditional": conditional})
+    return _relative_verdict("infidelity", attributions, case, conditional, max_gap,
+                             f"relative infidelity ({conditional})")
