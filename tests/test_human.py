@@ -540,3 +540,20 @@ def test_loader_accepts_a_copy_rooted_at_the_text_folder(tmp_path):
     shutil.copytree(DATA / "Text", tmp_path / "Text")
     direct = human.load_texts(tmp_path / "Text")
     assert [r.id for r in direct.records] == ["7"]
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("check", HUMAN_CHECKS)
+def test_every_zoo_member_applied_to_the_human_mask_fails_unless_declared(built, name, check):
+    """The degenerate-explainer zoo on the case's own truth: only the declared members pass."""
+    from pytest_xai.explainers import degenerate
+
+    case = built[name]
+    truth = case.truth["weighted_mask"]
+    output = case.predict(case.inputs)[:, case.target]
+    assert run_check(check, truth, case).passed
+    for member in degenerate.MEMBERS:
+        attributions = degenerate.apply(member, truth, case.inputs, output, case.background, seed=0)
+        score = run_check(check, attributions, case)
+        declared = CHECKS[check].exemption(member, name)
+        assert score.passed == (declared is not None), (member, declared, score.detail)

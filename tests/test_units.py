@@ -350,3 +350,28 @@ def test_relative_sensitivity_layout_is_checked():
     a = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])  # point 1 is zero everywhere
     change = units.relative_sensitivity(a, 2, 1)
     assert change[0] == 0.0 and np.isnan(change[1])
+
+
+ZOO_TRUTH = {"units_mse": "xai_units", "units_shapley_mse": "shapley", "units_common_mse": "shapley"}
+
+
+@pytest.mark.parametrize("name", UNITS)
+def test_every_zoo_member_fails_unless_declared(built, name):
+    """The degenerate-explainer zoo applied to the unit's own ground truth (shattered gradients:
+    to Shapley values against its wide background): only the declared members pass."""
+    from pytest_xai.explainers import degenerate
+
+    case = built[name]
+    output = np.asarray(case.predict(case.inputs), dtype=float)
+    output = output[:, case.target] if output.ndim == 2 and case.target is not None else output.reshape(len(output))
+    for check_name in case.info.checks:
+        if check_name == "units_sensitivity":
+            reference = run(shapley_on_background, case)
+        else:
+            reference = case.truth[ZOO_TRUTH[check_name]]
+        assert score(case, check_name, reference).passed
+        for member in degenerate.MEMBERS:
+            attributions = degenerate.apply(member, reference, case.inputs, output, case.background, seed=0)
+            result = score(case, check_name, attributions)
+            declared = CHECKS[check_name].exemption(member, name)
+            assert result.passed == (declared is not None), (check_name, member, declared, result.detail)
