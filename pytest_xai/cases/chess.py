@@ -656,38 +656,43 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
     python-chess computes, masks integers in [0, 2**64), exactly the header's number of fields.
     Blank lines are skipped.  A bad row is skipped and reported as a :class:`CsvProblem`
     (``file:line: what``); with ``strict=True`` the first one raises ``ValueError`` instead.
+    A file that cannot be read as UTF-8 CSV raises :class:`pytest_xai.options.DataFileError` (a
+    ``ValueError``) naming the file and line.
     The masks are read as given, not recomputed (a dataset may use another mask variant).
     """
+    import itertools
+
+    from pytest_xai.options import DataFileError, csv_records
+
     chess = _chess()
     path = Path(path)
     rows: list[tuple[str, int, int, int, int]] = []
     problems: list[CsvProblem] = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        first = next((r for r in reader if r), None)
-        if first is None:
-            raise ValueError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
-        names = [name.strip().lower() for name in first]
-        if all(c in names for c in COLUMNS):
-            columns, width, pending = [names.index(c) for c in COLUMNS], len(names), []
-        elif len(first) >= 2 and first[1].strip() in ("0", "1", "2"):
-            columns, width, pending = list(range(5)), 5, [(reader.line_num, first)]
-        else:
-            raise ValueError(f"{path}:{reader.line_num}: expected a header naming "
-                             f"{', '.join(COLUMNS)} or a first data row, got {first!r}")
-        for line, fields in [*pending, *((reader.line_num, r) for r in reader)]:
-            if not fields:
-                continue
-            try:
-                if len(fields) != width:
-                    kind = "truncated row" if len(fields) < width else "too many fields"
-                    raise ValueError(f"{kind}: expected {width} fields, got {len(fields)}")
-                rows.append(_parse_row([fields[c] for c in columns], chess))
-            except ValueError as exc:
-                problem = CsvProblem(str(path), line, str(exc))
-                if strict:
-                    raise ValueError(str(problem)) from None
-                problems.append(problem)
+    records = csv_records(path, f"expected a positions CSV with the columns {','.join(COLUMNS)}")
+    first_line, first = next(((line, r) for line, r in records if r), (None, None))
+    if first is None:
+        raise DataFileError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
+    names = [name.strip().lower() for name in first]
+    if all(c in names for c in COLUMNS):
+        columns, width, pending = [names.index(c) for c in COLUMNS], len(names), []
+    elif len(first) >= 2 and first[1].strip() in ("0", "1", "2"):
+        columns, width, pending = list(range(5)), 5, [(first_line, first)]
+    else:
+        raise DataFileError(f"{path}:{first_line}: expected a header naming "
+                            f"{', '.join(COLUMNS)} or a first data row, got {first!r:.200}")
+    for line, fields in itertools.chain(pending, records):
+        if not fields:
+            continue
+        try:
+            if len(fields) != width:
+                kind = "truncated row" if len(fields) < width else "too many fields"
+                raise ValueError(f"{kind}: expected {width} fields, got {len(fields)}")
+            rows.append(_parse_row([fields[c] for c in columns], chess))
+        except ValueError as exc:
+            problem = CsvProblem(str(path), line, str(exc))
+            if strict:
+                raise DataFileError(str(problem)) from None
+            problems.append(problem)
     return _rows_to_arrays(rows), problems
 
 
@@ -888,7 +893,9 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
     keep[mismatched] = False
     picked = np.concatenate([np.flatnonzero(keep & (rows["label"] == c))[:n_per_class] for c in range(3)])
     if any(np.sum(rows["label"][picked] == c) == 0 for c in range(3)):
-        raise ValueError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
+        from pytest_xai.options import DataFileError
+
+        raise DataFileError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
     return {k: v[picked] for k, v in rows.items()}
 
 

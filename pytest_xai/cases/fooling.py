@@ -33,7 +33,6 @@ reproduces the trained forest's probabilities on stored probe rows (otherwise it
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import os
 import time
@@ -117,71 +116,71 @@ def load_compas(path: str | os.PathLike, *, seed: int = 0, min_rows: int = MIN_R
     and a score_text (not 'NA' or empty: Slack et al.'s pandas code reads 'NA' as NaN and so keeps
     such rows, against the filter's intent); length_of_stay = whole days from c_jail_in to c_jail_out;
     race = 1 for African-American; unrelated_column is seeded uniform 0/1; label 0 when score_text
-    is 'High'.  Returns (X, y) with columns ``FEATURE_NAMES``.  A malformed file raises ValueError
-    naming the file, line and column, and what to do.
+    is 'High'.  Returns (X, y) with columns ``FEATURE_NAMES``.  A malformed file (not UTF-8, not
+    CSV, a missing column, a bad cell) raises :class:`pytest_xai.options.DataFileError` (a
+    ValueError) naming the file, line and column, and what to do.
     """
-    path = Path(path)
-    try:
-        return _read_compas(path, seed, min_rows)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); use ProPublica's "
-                         f"unmodified {COMPAS_FILE}") from None
+    return _read_compas(Path(path), seed, min_rows)
 
 
 def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    from pytest_xai.options import DataFileError, csv_records
+
     fix = f"use ProPublica's unmodified {COMPAS_FILE} (propublica/compas-analysis), or remove it to use synthetic data"
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if not header:
-            raise ValueError(f"{path}: the file is empty; {fix}")
-        column = {}
-        for index, name in enumerate(header):
-            column.setdefault(name.strip(), index)  # duplicated names (priors_count): the first one
-        missing = [name for name in _REQUIRED if name not in column]
-        if missing:
-            raise ValueError(f"{path}, line 1 (header): missing column(s) {', '.join(missing)}; {fix}")
-        rows = []
-        for row in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) < len(header):
-                raise ValueError(f"{path}, line {line}: {len(row)} fields, the header has {len(header)}; {fix}")
-            cell = {name: row[column[name]].strip() for name in _REQUIRED}
+    records = csv_records(path, fix)
+    _, header = next(records, (None, None))
+    if not header:
+        raise DataFileError(f"{path}: the file is empty; {fix}")
+    column = {}
+    for index, name in enumerate(header):
+        column.setdefault(name.strip(), index)  # duplicated names (priors_count): the first one
+    missing = [name for name in _REQUIRED if name not in column]
+    if missing:
+        raise DataFileError(f"{path}, line 1 (header): missing column(s) {', '.join(missing)}; {fix}")
+    rows = []
+    for line, row in records:
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < len(header):
+            raise DataFileError(f"{path}, line {line}: {len(row)} fields, the header has {len(header)}; {fix}")
+        cell = {name: row[column[name]].strip() for name in _REQUIRED}
 
-            def number(name):
-                try:
-                    return float(cell[name])
-                except ValueError:
-                    raise ValueError(f"{path}, line {line}, column {name!r}: {cell[name]!r} is not a number; "
-                                     f"{fix}") from None
+        def number(name):
+            try:
+                value = float(cell[name])
+            except ValueError:
+                value = float("nan")
+            if not np.isfinite(value):
+                raise DataFileError(f"{path}, line {line}, column {name!r}: {cell[name]!r:.80} is not a number; "
+                                    f"{fix}") from None
+            return value
 
-            if cell["days_b_screening_arrest"] in ("", "NA"):  # pandas reads these as NaN: filtered out
-                continue
-            if not -30 <= number("days_b_screening_arrest") <= 30 or number("is_recid") == -1:
-                continue
-            if cell["c_charge_degree"] == "O" or cell["score_text"] in ("", "NA"):
-                continue
-            if cell["c_charge_degree"] not in ("F", "M"):
-                raise ValueError(f"{path}, line {line}, column 'c_charge_degree': {cell['c_charge_degree']!r} "
-                                 f"is not F, M or O; {fix}")
-            if cell["sex"] not in ("Female", "Male"):
-                raise ValueError(f"{path}, line {line}, column 'sex': {cell['sex']!r} is not Female or Male; {fix}")
-            stay = {}
-            for name in ("c_jail_in", "c_jail_out"):
-                try:
-                    stay[name] = _date(cell[name])
-                except ValueError as exc:
-                    raise ValueError(f"{path}, line {line}, column {name!r}: {exc}; {fix}") from None
-            felony, male = cell["c_charge_degree"] == "F", cell["sex"] == "Male"
-            rows.append((number("age"), number("two_year_recid"), number("priors_count"),
-                         float((stay["c_jail_out"] - stay["c_jail_in"]).days), felony, not felony,
-                         not male, male, cell["race"] == "African-American", cell["score_text"] == "High"))
+        if cell["days_b_screening_arrest"] in ("", "NA"):  # pandas reads these as NaN: filtered out
+            continue
+        if not -30 <= number("days_b_screening_arrest") <= 30 or number("is_recid") == -1:
+            continue
+        if cell["c_charge_degree"] == "O" or cell["score_text"] in ("", "NA"):
+            continue
+        if cell["c_charge_degree"] not in ("F", "M"):
+            raise DataFileError(f"{path}, line {line}, column 'c_charge_degree': {cell['c_charge_degree']!r:.80} "
+                                f"is not F, M or O; {fix}")
+        if cell["sex"] not in ("Female", "Male"):
+            raise DataFileError(f"{path}, line {line}, column 'sex': {cell['sex']!r:.80} is not Female or Male; "
+                                f"{fix}")
+        stay = {}
+        for name in ("c_jail_in", "c_jail_out"):
+            try:
+                stay[name] = _date(cell[name][:80])
+            except ValueError as exc:
+                raise DataFileError(f"{path}, line {line}, column {name!r}: {exc}; {fix}") from None
+        felony, male = cell["c_charge_degree"] == "F", cell["sex"] == "Male"
+        rows.append((number("age"), number("two_year_recid"), number("priors_count"),
+                     float((stay["c_jail_out"] - stay["c_jail_in"]).days), felony, not felony,
+                     not male, male, cell["race"] == "African-American", cell["score_text"] == "High"))
     if len(rows) < min_rows:
-        raise ValueError(f"{path}: {len(rows)} rows remain after the filters of Slack et al. (days_b_screening_arrest "
-                         f"in [-30, 30], is_recid != -1, c_charge_degree != 'O', score_text present); the attack "
-                         f"needs at least {min_rows}; {fix}")
+        raise DataFileError(f"{path}: {len(rows)} rows remain after the filters of Slack et al. "
+                            f"(days_b_screening_arrest in [-30, 30], is_recid != -1, c_charge_degree != 'O', "
+                            f"score_text present); the attack needs at least {min_rows}; {fix}")
     table = np.array(rows, dtype=float)
     unrelated = np.random.default_rng([seed, 2020]).integers(0, 2, len(table)).astype(float)
     X = np.column_stack([table[:, :9], unrelated])
