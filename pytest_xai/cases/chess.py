@@ -761,7 +761,22 @@ MAX_DISTANCE = {"correlation": 0.5, "chebyshev": 0.48, "euclidean": 0.27}
 METRIC_RANGE = {"correlation": 2.0, "chebyshev": 1.0, "euclidean": 1.0, "cosine": 1.0}
 
 
-@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]})
+_NGT_MAGNITUDE = ("the map is reduced to max |A| over the 12 planes divided by its maximum (the paper's "
+                  "reduction), so the sign and the scale of the attributions cannot matter")
+
+
+@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]}, passes_by_construction={
+    "sign_flipped": _NGT_MAGNITUDE,
+    "scaled_negative": _NGT_MAGNITUDE,
+    "abs_of_exact": _NGT_MAGNITUDE,
+    "row_offset": "a positive constant added to the non-negative mask survives the reduction as (m + c) / (1 + c), "
+                  "at correlation distance 0 from the mask",
+    "swapped": "exchanging two of the 768 plane-square inputs moves at most two of the 64 reduced squares",
+    "noisy_10": "noise at 10 % of the mask's RMS keeps the reduced map well within half the random distance",
+    "noisy_30": "noise at 30 % of the mask's RMS keeps the reduced map within half the random distance",
+    "noisy_100": "the reference is the 0/1 mask broadcast to 12 planes: noise at its RMS (below 1) lowers the "
+                 "contrast of the reduced map without reaching the random distance",
+})
 def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlation",
         max_distance: float | None = None) -> Score:
     """Near-ground-truth distance: the explanation, reduced to 8x8, is close to the NGT mask.
@@ -785,6 +800,11 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
     is 1.0 for both, so it only passes near-exact masks.
     For the oracle cases the number of invalid boards the oracle saw since the last check is
     reported in ``params`` and the counter is reset.
+    Zoo (``tests/test_zoo.py``): zeros, constants and the output copied are constant maps
+    (undefined, fail), the input itself, the input minus the mean, noise and shuffled rows fail.
+    Passed by construction (declared): the sign and scale of the map and |A| (the reduction takes
+    max |A| over planes and divides by its maximum), a positive offset of the mask (removed by the
+    correlation), exchanging two of the 768 inputs, and noise up to the mask's RMS.
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")

@@ -446,7 +446,23 @@ def compas_shap_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_RO
 # ------------------------------------------------------------------------------------------ check
 
 
-@check(marker="xai_fooling", thresholds={"min_race_top": 0.9, "max_unrelated_top": 0.0})
+_RANKS_OF_ABS = "the check ranks |A| per row, which the sign and the scale of the attributions cannot change"
+
+
+@check(marker="xai_fooling", thresholds={"min_race_top": 0.9, "max_unrelated_top": 0.0}, passes_by_construction={
+    "sign_flipped": _RANKS_OF_ABS,
+    "scaled_negative": _RANKS_OF_ABS,
+    "abs_of_exact": _RANKS_OF_ABS,
+    "shuffled_rows": "the check asks only which feature is first in each row; the correct explanation puts race "
+                     "first in every row, so every other row's explanation does too",
+    "row_offset": "race's attribution dominates the reference's RMS; an offset of 0.5-1.5 RMS on every "
+                  "feature keeps |race| first",
+    "noisy_10": "noise at 10 % of the RMS is far below race's margin over the next feature",
+    "noisy_30": "noise at 30 % of the RMS stays below race's margin over the next feature",
+    "swapped@compas_shap_scaffold": "every substitution explainer is fooled by this scaffold and puts "
+                                    "unrelated_column first, race second: swapping the two top features of that "
+                                    "(fooled) reference puts race first",
+})
 def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top: float,
             max_unrelated_top: float) -> Score:
     """Race stays the top feature of a racist model hidden behind an innocuous scaffold (not fooled).
@@ -459,6 +475,11 @@ def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top
     reported too.  Defaults from controls on compas_lime_scaffold: exact interventional Shapley
     values (substitutions stay on the lattice) put race first in every row, LIME (fooled) and
     random noise (race first with probability 1/10) put it first in few rows.
+    Zoo (``tests/test_zoo.py``): zeros and constants tie every feature (a tie is not a win), the
+    input itself, the output copied, the input minus the mean and noise fail.  Passed by
+    construction (declared): sign, scale and |A| (ranks of |A|), exchanging rows of an explanation
+    that puts race first in every row, an offset or noise below race's margin, and, on the SHAP
+    scaffold, swapping the two top features of a fooled reference.
     """
     A = np.abs(attributions_of(attributions)).reshape(len(case.inputs), -1)
     n = A.shape[1]
