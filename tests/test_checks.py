@@ -78,7 +78,7 @@ def test_ranking_tie_is_not_a_win():
     case = cases.get("a_and_b_or_c")
     tie = np.ones(case.inputs.shape)
     result = score("ranking", tie, case)
-    assert not result.passed and result.value == pytest.approx(0.5)
+    assert not result.passed and result.worst["rank"] == pytest.approx(1.0)  # a three-way tie: average rank 1
 
 
 def test_ranks_use_average_ties():
@@ -88,3 +88,67 @@ def test_ranks_use_average_ties():
 def test_score_value_must_be_in_unit_interval():
     with pytest.raises(ValueError):
         checks.Score("x", float("nan"), False, 0.0, "")
+
+
+# ---------------------------------------------------------------------------------------------
+# "Explains nothing" guards; each test failed before its guard existed
+
+
+def _zoo(member, case, reference_key="shapley"):
+    from pytest_xai import metrics
+    from pytest_xai.explainers import degenerate
+
+    return degenerate.apply(member, case.truth[reference_key], case.inputs,
+                            metrics.outputs(case.predict, case.inputs, case.target), case.background)
+
+
+@pytest.mark.parametrize("name", ["x0_plus_x1_uniform_stat_dep", "x0_plus_x1_non_uniform_stat_indep"])
+def test_symmetric_effect_fails_the_model_output_copied_to_every_feature(name):
+    """For f = x0 + x1 the output copied to both features has equal effects (1 and 1): it passed."""
+    case = cases.get(name)
+    result = score("symmetric_effect", _zoo("output_copied", case), case)
+    assert not result.passed and "does not tell the features apart" in result.detail
+    assert not score("symmetric_effect", _zoo("sign_flipped", case), case).passed
+    assert score("symmetric_effect", _zoo("input_minus_mean", case), case).passed  # interventional Shapley here
+
+
+@pytest.mark.parametrize("member", ["constant", "sign_flipped", "scaled_negative", "abs_of_exact", "swapped"])
+def test_symmetry_fails_maps_that_do_not_move_with_the_output(member):
+    """All of these are symmetric, and all passed: none moves with the output when a feature is switched on."""
+    case = cases.get("cough_and_fever")
+    result = score("symmetry", _zoo(member, case), case)
+    assert not result.passed and "explains nothing" in result.detail
+
+
+@pytest.mark.parametrize("member", ["sign_flipped", "scaled_negative", "abs_of_exact"])
+def test_ranking_reads_magnitudes_but_fails_sign_errors(member):
+    case = cases.get("cough_and_fever_10_90")
+    assert not score("ranking", _zoo(member, case), case).passed
+
+
+@pytest.mark.parametrize("member", ["sign_flipped", "abs_of_exact", "swapped", "shuffled_rows"])
+def test_correlated_fails_maps_that_keep_the_twin_at_zero_but_get_the_used_feature_wrong(member):
+    case = cases.get("correlated_features")
+    result = score("correlated", _zoo(member, case), case)
+    assert not result.passed and "does not follow its own effect" in result.detail
+
+
+@pytest.mark.parametrize("member", ["sign_flipped", "abs_of_exact", "row_offset", "swapped", "shuffled_rows"])
+def test_stress_rank_fails_maps_with_the_right_mean_magnitudes_but_wrong_rows(member):
+    """Mean |A| over rows is blind to sign, offsets and row order: these all passed rank and Spearman."""
+    case = cases.get("stress_nb_features")
+    result = score("stress_rank", _zoo(member, case, "logit_shap"), case)
+    assert not result.passed and result.worst["cosine"] < 0.8, result.detail
+    assert score("stress_rank", case.truth["logit_shap"], case).passed
+
+
+def test_lime_moves_against_the_output_on_binary_features():
+    """A finding of the guard: lime_tabular's indicator weights on 0/1 features have the wrong sign
+    (at cough = fever = 1, f = 80, it gives cough -49), which the sign-blind checks used to pass."""
+    pytest.importorskip("lime")
+    from pytest_xai.explainers.lime import lime_tabular
+
+    case = cases.get("cough_and_fever")
+    result = score("symmetry", lime_tabular(case.inputs, case.predict, case.background, None,
+                                            case.feature_names, 0), case)
+    assert not result.passed and "moves against it" in result.detail
