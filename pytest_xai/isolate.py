@@ -1,119 +1,411 @@
-"""Run an untrusted call in a forked child with a time limit (DESIGN §7).
+"""Worker processes that run untrusted explainers under a CPU-time limit (docs/reliability.md).
 
-A thread cannot be stopped, and a signal cannot interrupt C code that holds the GIL, so an
-explainer that spins in C would stall CI forever.  A forked child can always be killed: the parent
-waits on a pipe until the deadline and then sends SIGKILL.  The child also isolates crashes
-(segfaults in native code) and in-place mutation from the session.  Where ``fork`` does not exist
-(Windows) the call runs in-process without a limit.
+One reusable worker per explainer and plugin process, started fresh (``python -m
+pytest_xai.worker``, never a fork, so no OpenMP or BLAS thread pool of the plugin is inherited) in
+a session of its own, so that stopping it stops anything it started.  The limit is measured in CPU
+seconds of the worker, so a busy machine does not change a verdict; a wall-clock backstop stops an
+explainer that sleeps or deadlocks.  Replies are :mod:`pytest_xai.wire` messages (JSON and float64
+arrays, never pickles), carrying the request's random token.  A worker that crashed, was stopped or
+sent anything malformed is killed and replaced on the next call.
+
+Why not pebble or loky: both return results by unpickling what the worker sends, which lets
+explainer code run in the plugin's process, and both time tasks in wall seconds.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
-import selectors
+import secrets
 import signal
-import struct
+import subprocess
+import sys
+import tempfile
 import time
-import traceback
-from typing import Any, Callable
+import weakref
+from dataclasses import dataclass
+from typing import Any
 
+from pytest_xai import wire
 from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+from pytest_xai.worker import ARRAYS
 
-CAN_FORK = hasattr(os, "fork")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                    "NUMEXPR_NUM_THREADS")
+#: Below this share of one core over the wall time, a stopped call is reported as idle.
+IDLE_SHARE = 0.05
+#: Wall seconds a worker may take to import the explainer and build a case before a call starts.
+LOADING_WALL = 600.0
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class ExplainerRaised(ExplainerError):
-    """The explainer raised; ``.traceback`` holds the child's formatted traceback."""
+    """The explainer raised; ``.traceback`` holds the worker's formatted traceback."""
 
     def __init__(self, message: str, traceback_text: str):
         super().__init__(message)
         self.traceback = traceback_text
 
 
-def _describe(exc: BaseException) -> tuple[str, str, str]:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return type(exc).__name__, str(exc), tb
+@dataclass(frozen=True)
+class Limits:
+    """``cpu``: CPU seconds per call (None: no limit); ``wall``: the wall-clock backstop."""
+
+    cpu: float | None
+    wall: float | None
 
 
-def _child(fn: Callable[[], Any], write_fd: int) -> None:
+def thread_environment() -> dict[str, str]:
+    """The environment of a worker: this one, with one thread per pool unless the user chose."""
+    env = dict(os.environ)
+    for var in THREAD_VARIABLES:
+        env.setdefault(var, "1")
+    return env
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` and its reaped children (Linux /proc), else None."""
     try:
-        try:
-            payload = ("ok", fn())
-        except NotApplicable as exc:
-            payload = ("not_applicable", str(exc))
-        except ExplainerError as exc:
-            payload = ("invalid", str(exc))
-        except BaseException as exc:  # the explainer is untrusted: report everything
-            payload = ("raised", _describe(exc))
-        try:
-            data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            data = pickle.dumps(("raised", _describe(exc)))
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(struct.pack("<Q", len(data)))
-            pipe.write(data)
-    finally:
-        os._exit(0)
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / _CLK_TCK
 
 
-def _read(read_fd: int, deadline: float | None) -> bytes:
-    chunks = []
-    with selectors.DefaultSelector() as selector:
-        selector.register(read_fd, selectors.EVENT_READ)
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise TimeoutError
-            if not selector.select(remaining):
-                continue
-            chunk = os.read(read_fd, 1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+class _Stop(Exception):
+    pass
 
 
-def call(fn: Callable[[], Any], timeout: float | None) -> Any:
-    """Return ``fn()`` computed in a child process, killed after ``timeout`` seconds.
+#: Libraries a zygote imports (when the plugin's process uses them) so that workers start warm.
+PRELOAD = ("numpy", "scipy.stats", "sklearn.ensemble", "sklearn.linear_model", "sklearn.neural_network",
+           "sklearn.tree", "xgboost", "torch", "shap", "captum.attr", "lime.lime_tabular", "chess",
+           "pytest_xai.cases", "pytest_xai.contract", "pytest_xai.explainers.baselines")
 
-    ``timeout`` of None or 0 runs ``fn`` in this process (no limit; useful under a debugger).
-    Raises NotApplicable, ExplainerTimeout, ExplainerRaised or ExplainerError.
+
+class Zygote:
+    """A clean process that has imported the heavy libraries and forks workers on request.
+
+    Started fresh (``python -m pytest_xai.worker --zygote``) with one thread per pool; it never runs
+    user code and refuses to fork while it holds more than one thread (then a worker is spawned
+    from scratch instead).  One per plugin process, shared by its sessions.
     """
-    if not timeout or not CAN_FORK:
+
+    _shared: "Zygote | None" = None
+
+    def __init__(self, modules: list[str]):
+        import socket
+
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            return fn()
-        except (NotApplicable, ExplainerError):
-            raise
-        except Exception as exc:
-            name, message, tb = _describe(exc)
-            raise ExplainerRaised(f"raised {name}: {message}", tb) from exc
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        os.close(read_fd)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _child(fn, write_fd)
-    os.close(write_fd)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_xai.worker", "--zygote", str(theirs.fileno()), *modules],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True, env=thread_environment())
+        finally:
+            theirs.close()
+        self.ready = False
+
+    @classmethod
+    def shared(cls) -> "Zygote | None":
+        """The zygote of this process, started on first use (None where it cannot work)."""
+        if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
+            return None
+        if cls._shared is None or cls._shared.proc.poll() is not None:
+            top = {name.partition(".")[0] for name in sys.modules}
+            cls._shared = cls([m for m in PRELOAD if m.partition(".")[0] in top or m.startswith("pytest_xai")])
+        return cls._shared
+
+    def _ask(self, request: dict, fds: tuple = (), timeout: float = 30.0) -> dict:
+        import json
+        import socket
+
+        self.sock.settimeout(300.0 if not self.ready else timeout)  # the first answer waits for imports
+        if not self.ready:
+            json.loads(self.sock.recv(4096))
+            self.ready = True
+        socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+        return json.loads(self.sock.recv(4096) or b"{}")
+
+    def fork(self, fds: tuple[int, int, int]) -> int | None:
+        """A new worker's pid, or None when the zygote cannot fork safely now."""
+        try:
+            return self._ask({"op": "fork"}, fds).get("pid")
+        except (OSError, ValueError):
+            self.stop()
+            return None
+
+    def status(self, pid: int) -> int | None:
+        """The exit code of a finished worker (negative: the signal), as the zygote reaped it."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                status = self._ask({"op": "status", "pid": pid}).get("status")
+            except (OSError, ValueError):
+                return None
+            if status is not None:
+                return status
+            time.sleep(0.01)
+        return None
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.sock.close()
+        if Zygote._shared is self:
+            Zygote._shared = None
+
+
+def _process_state(pid: int) -> bytes | None:
+    """The one-letter state of ``pid`` (b"Z" for a zombie), or None when it is gone."""
     try:
-        data = _read(read_fd, time.monotonic() + timeout)
-    except TimeoutError:
-        os.kill(pid, signal.SIGKILL)
-        raise ExplainerTimeout(
-            f"did not return within {timeout:g} s and was stopped (raise the limit with --xai-timeout)"
-        ) from None
-    finally:
-        os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-    if len(data) < 8 or len(data) != 8 + struct.unpack("<Q", data[:8])[0]:
-        how = (f"was killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
-               if os.WIFSIGNALED(status) else f"exited with status {os.WEXITSTATUS(status)}")
-        raise ExplainerError(f"its process {how} before returning (a crash in native code?)")
-    kind, value = pickle.loads(data[8:])
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+class Worker:
+    """One worker process serving one explainer spec: forked by the zygote, or spawned."""
+
+    def __init__(self, spec: str):
+        self.spec = spec
+        self._ended, self._status = False, None
+        self.log = tempfile.TemporaryFile()
+        request_r, self._request = os.pipe()
+        self._reply, reply_w = os.pipe()
+        try:
+            zygote = Zygote.shared()
+            self.zygote = zygote
+            self.pid = zygote.fork((request_r, reply_w, self.log.fileno())) if zygote else None
+            self.proc = None
+            if self.pid is None:
+                self.zygote = None
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "pytest_xai.worker", str(request_r), str(reply_w)],
+                    pass_fds=(request_r, reply_w), stdin=subprocess.DEVNULL, stdout=self.log,
+                    stderr=subprocess.STDOUT, start_new_session=True, env=thread_environment())
+                self.pid = self.proc.pid
+        finally:
+            os.close(request_r)
+            os.close(reply_w)
+        _LIVE.add(self)
+
+    @property
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return _process_state(self.pid) not in (None, b"Z")
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code once the worker has ended (negative: killed by that signal), or None."""
+        if self._ended:
+            return self._status
+        if self.proc is not None:
+            try:
+                return self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None
+        deadline = time.monotonic() + timeout
+        while self.alive:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
+        self._ended, self._status = True, self.zygote.status(self.pid)
+        return self._status
+
+    def output(self, limit: int = 2000) -> str:
+        """The tail of what the worker printed since the last call."""
+        self.log.seek(0)
+        text = self.log.read().decode("utf-8", "replace").strip()
+        return wire.clip(text[-limit:], limit) if text else ""
+
+    def call(self, header: dict, limits: Limits, blob: bytes = b"") -> tuple[dict, dict]:
+        """Send one request and return the reply; raise ExplainerTimeout or ExplainerError."""
+        self.log.seek(0)
+        self.log.truncate()
+        token = secrets.token_hex(16)
+        try:
+            wire.write(self._request, wire.pack({**header, "token": token}, blob=blob))
+        except OSError:  # the worker died while idle
+            raise self._died("before it received the call") from None
+        # Until the worker says "started", it imports and builds the case: only a loose wall limit.
+        loading = Limits(cpu=None, wall=max(limits.wall or 0.0, LOADING_WALL))
+        phase = {"limits": loading, "wall": time.monotonic(), "cpu": cpu_seconds(self.pid)}
+
+        def tick() -> None:
+            wall = time.monotonic() - phase["wall"]
+            now, cpu, lim = cpu_seconds(self.pid), phase["cpu"], phase["limits"]
+            used = wall if now is None or cpu is None else now - cpu
+            if lim is loading and wall > lim.wall:
+                raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
+            if lim.cpu is not None and used > lim.cpu:
+                raise _Stop(f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
+                            f"raise the limit with --xai-timeout, or give it a smaller budget)")
+            if lim.cpu is not None and used < IDLE_SHARE * wall and wall > lim.cpu:
+                raise _Stop(f"was idle: it used {used:.2f} CPU seconds in {wall:.1f} s, so it sleeps, waits or is "
+                            f"deadlocked (a thread pool or lock inherited through a fork, input(), a network call?)")
+            if lim.wall is not None and wall > lim.wall:
+                raise _Stop(f"did not return within the wall-clock backstop of {lim.wall:g} s "
+                            f"(it used {used:.1f} CPU seconds; see --xai-wall-timeout)")
+            if not self.alive:
+                raise EOFError
+
+        try:
+            while True:
+                reply, arrays = wire.read(self._reply, tick, names=ARRAYS)
+                if reply.get("token") != token:
+                    self.kill()
+                    raise ExplainerError("sent a result that does not answer the call (a forged or stale message "
+                                         "on the worker's result channel); the worker was replaced")
+                if reply.get("kind") != "started":
+                    return reply, arrays
+                phase.update(limits=limits, wall=time.monotonic(), cpu=cpu_seconds(self.pid))
+        except _Stop as stop:
+            printed = self.output()
+            self.kill()
+            raise ExplainerTimeout(f"{stop}" + (f"\n\nit printed:\n{printed}" if printed else "")) from None
+        except EOFError:
+            raise self._died("before replying") from None
+        except wire.WireError as exc:
+            self.kill()
+            raise ExplainerError(f"sent a malformed result ({exc}); did the explainer write to the worker's "
+                                 f"result channel?") from None
+        except ExplainerError:
+            raise
+        except BaseException:  # Ctrl-C or SIGTERM of the session: stop the explainer at once
+            self.kill()
+            raise
+
+    def _died(self, when: str) -> ExplainerError:
+        status = self.wait(5)
+        printed = self.output()
+        self.kill()
+        why = ""
+        if status is None:
+            how = "closed its result channel"
+        elif status < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-status).name}"
+            except ValueError:
+                how = f"was killed by signal {-status}"
+            if -status in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT):
+                why = " (a crash in native code)"
+        else:
+            how = f"exited with status {status}"
+            why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
+        return ExplainerError(f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else ""))
+
+    def kill(self) -> None:
+        """Stop the worker and everything in its session, at once."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.wait(5)
+        self.close_fds()
+
+    def stop(self) -> None:
+        """Let the worker finish (EOF on its requests), then make sure its whole session is gone."""
+        try:
+            os.close(self._request)
+            self._request = -1
+        except OSError:
+            pass
+        self.wait(1)
+        self.kill()
+
+    def close_fds(self) -> None:
+        for name in ("_request", "_reply"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, -1)
+        self.log.close()
+        _LIVE.discard(self)
+
+
+class Pool:
+    """The workers of one plugin process: one per explainer spec, started on first use."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.workers: dict[str, Worker] = {}
+        self.broken: dict[str, ExplainerError] = {}
+
+    def _worker(self, spec: str) -> Worker:
+        worker = self.workers.get(spec)
+        if worker is not None and worker.alive:
+            return worker
+        if spec in self.broken:
+            raise self.broken[spec]
+        worker = self.workers[spec] = Worker(spec)
+        try:
+            reply, _ = worker.call({"op": "init", "spec": spec, "sys_path": list(sys.path), "cwd": os.getcwd(),
+                                    "environ": thread_environment()}, self.limits)
+            _raise_for(reply, "loading it (and its prepare) in the worker")
+        except NotApplicable as exc:
+            self.broken[spec] = ExplainerError(f"its prepare raised NotApplicable: {exc}")
+        except ExplainerError as exc:
+            self.broken[spec] = type(exc)(f"{exc}") if not isinstance(exc, ExplainerRaised) else exc
+        if spec in self.broken:
+            worker.kill()
+            raise self.broken[spec]
+        return worker
+
+    def explain(self, spec: str, request: dict, case: Any = None) -> tuple[dict, dict]:
+        """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
+        blob = b""
+        if case is not None:
+            try:
+                blob = pickle.dumps(case)
+            except Exception as exc:
+                raise ExplainerError(
+                    f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
+                    f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
+                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)") from None
+        worker = self._worker(spec)
+        try:
+            reply, arrays = worker.call({"op": "explain", **request}, self.limits, blob)
+        finally:
+            if not worker.alive:
+                self.workers.pop(spec, None)
+        _raise_for(reply, "")
+        return reply, arrays
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+        self.workers.clear()
+
+
+def _raise_for(reply: dict, during: str) -> None:
+    kind = reply.get("kind")
+    message = wire.clip(reply.get("message", ""), 4000)
+    where = f" while {during}" if during else ""
     if kind == "ok":
-        return value
+        return
     if kind == "not_applicable":
-        raise NotApplicable(value)
+        raise NotApplicable(message)
     if kind == "invalid":
-        raise ExplainerError(value)
-    name, message, tb = value
-    raise ExplainerRaised(f"raised {name}: {message}", tb)
+        raise ExplainerError(message)
+    if kind == "raised":
+        raise ExplainerRaised(f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}",
+                              wire.clip(reply.get("traceback", "")))
+    raise ExplainerError(f"{message or 'the worker sent an unknown reply'}{where}")
+
+
+@atexit.register
+def _kill_all() -> None:
+    for worker in list(_LIVE):
+        worker.kill()
+    if Zygote._shared is not None:
+        Zygote._shared.stop()

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
-import zlib
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from pytest_xai.case import CATEGORIES
-from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
+from pytest_xai.errors import NotApplicable, SpecError
+from pytest_xai.runner import derive_seed  # noqa: F401 - public name, used in examples
 
 DEFAULT_TIMEOUT = 120.0
+WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
 SUITE = Path(__file__).parent / "suite" / "xai_suite.py"
 CATEGORY_MARKERS = {
     "xai_fidelity": "fidelity: does the explanation reflect what the model computes",
@@ -50,18 +50,19 @@ xai_state = pytest.StashKey["XaiState"]()
 class XaiState:
     """Everything the plugin knows for one session (one per xdist worker, plus the controller)."""
 
-    def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float):
+    def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float,
+                 wall_timeout: float | None = None):
         self.config = config
         self.explainers = explainers
-        self.thresholds = thresholds
+        self.thresholds = thresholds  # {"ini": {check: {param: value}}, "command line": {...}}
         self.seed = seed
         self.timeout = timeout
+        self.wall_timeout = wall_timeout if wall_timeout is not None else WALL_FACTOR * timeout
         data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
         self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[dict] = []
-        self.explanations: dict[tuple, tuple] = {}
-        self.prepared: set[str] = set()
         self._cache = None
+        self._runner = None
 
     @property
     def cache(self):
@@ -72,6 +73,18 @@ class XaiState:
             root = self.config.cache.mkdir("xai") if getattr(self.config, "cache", None) else None
             self._cache = Cache(root)
         return self._cache
+
+    @property
+    def runner(self):
+        """The execution engine (``pytest_xai.runner``), started on first use."""
+        if self._runner is None:
+            from pytest_xai.isolate import Limits
+            from pytest_xai.runner import Runner
+
+            limits = Limits(cpu=_finite_or_none(self.timeout), wall=_finite_or_none(self.wall_timeout)) \
+                if self.timeout else None
+            self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir)
+        return self._runner
 
     # Hooks: this object is registered as a plugin in pytest_configure.
 
@@ -100,13 +113,17 @@ class XaiState:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, exitstatus: int) -> None:
+        if self._runner is not None:
+            self._runner.close()
         path = self.config.getoption("xai_report")
         if not path or hasattr(self.config, "workerinput"):  # xdist workers report through the controller
             return
         from pytest_xai import report as xai_report
 
         options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
-                   "timeout": self.timeout, "args": list(self.config.invocation_params.args)}
+                   "timeout": self.timeout, "wall_timeout": self.wall_timeout,
+                   "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
+                   "args": list(self.config.invocation_params.args)}
         doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
         xai_report.write_json(path, doc)
 
@@ -119,7 +136,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xai-seed", type=int, default=None, metavar="N",
                     help="base seed of cases and explainers (default: ini xai_seed, else 0)")
     group.addoption("--xai-timeout", type=float, default=None, metavar="SECONDS",
-                    help=f"time limit per explainer call (default {DEFAULT_TIMEOUT:g}); 0 runs in-process without limit")
+                    help=f"limit per explainer call in CPU seconds of its worker process (default {DEFAULT_TIMEOUT:g}); "
+                         f"0 runs calls in-process, without isolation or limit (a debugging aid)")
+    group.addoption("--xai-wall-timeout", type=float, default=None, metavar="SECONDS",
+                    help=f"wall-clock backstop per explainer call, for explainers that sleep or deadlock "
+                         f"(default {WALL_FACTOR:g} x --xai-timeout)")
     group.addoption("--xai-threshold", action="append", default=[], metavar="CHECK.PARAM=VALUE",
                     help="override a check's threshold, e.g. symmetry.rtol=0.1; repeatable")
     group.addoption("--xai-report", default=None, metavar="PATH", help="write the JSON report to PATH")
@@ -139,43 +160,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default=str(DEFAULT_TIMEOUT))
 
 
-def _number(config: pytest.Config, option: str, ini: str, kind: type) -> Any:
+def _finite_or_none(value: float) -> float | None:
+    return None if value is None or value == float("inf") else float(value)
+
+
+def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
+    """``check(value, source)`` from :mod:`pytest_xai.options`; a bad value is a usage error (exit 4)."""
+    from pytest_xai.options import OptionError
+
+    try:
+        return check(value, source)
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _number(config: pytest.Config, option: str, ini: str, check: Callable[[Any, str], Any]) -> Any:
     value = config.getoption(option)
     if value is not None:
-        return value
-    raw = config.getini(ini)
-    try:
-        return kind(raw)
-    except ValueError:
-        raise pytest.UsageError(f"ini {ini} = {raw!r}: expected a {kind.__name__}") from None
+        return _checked(check, value, "--" + option.replace("_", "-"))
+    return _checked(check, config.getini(ini), f"ini {ini}")
 
 
 def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, float]]:
     if not entries:
         return {}
-    import difflib
-
-    from pytest_xai import cases, checks
+    from pytest_xai import cases, checks, options
 
     cases.infos()  # family modules register their checks
-    out: dict[str, dict[str, float]] = {}
-    for entry in entries:
-        key, sep, raw = entry.partition("=")
-        name, dot, param = key.strip().partition(".")
-        if not sep or not dot:
-            raise pytest.UsageError(f"{source} {entry!r}: expected CHECK.PARAM=VALUE, e.g. symmetry.rtol=0.1")
-        if name not in checks.CHECKS:
-            close = difflib.get_close_matches(name, checks.CHECKS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise pytest.UsageError(f"{source} {entry!r}: no check named {name!r}; {hint}known: {', '.join(checks.CHECKS)}")
-        known = checks.CHECKS[name].thresholds
-        if param not in known:
-            raise pytest.UsageError(f"{source} {entry!r}: check {name!r} has no threshold {param!r}; it has: {', '.join(known)}")
-        try:
-            out.setdefault(name, {})[param] = float(raw)
-        except ValueError:
-            raise pytest.UsageError(f"{source} {entry!r}: {raw.strip()!r} is not a number") from None
-    return out
+    known = {name: info.thresholds for name, info in checks.CHECKS.items()}
+    return _checked(lambda value, src: options.parse_thresholds(value, src, known), entries, source)
 
 
 @pytest.hookimpl(trylast=True)
@@ -184,6 +197,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
     from pytest_xai import contract
 
+    specs_given = config.getoption("xai_explainer") or config.getini("xai_explainers")
+    if specs_given:  # before any explainer module is imported: thread pools read these at import
+        from pytest_xai.isolate import THREAD_VARIABLES
+
+        for var in THREAD_VARIABLES:
+            os.environ.setdefault(var, "1")  # DESIGN §6: contention made captum 25-100x slower
     loaded = []
     for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
                           ("ini xai_explainers", config.getini("xai_explainers"))):
@@ -193,24 +212,51 @@ def pytest_configure(config: pytest.Config) -> None:
             except SpecError as exc:
                 raise pytest.UsageError(str(exc)) from None
     explainers = contract.dedupe(loaded)
-    thresholds = _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds")
-    for check, params in _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold").items():
-        thresholds.setdefault(check, {}).update(params)  # the command line wins over the ini file
-    seed = _number(config, "xai_seed", "xai_seed", int)
-    timeout = _number(config, "xai_timeout", "xai_timeout", float)
-    if timeout < 0:
-        raise pytest.UsageError(f"--xai-timeout={timeout:g}: must be >= 0 (0 disables the limit)")
-    state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout)
+    thresholds = {"ini": _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds"),
+                  "command line": _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold")}
+    from pytest_xai import options
+
+    seed = _number(config, "xai_seed", "xai_seed", options.check_seed)
+    timeout = _number(config, "xai_timeout", "xai_timeout", options.check_timeout)
+    _checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
+    if config.getoption("xai_data_dir") is not None:
+        _checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
+    else:
+        _checked(options.check_data_dir, (config.getini("xai_data_dir") or [None])[0], "ini xai_data_dir")
+    wall_timeout = config.getoption("xai_wall_timeout")
+    if wall_timeout is not None and not wall_timeout > 0:
+        raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
+    state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout)
     config.pluginmanager.register(state, "xai-state")
     if explainers:
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ.setdefault(var, "1")  # DESIGN §6: contention made captum 25-100x slower
+        _stop_on_sigterm(config)
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
         if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
                 config.args[:] = [suite]
             else:
                 config.args.append(suite)
+
+
+def _stop_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM ends the session like Ctrl-C: workers stopped, table and report written, rc 2."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"received signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(xai_state, None)
+    if state is not None and state._runner is not None:
+        state._runner.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
@@ -231,15 +277,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not state.explainers:
         return []
     names = ", ".join(f"{e.name} ({e.spec})" if e.name != e.spec else e.name for e in state.explainers)
-    limit = f"{state.timeout:g}s" if state.timeout else "none (in-process)"
+    limit = (f"{state.timeout:g} CPU s per call (wall backstop {state.wall_timeout:g} s), in worker processes"
+             if state.timeout else "none: calls run IN-PROCESS, without isolation or limit (--xai-timeout=0 "
+             "is a debugging aid; an explainer that ends the process ends the run)")
     from pytest_xai import cases
 
-    return [f"xai: seed={state.seed}, timeout={limit}, explainers: {names}"] + [f"xai: {h}" for h in cases.headers()]
-
-
-def derive_seed(base: int, *parts: str) -> int:
-    """A stable per-test seed: the same for a test serially and under xdist."""
-    return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
+    return [f"xai: seed={state.seed}, timeout={limit}", f"xai: explainers: {names}"] + [
+        f"xai: {h}" for h in cases.headers()]
 
 
 # ------------------------------------------------------------------------------------- the suite
@@ -284,6 +328,7 @@ def xai_explainer(request: pytest.FixtureRequest):
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
     from pytest_xai import cases
+    from pytest_xai.options import DataFileError
 
     state = _state(request.config)
 
@@ -292,63 +337,61 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
             return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
             pytest.skip(f"case {name}: {exc}")
+        except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
+            problem = f"case {name}: {exc}"
+        pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
 
     return get
 
 
 def _record(node: pytest.Item, **values: Any) -> None:
-    """Store values as ``xai_*`` user properties (builtin types only: numpy floats crash xdist)."""
+    """Store values as ``xai_*`` user properties, once each (builtin types only: numpy floats crash
+    xdist); a value recorded again replaces the first."""
     for key, value in values.items():
         if hasattr(value, "item"):
             value = value.item()
-        node.user_properties.append((f"xai_{key}", value))
+        key = f"xai_{key}"
+        node.user_properties[:] = [(k, v) for k, v in node.user_properties if k != key]
+        node.user_properties.append((key, value))
 
 
 @pytest.fixture
 def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Run an explainer on a case through the contract: ``xai_explain(explainer, case)``.
 
-    The call runs in a child process under the time limit; its output is validated.  A
-    ``NotApplicable`` skips the test; a crash, hang or invalid output fails it with a message naming
-    the explainer, the case and what was wrong.  Seconds are recorded for the report.
+    The call runs in the explainer's worker process under the time limit, and its output is
+    validated; one call is made per (explainer, case, seed) and shared by every check of that case.
+    A ``NotApplicable`` skips the test; a crash, hang or invalid output fails it with a message
+    naming the explainer, the case and what was wrong.  Seconds are recorded for the report.
     """
-    from pytest_xai import contract, isolate
+    from pytest_xai import contract
 
     state = _state(request.config)
 
     def explain(explainer, case, *, seed: int | None = None):
         if isinstance(explainer, str):
             explainer = contract.load(explainer, option="xai_explain")
-        seed = derive_seed(state.seed, case.name) if seed is None else seed
+        seed = state.runner.seed_for(case) if seed is None else seed
         _record(request.node, explainer=explainer.name, case=case.name, family=case.info.family,
                 category=case.info.category, seed=seed)
-        key = (explainer.spec, id(case), seed)
-        cached = key in state.explanations  # another check on the same case already ran it
-        if not cached:
-            benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
-            run = lambda: isolate.call(lambda: contract.run(explainer, case, seed=seed), state.timeout)  # noqa: E731
-            if "torch" in sys.modules:  # DESIGN §6: one thread per process
-                sys.modules["torch"].set_num_threads(1)
-            if explainer.prepare is not None and explainer.spec not in state.prepared:
-                state.prepared.add(explainer.spec)
-                explainer.prepare()  # in this process, so that forked calls inherit the result
-            failure = None
-            try:
-                result = benchmark.pedantic(run, rounds=1, iterations=1) if benchmark else run()
-            except NotApplicable as exc:
-                _record(request.node, skip=str(exc))
-                pytest.skip(f"{explainer.name} on {case.name}: {exc}")
-            except ExplainerError as exc:
-                failure = f"explainer {explainer.name!r} on case {case.name!r}: {exc}"
-                _record(request.node, error=failure, passed=False, score=0.0)
-                trace = getattr(exc, "traceback", "")
-                failure += f"\n\n{trace}" if trace else ""
-            if failure:  # outside the except block: the chained exception would only add noise
-                pytest.fail(failure, pytrace=False)
-            state.explanations[key] = (case, result)
-        result = state.explanations[key][1]
-        _record(request.node, seconds=round(result.seconds, 6), cached=cached)
-        return result
+        benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+        run = lambda: state.runner.explain(explainer, case, seed=seed)  # noqa: E731
+        if benchmark is not None and state.runner.memoised(explainer, case, seed):
+            benchmark.skipped = True  # the call was timed by the test that made it
+        elif benchmark is not None:
+            outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
+        if benchmark is None or benchmark.skipped:
+            outcome, cached = run()
+        _record(request.node, seconds=outcome.seconds, cpu_seconds=outcome.cpu_seconds, cached=cached)
+        where = f"{explainer.name} on {case.name}"
+        if outcome.status == "skip":
+            _record(request.node, skip=outcome.message)
+            pytest.skip(f"{where}: {outcome.message}")
+        if outcome.status in ("error", "timeout"):
+            failure = f"explainer {explainer.name!r} on case {case.name!r}: {outcome.message}"
+            _record(request.node, error=failure, status=outcome.status.upper(), passed=False, score=0.0)
+            pytest.fail(failure + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
+        return outcome.explanation
 
     return explain
 
@@ -357,32 +400,37 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
 def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Score an explanation and fail the test when the check fails: ``xai_check("symmetry", expl, case)``.
 
-    Case-specific arguments come from the case (``case.info.checks``) unless given; thresholds follow
-    call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` /
-    ini > the check's default.  The score is recorded for the table, JSON and JUnit reports.
+    Case-specific arguments come from the case (``case.info.checks``) unless given.  Thresholds:
+    call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` >
+    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``).
+    The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
     """
     from pytest_xai import checks
+    from pytest_xai.runner import resolve_thresholds
 
     state = _state(request.config)
 
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
         info = checks.CHECKS[name]
-        params = {**info.thresholds, **state.thresholds.get(name, {})}
+        marker: dict = {}
         for mark in reversed(list(request.node.iter_markers(info.marker))):
-            params.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
-        params.update(case.info.checks.get(name, {}))
-        params.update(kwargs)
+            marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
+        own = case.info.checks.get(name, {})
+        thresholds, sources = resolve_thresholds(
+            info.thresholds, call=kwargs, marker=marker, command_line=state.thresholds["command line"].get(name),
+            ini=state.thresholds["ini"].get(name), case=own)
+        params = {**own, **kwargs, **thresholds}
         if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
             if explainer is None:
                 raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
-            params["reexplain"] = _reexplainer(request, explainer, case)
+            params["reexplain"] = _reexplainer(state, explainer, case)
         try:
             score = info.func(explanation, case, **params)
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             _record(request.node, skip=str(exc))
             pytest.skip(f"{name} on {case.name}: {exc}")
         _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
-                threshold=float(score.threshold), detail=score.detail)
+                threshold=float(score.threshold), threshold_sources=sources, detail=score.detail)
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
@@ -400,45 +448,43 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     """Draw the worst example next to the JSON report, for cases that know how to draw."""
     report = request.config.getoption("xai_report")
-    draw = case.meta.get("draw")
-    row = (score.worst or {}).get("row")
-    if not report or draw is None or row is None:
+    if not report:
         return
-    import re
     import warnings
 
-    from pytest_xai.checks import attributions_of
+    from pytest_xai.runner import draw_picture
 
-    report = Path(report)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
-    path = report.parent / f"{report.stem}-pictures" / f"{name}.png"
     try:
-        draw(path, case, attributions_of(explanation), int(row))
+        path = draw_picture(report, request.node.name, case, explanation, score)
     except Exception as exc:  # a picture is a convenience: never fail the test for it
-        warnings.warn(f"pytest-xai: could not draw {path.name}: {type(exc).__name__}: {exc}", stacklevel=2)
+        warnings.warn(f"pytest-xai: could not draw the worst example of {request.node.name}: "
+                      f"{type(exc).__name__}: {exc}", stacklevel=2)
         return
-    _record(request.node, picture=str(path))
+    if path:
+        _record(request.node, picture=path)
 
 
-def _reexplainer(request: pytest.FixtureRequest, explainer, case) -> Callable[..., Any]:
+def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:
     """``reexplain(model, *, other_seed=False)``: the explainer on ``case`` with ``model`` swapped
     in (for sanity checks), under the same time limit and validation as the first call."""
-    from pytest_xai import contract, isolate
-
-    state = _state(request.config)
-    swap = case.meta["with_model"]
-    seed = derive_seed(state.seed, case.name)
+    from pytest_xai.errors import ExplainerError
 
     def reexplain(model, *, other_seed: bool = False):
-        other = swap(case, model)
-        call = lambda: contract.run(explainer, other, seed=seed + 1 if other_seed else seed)  # noqa: E731
         try:
-            return isolate.call(call, state.timeout).attributions
+            return state.runner.reexplain(explainer, case, model, other_seed=other_seed)
         except ExplainerError as exc:
             pytest.fail(f"explainer {explainer.name!r} on a randomised model of case {case.name!r}: {exc}",
                         pytrace=False)
 
     return reexplain
+
+
+def _row_of(item: pytest.Item) -> str:
+    """A user test's row in the table: its node id without the explainer's part of the id."""
+    explainer = item.callspec.params["xai_explainer"].name
+    rest = [part for part in item.callspec.id.split("-") if part != explainer]
+    base = item.nodeid.partition("[")[0]
+    return f"{base}[{'-'.join(rest)}]" if rest else base
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -450,7 +496,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if getattr(getattr(item, "function", None), "xai_check", None):
             info = cases.info(item.callspec.params["xai_case_name"])
             _record(item, explainer=item.callspec.params["xai_explainer"].name, case=info.name,
-                    family=info.family, category=info.category, check=item.function.xai_check)
+                    family=info.family, category=info.category, check=item.function.xai_check,
+                    row=f"{item.function.xai_check}[{info.name}]")
+        elif getattr(getattr(item, "callspec", None), "params", {}).get("xai_explainer") is not None:
+            _record(item, explainer=item.callspec.params["xai_explainer"].name, row=_row_of(item))
     categories = config.getoption("xai_category")
     if categories:
         keep, drop = [], []

@@ -25,12 +25,25 @@ LIBRARIES = ("pytest", "numpy", "shap", "lime", "xgboost", "xgboost-cpu", "torch
 
 
 def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tuple[str, Any]]) -> dict | None:
-    """The record of one test report, or None when the test is not an xai test."""
+    """The record of one test report, or None when the test is not an xai test.
+
+    ``status`` is the verdict: PASS, FAIL, ERROR (the explainer raised or returned something
+    invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no verdict) or SKIP.
+    A test that passes without calling ``xai_check`` is a PASS.
+    """
     props = {k[len(PREFIX):]: v for k, v in properties if isinstance(k, str) and k.startswith(PREFIX)}
     if "explainer" not in props:
         return None
+    passed = outcome == "passed" and props.get("passed", True) is True
+    if outcome == "skipped":
+        status = "SKIP"
+    elif props.get("status") in ("TIMEOUT", "ERROR"):
+        status = props["status"]
+    else:
+        status = "PASS" if passed else "FAIL"
     return {
         "nodeid": nodeid,
+        "row": props.get("row") or nodeid,
         "test": props.get("test") or nodeid.rpartition("::")[2].partition("[")[0],
         "explainer": props["explainer"],
         "case": props.get("case"),
@@ -38,10 +51,13 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
         "category": props.get("category"),
         "check": props.get("check"),
         "outcome": outcome,
+        "status": status,
         "score": props.get("score"),
         "threshold": props.get("threshold"),
-        "passed": props.get("passed", False) if outcome != "skipped" else None,
+        "threshold_sources": props.get("threshold_sources"),
+        "passed": passed if outcome != "skipped" else None,
         "seconds": props.get("seconds"),
+        "cpu_seconds": props.get("cpu_seconds"),
         "cached": props.get("cached", False),
         "seed": props.get("seed"),
         "detail": props.get("skip") if outcome == "skipped" else props.get("detail") or props.get("error"),
@@ -52,38 +68,35 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
 
 
 def _cell(rec: dict) -> str:
-    if rec["outcome"] == "skipped":
+    if rec["status"] == "SKIP":
         return "skip"
-    if rec.get("error"):
-        word = "TIMEOUT" if "did not return" in rec["error"] else "ERROR"
-        return word if rec.get("seconds") is None else f"{word} {rec['seconds']:.2f}s"
-    verdict = "PASS" if rec["passed"] and rec["outcome"] == "passed" else "FAIL"
+    if rec["status"] in ("TIMEOUT", "ERROR"):
+        return rec["status"] if rec.get("seconds") is None else f"{rec['status']} {rec['seconds']:.2f}s"
     score = "" if rec["score"] is None else f" {rec['score']:.3f}"
     seconds = "" if rec["seconds"] is None else f" {rec['seconds']:.2f}s"
-    return f"{verdict}{score}{seconds}"
-
-
-def _ok(rec: dict) -> bool:
-    return bool(rec["passed"]) and rec["outcome"] == "passed"
+    return f"{rec['status']}{score}{seconds}"
 
 
 def summary(records: list[dict]) -> dict[str, dict]:
     """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
 
     Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
-    skipping of zeros); skipped tests are counted apart.  Mean seconds are per explainer call: over
-    calls that completed (timeouts never shorten the average), each counted once even when several
-    checks of a case share it (``cached``).
+    skipping of zeros).  Skipped tests and timeouts (no verdict) are counted apart.  Mean seconds
+    are per explainer call: over calls that completed, each counted once even when several checks
+    of a case share it (``cached``).
     """
 
     def aggregate(recs: list[dict]) -> dict:
-        ran = [r for r in recs if r["outcome"] != "skipped"]
-        timed = [r["seconds"] for r in ran if r["seconds"] is not None and not r.get("error") and not r["cached"]]
+        ran = [r for r in recs if r["status"] != "SKIP"]
+        judged = [r for r in ran if r["status"] != "TIMEOUT"]
+        timed = [r["seconds"] for r in judged if r["seconds"] is not None and r["status"] != "ERROR"
+                 and not r["cached"]]
         return {
             "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
-            "passed": sum(1 for r in ran if _ok(r)),
-            "errors": sum(1 for r in ran if r.get("error")),
-            "mean_score": round(sum(r["score"] or 0.0 for r in ran) / len(ran), 6) if ran else None,
+            "passed": sum(1 for r in judged if r["status"] == "PASS"),
+            "errors": sum(1 for r in judged if r["status"] == "ERROR"),
+            "timeouts": len(ran) - len(judged),
+            "mean_score": round(sum(r["score"] or 0.0 for r in judged) / len(judged), 6) if judged else None,
             "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
         }
 
@@ -109,19 +122,24 @@ def _grid(header: list[str], body: list[list[str]], footer: list[list[str]]) -> 
 def _aggregate_cell(agg: dict) -> str:
     if not agg["ran"]:
         return f"skip x{agg['skipped']}" if agg["skipped"] else ""
+    timeouts = f", {agg['timeouts']} TIMEOUT" if agg["timeouts"] else ""
+    if agg["ran"] == agg["timeouts"]:
+        return timeouts[2:]
     seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/call"
-    return f"{agg['passed']}/{agg['ran']}, {agg['mean_score']:.3f}{seconds}"
+    return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}, {agg['mean_score']:.3f}{seconds}{timeouts}"
 
 
 def table(records: list[dict]) -> list[str]:
-    """Rows: tests (``check[case]``); columns: explainers; cells: verdict, score, seconds.
+    """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
+    explainer); columns: explainers; cells: verdict, score, seconds.
 
-    Below, per explainer and per category: passed/ran, mean score and mean seconds per test.
+    Below, per explainer and per category: passed/judged, mean score, mean seconds per call, and
+    timeouts (which have no verdict).
     """
     explainers = list(dict.fromkeys(r["explainer"] for r in records))
     rows: dict[str, dict[str, dict]] = defaultdict(dict)
     for rec in sorted(records, key=lambda r: (r["category"] or "", r["check"] or r["test"], r["case"] or "")):
-        rows[f"{rec['check'] or rec['test']}[{rec['case']}]"][rec["explainer"]] = rec
+        rows[rec["row"]][rec["explainer"]] = rec
     body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
     aggregates = summary(records)
     categories = sorted({c for agg in aggregates.values() for c in agg["categories"]})

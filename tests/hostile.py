@@ -81,3 +81,115 @@ def swapped_features(inputs, predict, background, target):
 def zeros(inputs):
     """Attributes nothing: fails symmetry (degenerate), dummy (guard) and ranking (ties)."""
     return np.zeros(inputs.shape)
+
+
+# Routes to end the session green or lose its report (each must fail only its own test).
+
+
+class _Payload(str):
+    """A str whose unpickling runs code: what an unpickling plugin would execute."""
+
+    def __reduce__(self):
+        import os
+
+        return (os._exit, (0,))
+
+
+class _PoisonedError(Exception):
+    def __str__(self):
+        return _Payload("poisoned message")
+
+
+def raises_poisoned_message(inputs):
+    raise _PoisonedError()
+
+
+class _UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+
+def raises_unprintable(inputs):
+    raise _UnprintableError()
+
+
+def exits_process(inputs):
+    import os
+
+    os._exit(0)
+
+
+def raises_system_exit(inputs):
+    raise SystemExit(0)
+
+
+def raises_keyboard_interrupt(inputs):
+    raise KeyboardInterrupt
+
+
+def forges_result(inputs, predict, background, target):
+    """Finds the worker's result channel and writes a result of its own there, then returns."""
+    import os
+    import sys
+
+    from pytest_xai import wire
+
+    frame = sys._getframe()
+    while frame is not None and "reply_fd" not in frame.f_locals:
+        frame = frame.f_back
+    message = wire.pack({"kind": "ok", "token": "forged", "seconds": 0.0}, {"attributions": inputs * 0})
+    os.write(frame.f_locals["reply_fd"], message)
+    return exact_shapley(inputs, predict, background, target)
+
+
+def leaves_grandchild(inputs, predict, background, target):
+    """Starts a process that outlives the call and keeps every inherited descriptor open."""
+    import os
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], close_fds=False,
+                             pass_fds=tuple(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2))
+    if os.environ.get("XAI_PID_FILE"):
+        with open(os.environ["XAI_PID_FILE"], "a") as fh:
+            fh.write(f"{child.pid}\n")
+    return exact_shapley(inputs, predict, background, target)
+
+
+def huge_message(inputs):
+    raise ValueError("x" * 20_000_000)
+
+
+def mutates_model(model, inputs):
+    """Sabotages the case's model in place (its predictions become 0): no other explainer may see it."""
+    model.predict = lambda X, *args, **kwargs: np.zeros(len(X))
+    return np.zeros(inputs.shape)
+
+
+def prepared_exits(inputs):
+    return np.zeros(inputs.shape)
+
+
+prepared_exits.prepare = lambda: __import__("os")._exit(0)
+
+
+def prepared_sleeps(inputs):
+    return np.zeros(inputs.shape)
+
+
+prepared_sleeps.prepare = lambda: time.sleep(25)
+
+
+def prepared_changes_the_process(inputs):
+    return np.zeros(inputs.shape)
+
+
+def _change_the_process():
+    import os
+
+    np.seterr(all="raise")
+    os.chdir("/")
+    os.environ["XAI_HOSTILE"] = "1"
+
+
+prepared_changes_the_process.prepare = _change_the_process

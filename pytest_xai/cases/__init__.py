@@ -89,16 +89,26 @@ def info(name: str) -> CaseInfo:
         raise KeyError(f"no case named {name!r}{hint}") from None
 
 
-def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None) -> Case:
+def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fresh: bool = False) -> Case:
     """Build (or return the memoised) case ``name``.
 
     ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
     keeps everything in memory.  ``data_dir`` is where a user keeps real datasets that some cases
-    can read instead of their synthetic stand-ins (passed to builders that accept it).
+    can read instead of their synthetic stand-ins (passed to builders that accept it).  ``fresh``
+    builds a new copy that nothing else shares (from the disk cache), without memoising it.
     """
     key = (name, seed, getattr(cache, "root", None), data_dir)
-    if key not in _BUILT:
+    if fresh or key not in _BUILT:
         case_info = info(name)
         extra = {"data_dir": data_dir} if "data_dir" in inspect.signature(case_info.build).parameters else {}
-        _BUILT[key] = case_info.build(case_info, seed=seed, cache=cache, **extra)
+        case = case_info.build(case_info, seed=seed, cache=cache, **extra)
+        if fresh:
+            return case
+        _BUILT[key] = case
     return _BUILT[key]
+
+
+def built_with(case: Case) -> tuple[str, int, Any, Any] | None:
+    """``(name, seed, cache root, data_dir)`` that :func:`get` built ``case`` from, or None for a
+    case made by hand (then it can only be copied, not rebuilt)."""
+    return next((key for key, built in _BUILT.items() if built is case), None)

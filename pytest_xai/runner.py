@@ -1,0 +1,264 @@
+"""The execution engine: explainers run on cases and explanations scored, with no pytest in sight.
+
+The plugin's fixtures only turn what this module returns into pass, fail or skip.  A
+:class:`Runner` resolves seeds, memoises one call per (explainer, case, seed) — failures and
+timeouts included, so the other checks of a case never wait twice —, runs each call in the
+explainer's worker process (:mod:`pytest_xai.isolate`) or, with no limit, in this process, and
+re-explains on swapped models for sanity checks.  :func:`resolve_thresholds` is the one place
+where threshold precedence is decided; :func:`draw_picture` draws worst examples.
+"""
+
+from __future__ import annotations
+
+import copy
+import signal
+import sys
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+
+#: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
+LEVELS = ("call", "marker", "command line", "ini", "case", "default")
+
+
+def derive_seed(base: int, *parts: str) -> int:
+    """A stable per-test seed: the same for a test serially and under xdist."""
+    return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
+
+
+def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping | None = None,
+                       marker: Mapping | None = None, command_line: Mapping | None = None,
+                       ini: Mapping | None = None, case: Mapping | None = None) -> tuple[dict, dict]:
+    """Each threshold of a check from the strongest level that sets it, in the order of
+    :data:`LEVELS`: ``xai_check`` kwargs > marker kwargs > ``--xai-threshold`` > ini
+    ``xai_thresholds`` > the case's own value > the check's default.
+
+    Returns ``(values, sources)``; ``sources`` names the level each value came from.
+    """
+    given = dict(zip(LEVELS, (call, marker, command_line, ini, case, defaults)))
+    values, sources = {}, {}
+    for name in defaults:
+        level = next(level for level in LEVELS if given[level] and name in given[level])
+        values[name], sources[name] = given[level][name], level
+    return values, sources
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one explainer call gave: ``status`` is ok, skip, error or timeout."""
+
+    status: str
+    explanation: Any = None
+    message: str = ""
+    traceback: str = ""
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) and value == value and abs(value) < 1e12 else None
+
+
+class Runner:
+    """Runs explainers on cases for one session.
+
+    ``limits`` is a :class:`pytest_xai.isolate.Limits` (calls run in worker processes), or None to
+    run calls in this process without a limit (a debugging aid: no isolation; each call gets its
+    own freshly built copy of the case, so a mutation cannot reach other explainers).
+    """
+
+    def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None):
+        self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
+        self.memo: dict[tuple, tuple[Any, Outcome]] = {}
+        self.prepared: set[str] = set()
+        self._pool = None
+
+    @property
+    def pool(self):
+        if self._pool is None:
+            from pytest_xai.isolate import Pool
+
+            self._pool = Pool(self.limits)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+    def seed_for(self, case: Any) -> int:
+        return derive_seed(self.seed, case.name)
+
+    # ------------------------------------------------------------------------------ one call
+
+    def _key(self, explainer: Any, case: Any, seed: int) -> tuple:
+        from pytest_xai import cases
+
+        return explainer.spec, cases.built_with(case) or id(case), seed
+
+    def memoised(self, explainer: Any, case: Any, seed: int) -> bool:
+        return self._key(explainer, case, seed) in self.memo
+
+    def explain(self, explainer: Any, case: Any, *, seed: int | None = None) -> tuple[Outcome, bool]:
+        """The outcome of ``explainer`` on ``case``, and whether it was memoised already."""
+        seed = self.seed_for(case) if seed is None else seed
+        key = self._key(explainer, case, seed)
+        if key in self.memo:
+            return self.memo[key][1], True
+        outcome = self._call(explainer, case, seed=seed)
+        self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
+        return outcome, False
+
+    def reexplain(self, explainer: Any, case: Any, model: Any, *, other_seed: bool = False) -> Any:
+        """Attributions of ``explainer`` on ``case`` with ``model`` swapped in (sanity checks),
+        under the same limits and validation; raises ExplainerError."""
+        seed = self.seed_for(case) + (1 if other_seed else 0)
+        variant = _variant(case, model)
+        swapped = case.meta["with_model"](case, model)
+        outcome = self._call(explainer, swapped, seed=seed, base=case if variant else None, variant=variant)
+        if outcome.status == "skip":
+            raise ExplainerError(f"declared the randomised model not applicable: {outcome.message}")
+        if outcome.status != "ok":
+            raise (ExplainerTimeout if outcome.status == "timeout" else ExplainerError)(outcome.message)
+        return outcome.explanation.attributions
+
+    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None) -> Outcome:
+        try:
+            if self.limits is None:
+                explanation = self._in_process(explainer, case, seed)
+                return Outcome("ok", explanation, seconds=explanation.seconds)
+            return self._in_worker(explainer, base if variant else case, case, seed, variant)
+        except NotApplicable as exc:
+            return Outcome("skip", message=str(exc))
+        except ExplainerTimeout as exc:
+            return Outcome("timeout", message=str(exc))
+        except ExplainerError as exc:
+            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""))
+
+    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None) -> Outcome:
+        from pytest_xai import cases, contract
+
+        built = cases.built_with(source)
+        request = {"seed": int(seed), "variant": variant}
+        if built is None:
+            reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
+        else:
+            name, case_seed, root, data_dir = built
+            request.update(case=name, case_seed=case_seed, cache_root=None if root is None else str(root),
+                           data_dir=data_dir, modules=_modules_of(source))
+            reply, arrays = self.pool.explain(explainer.spec, request)
+        attributions, importance, interactions = contract.coerce(
+            {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case)
+        seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
+        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions)
+        return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu)
+
+    def _in_process(self, explainer: Any, case: Any, seed: int) -> Any:
+        from pytest_xai import cases, contract
+        from pytest_xai.isolate import ExplainerRaised
+        from pytest_xai.wire import clip
+
+        built = cases.built_with(case)
+        own = (cases.get(built[0], seed=built[1], cache=self.cache, data_dir=built[3], fresh=True)
+               if built else copy.deepcopy(case))
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
+        with _real_interrupts() as interrupted:
+            try:
+                if explainer.prepare is not None and explainer.spec not in self.prepared:
+                    self.prepared.add(explainer.spec)
+                    explainer.prepare()
+                return contract.run(explainer, own, seed=seed)
+            except (NotApplicable, ExplainerError):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
+                if isinstance(exc, KeyboardInterrupt) and interrupted:
+                    raise  # the user pressed Ctrl-C: stop the session
+                import traceback
+
+                raise ExplainerRaised(f"raised {type(exc).__name__}: {clip(exc, 2000)}",
+                                      clip("".join(traceback.format_exception(exc)))) from None
+
+
+class _real_interrupts:
+    """Tell a real SIGINT from a KeyboardInterrupt the explainer raised itself."""
+
+    def __enter__(self) -> list:
+        self.flag: list = []
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+
+            def handler(signum, frame):
+                self.flag.append(signum)
+                raise KeyboardInterrupt
+
+            self.previous = previous
+            signal.signal(signal.SIGINT, handler)
+        return self.flag
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _variant(case: Any, model: Any) -> list | None:
+    """Where ``model`` sits in ``case`` (so a worker can find its own copy), or None."""
+    if model is case.torch_model:
+        return ["torch_model"]
+
+    def search(obj: Any, path: list, depth: int) -> list | None:
+        if obj is model:
+            return path
+        if depth == 0:
+            return None
+        items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple)) else ()
+        for key, value in items:
+            found = search(value, path + [key], depth - 1)
+            if found is not None:
+                return found
+        return None
+
+    return search(case.meta, ["meta"], 3)
+
+
+def _modules_of(case: Any) -> list:
+    """The module that registers ``case`` when it is not a built-in family (a user's conftest)."""
+    from pytest_xai import cases
+
+    name = getattr(case.info.build, "__module__", None)
+    if not name or name in cases.FAMILIES:
+        return []
+    return [[name, getattr(sys.modules.get(name), "__file__", None)]]
+
+
+def _picklable(case: Any) -> Any:
+    """A copy of a hand-made case without its builder (builders are often lambdas)."""
+    import dataclasses
+
+    return dataclasses.replace(case, info=dataclasses.replace(case.info, build=None))
+
+
+def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any, score: Any) -> str | None:
+    """Draw the worst example of ``score`` next to the JSON report; the path, or None.
+
+    Only cases that know how to draw (``case.meta["draw"]``) and scores that name a row draw.
+    """
+    import re
+
+    from pytest_xai.checks import attributions_of
+
+    draw = case.meta.get("draw")
+    row = (score.worst or {}).get("row")
+    if draw is None or row is None:
+        return None
+    report = Path(report)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
+    path = report.parent / f"{report.stem}-pictures" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draw(path, case, attributions_of(explanation), int(row))
+    return str(path)

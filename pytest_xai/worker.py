@@ -1,0 +1,232 @@
+"""A worker process: it loads one explainer and runs it on cases it builds itself.
+
+Started by :mod:`pytest_xai.isolate` as ``python -m pytest_xai.worker REQUEST_FD REPLY_FD``, a fresh
+interpreter (never a fork of a parent that may hold OpenMP or BLAS thread pools), with the thread
+variables already in its environment.  It reads requests from the plugin and answers each in the
+:mod:`pytest_xai.wire` format: plain JSON and float64 arrays, so nothing the explainer controls is
+ever unpickled by the plugin.  Cases are rebuilt here from their name, seed and data dir (they are
+deterministic, and trained models come from the shared on-disk cache), so no model crosses a
+process boundary; only cases that are not registered arrive pickled, from the plugin.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+from pytest_xai import wire
+
+ARRAYS = ("attributions", "importance", "interactions")
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the plugin's process dies, however it dies."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _describe(exc: BaseException) -> dict:
+    try:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except BaseException as inner:  # noqa: BLE001 - formatting calls the exception's own __str__
+        tb = f"(the traceback could not be formatted: {type(inner).__name__})"
+    return {"kind": "raised", "type": wire.clip(type(exc).__name__, 200), "message": wire.clip(exc, 2000),
+            "traceback": wire.clip(tb)}
+
+
+def _import_modules(modules: list) -> None:
+    """Import the modules that register user cases, by file when their name is not importable."""
+    for name, path in modules:
+        if name in sys.modules:
+            continue
+        if path and os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(name)
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.explainer = None
+        self.cases: dict[tuple, Any] = {}
+
+    def init(self, header: dict, started) -> dict:
+        from pytest_xai import contract
+
+        sys.path[:] = header["sys_path"]
+        os.environ.clear()  # the plugin's, now: a zygote-forked worker has the zygote's
+        os.environ.update(header["environ"])
+        os.chdir(header["cwd"])
+        self.explainer = contract.load(header["spec"], option="--xai-explainer")
+        if self.explainer.prepare is not None:
+            started(header["token"])
+            self.explainer.prepare()
+        return {"kind": "ok"}
+
+    def _case(self, header: dict, blob: bytes):
+        from pytest_xai import cases
+        from pytest_xai.cache import Cache
+
+        if blob:
+            return pickle.loads(blob)  # from the plugin itself, never from an explainer
+        key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
+        if key not in self.cases:
+            _import_modules(header.get("modules", []))
+            self.cases[key] = cases.get(header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]),
+                                        data_dir=header["data_dir"])
+        case = self.cases[key]
+        variant = header.get("variant")
+        if variant:
+            model = case.torch_model if variant == ["torch_model"] else case.meta
+            for part in variant[1:] if variant[0] == "meta" else variant:
+                model = model[part]
+            case = case.meta["with_model"](case, model)
+        return case
+
+    def explain(self, header: dict, blob: bytes, started) -> tuple[dict, dict]:
+        from pytest_xai import contract
+        from pytest_xai.errors import ExplainerError, NotApplicable
+
+        try:
+            case = self._case(header, blob)
+        except Exception as exc:  # the plugin built this case before asking: report, do not guess
+            out = _describe(exc)
+            return {**out, "kind": "case", "message": f"building case {header.get('case')!r} in the worker "
+                    f"raised {out['type']}: {out['message']}"}, {}
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1") or 1)))
+        started(header["token"])
+        cpu = time.process_time()
+        try:
+            result = contract.run(self.explainer, case, seed=header["seed"])
+        except NotApplicable as exc:
+            return {"kind": "not_applicable", "message": wire.clip(exc, 2000)}, {}
+        except ExplainerError as exc:
+            return {"kind": "invalid", "message": wire.clip(exc, 2000)}, {}
+        cpu = time.process_time() - cpu
+        arrays = {"attributions": result.attributions, "importance": result.importance,
+                  "interactions": result.interactions}
+        return {"kind": "ok", "seconds": float(result.seconds), "cpu_seconds": float(cpu)}, arrays
+
+
+def main(argv: list[str]) -> int:
+    request_fd, reply_fd = int(argv[1]), int(argv[2])
+    _die_with_parent()
+    worker = Worker()
+
+    def started(token: str) -> None:
+        """Tell the plugin that the explainer's own code starts now: its limit starts here."""
+        wire.write(reply_fd, wire.pack({"kind": "started", "token": token}))
+
+    while True:
+        try:
+            header, arrays = wire.read(request_fd, blob=True)
+        except EOFError:
+            return 0
+        reply, out = {"kind": "internal", "message": f"unknown request {header.get('op')!r}"}, {}
+        try:
+            if header["op"] == "init":
+                reply = worker.init(header, started)
+            elif header["op"] == "explain":
+                reply, out = worker.explain(header, arrays.get("blob", b""), started)
+        except BaseException as exc:  # noqa: BLE001 - the explainer is untrusted: report everything
+            reply, out = _describe(exc), {}
+        try:
+            message = wire.pack({**reply, "token": header["token"]}, out)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a value json cannot encode
+            message = wire.pack({**_describe(exc), "token": header["token"]})
+        wire.write(reply_fd, message)
+
+
+def zygote(sock_fd: int, modules: list[str]) -> int:
+    """Import the heavy libraries once, then fork a worker per request (``--zygote``).
+
+    This process runs no user code and is checked to hold a single thread before every fork, so
+    each worker starts in milliseconds without inheriting a thread pool.  Requests arrive on a
+    SOCK_SEQPACKET socket with the worker's three descriptors (requests, replies, output); the
+    reply is the worker's pid.  Workers are this process's children: it reaps them and answers
+    ``status`` requests with their exit code.
+    """
+    import json
+    import socket
+    import warnings
+
+    _die_with_parent()
+    warnings.simplefilter("ignore")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a worker imports what it needs again
+            pass
+    sock = socket.socket(fileno=sock_fd)
+    statuses: dict[int, int] = {}
+
+    def reap(*_: Any) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            statuses[pid] = os.waitstatus_to_exitcode(status)
+
+    signal.signal(signal.SIGCHLD, reap)
+    sock.send(b'{"ready": true}')
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+        if not message:
+            return 0
+        request = json.loads(message)
+        if request["op"] == "status":
+            reap()
+            sock.send(json.dumps({"status": statuses.pop(request["pid"], None)}).encode())
+            continue
+        threads = len(os.listdir("/proc/self/task"))
+        if threads != 1 or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"error": f"the zygote holds {threads} threads"}).encode())
+            continue
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker
+            code = 1
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                warnings.resetwarnings()
+                sock.close()
+                os.setsid()
+                request_r, reply_w, log = fds
+                for target in (1, 2):
+                    os.dup2(log, target)
+                os.close(log)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                code = main(["worker", str(request_r), str(reply_w)])
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        sock.send(json.dumps({"pid": pid}).encode())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"]:
+        sys.exit(zygote(int(sys.argv[2]), sys.argv[3:]))
+    sys.exit(main(sys.argv))

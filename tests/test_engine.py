@@ -1,0 +1,283 @@
+"""The execution engine (pytest_xai.runner, isolate, worker, wire): workers safe with thread pools,
+a CPU-time limit that load does not move, one threshold precedence, and explainers that try to end
+the run green or reach other explainers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_xai.isolate import THREAD_VARIABLES
+from pytest_xai.runner import LEVELS, resolve_thresholds
+from tests.test_plugin import QUIET, REF, hostile, run
+
+TOY = "cough_and_fever-"  # symmetry[cough_and_fever-*]: one fast test per explainer
+
+
+def _report(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _by_explainer(doc: dict) -> dict:
+    return {r["explainer"]: r for r in doc["results"]}
+
+
+# ------------------------------------------------------------------------- threshold precedence
+
+
+@pytest.mark.parametrize("strongest", range(len(LEVELS)))
+def test_threshold_precedence_over_all_six_levels(strongest):
+    """Each level wins over every weaker one and loses to every stronger one."""
+    given = {level: {"rtol": float(i)} for i, level in enumerate(LEVELS) if i >= strongest}
+    values, sources = resolve_thresholds(
+        given.get("default", {"rtol": 5.0}) | {"other": 9.0}, call=given.get("call"), marker=given.get("marker"),
+        command_line=given.get("command line"), ini=given.get("ini"), case=given.get("case"))
+    assert values == {"rtol": float(strongest), "other": 9.0}
+    assert sources == {"rtol": LEVELS[strongest], "other": "default"}
+
+
+OWN_THRESHOLD_CASE = """
+import dataclasses
+
+from pytest_xai import cases
+
+
+@cases.register(family="user", category="fidelity", source="test",
+                checks={"symmetry": {"features": (0, 1), "mirror": (0, 2, 1, 3), "rtol": 0.3}})
+def own_threshold(info, *, seed, cache):
+    return dataclasses.replace(cases.get("cough_and_fever", seed=seed, cache=cache), info=info)
+"""
+
+
+@pytest.mark.parametrize(("args", "threshold", "source"), [
+    ((), 0.3, "case"),
+    (("--xai-threshold=symmetry.rtol=0.2",), 0.2, "command line"),
+    (("-o", "xai_thresholds=symmetry.rtol=0.1"), 0.1, "ini"),
+])
+def test_the_users_threshold_wins_over_the_cases_own(pytester, args, threshold, source):
+    """A case that declares its own threshold no longer overrides the command line or ini."""
+    pytester.makeconftest(OWN_THRESHOLD_CASE)
+    report = pytester.path / "r.json"
+    pytester.runpytest_subprocess(*QUIET, "-k", "own_threshold", f"--xai-explainer={REF}:exact_shapley",
+                                  f"--xai-report={report}", *args)
+    (rec,) = _report(report)["results"]
+    assert (rec["threshold"], rec["threshold_sources"]) == (threshold, {"rtol": source})
+
+
+# ------------------------------------------------------------------------------ thread pools
+
+KMEANS_WRAPPER = """
+import shap
+
+
+def kernel_shap_kmeans(inputs, predict, background):
+    explainer = shap.KernelExplainer(predict, shap.kmeans(background, 10))
+    return explainer.shap_values(inputs, silent=True)
+"""
+
+XGBOOST_USER_CASE = """
+import numpy as np
+import xgboost
+
+from pytest_xai import Case, cases
+
+
+@cases.register(family="user", category="fidelity", source="a user's model", checks={"dummy": {"features": (2,)}})
+def user_xgboost_default_threads(info, *, seed, cache):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(400, 3))
+    model = xgboost.XGBRegressor(n_estimators=20, max_depth=3).fit(X, X[:, 0] + 2 * X[:, 1])  # default n_jobs
+    predict = lambda rows: np.asarray(model.predict(np.asarray(rows, dtype=float)), dtype=float)
+    predict(X)  # this process now holds xgboost's OpenMP thread pool
+    return Case(info=info, inputs=X[:6], predict=predict, feature_names=["a", "b", "unused"], model=model,
+                background=X[:60])
+"""
+
+
+def test_threaded_explainers_and_models_get_their_real_verdict(pytester, monkeypatch):
+    """The shap.kmeans KernelSHAP wrapper (sklearn KMeans, OpenMP) and an xgboost model left at its
+    default n_jobs, with no thread variable set: each gets its real verdict or its real error,
+    never a TIMEOUT (a bare fork of this threaded process used to deadlock both)."""
+    for var in THREAD_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(kmeans_mod=KMEANS_WRAPPER)
+    pytester.makeconftest(XGBOOST_USER_CASE)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(
+        *QUIET, "-k", "user_xgboost_default_threads or cough_and_fever-", f"--xai-report={report}",
+        "--xai-explainer=kmeans_mod:kernel_shap_kmeans", f"--xai-explainer={REF}:shap_tree", "--xai-timeout=60")
+    results = {(r["case"], r["explainer"]): r for r in _report(report)["results"]}
+    assert result.ret in (0, 1), result.stdout.str()
+    assert not [r for r in results.values() if r["status"] == "TIMEOUT"], result.stdout.str()
+    for explainer in ("shap_tree", "kernel_shap_kmeans"):  # a verdict (xgboost gives the unused feature a little)
+        assert results["user_xgboost_default_threads", explainer]["status"] in ("PASS", "FAIL")
+    # Four background rows cannot make ten k-means centres: the library's own error, not a hang.
+    assert results["cough_and_fever", "kernel_shap_kmeans"]["status"] == "ERROR"
+    assert "raised ValueError" in results["cough_and_fever", "kernel_shap_kmeans"]["error"]
+
+
+BURNER = """
+import time
+
+from pytest_xai.explainers.baselines import exact_shapley
+
+
+def burns_cpu(inputs, predict, background, target):
+    end = time.process_time() + 0.6
+    while time.process_time() < end:
+        pass
+    return exact_shapley(inputs, predict, background, target)
+"""
+
+
+def test_verdicts_do_not_depend_on_machine_load(pytester):
+    """The same selection alone and with two CPU-burning processes per core: identical verdicts
+    and scores.  The explainer burns 0.6 CPU seconds under a 1.5 CPU-second limit, so only a
+    wall-clock limit could be moved by the load."""
+    pytester.makepyfile(burner_mod=BURNER)
+    pytester.syspathinsert()
+    args = ("--xai-explainer=burner_mod:burns_cpu", f"--xai-explainer={REF}:random", "--xai-timeout=1.5")
+
+    def verdicts(name: str) -> dict:
+        report = pytester.path / f"{name}.json"
+        run(pytester, *args, f"--xai-report={report}")
+        return {r["nodeid"]: (r["status"], r["score"]) for r in _report(report)["results"]}
+
+    alone = verdicts("alone")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        loaded = verdicts("loaded")
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert loaded == alone and len(alone) == 8
+    assert {status for (node, (status, _)) in alone.items() if "burns_cpu" in node} == {"PASS"}
+
+
+# ------------------------------------------------------------------ explainers that go rogue
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("raises_poisoned_message", "raised _PoisonedError: poisoned message"),
+    ("raises_unprintable", "raised _UnprintableError: <text unavailable: converting it raised RuntimeError>"),
+    ("exits_process", "its worker process exited with status 0 before replying"),
+    ("raises_system_exit", "raised SystemExit"),
+    ("raises_keyboard_interrupt", "raised KeyboardInterrupt"),
+    ("forges_result", "a forged or stale message"),
+    ("prepared_exits", "its worker process exited with status 0"),
+    ("prepared_sleeps", "was idle"),
+    ("huge_message", "characters cut"),
+])
+def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, name, message):
+    """Each route fails its own test only: the run goes on, exits 1, and writes its report."""
+    report = pytester.path / "r.json"
+    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=3",
+                 f"--xai-report={report}", k=TOY)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    results = _by_explainer(_report(report))
+    assert results["exact_shapley"]["status"] == "PASS"
+    assert message in results[name]["detail"]
+    assert len(report.read_text()) < 200_000  # a 20 MB message is clipped, not copied twice
+
+
+def test_prepare_that_changes_its_process_reaches_no_other_explainer(pytester):
+    """np.seterr, os.chdir and environment changes in prepare stay in that explainer's worker."""
+    report = pytester.path / "r.json"
+    result = run(pytester, hostile("prepared_changes_the_process"), f"--xai-explainer={REF}:exact_shapley",
+                 f"--xai-report={report}", k=TOY)
+    result.assert_outcomes(passed=1, failed=1)  # its own zeros fail symmetry; exact Shapley passes
+    assert os.getcwd() == str(pytester.path) and "XAI_HOSTILE" not in os.environ
+    import numpy as np
+
+    assert np.geterr()["divide"] != "raise"
+
+
+def test_a_grandchild_holding_the_result_channel_does_not_cause_a_timeout(pytester, monkeypatch):
+    pids = pytester.path / "pids.txt"
+    monkeypatch.setenv("XAI_PID_FILE", str(pids))
+    report = pytester.path / "r.json"
+    result = run(pytester, hostile("leaves_grandchild"), "--xai-timeout=5", f"--xai-report={report}", k=TOY)
+    result.assert_outcomes(passed=1)
+    (pid,) = map(int, pids.read_text().split())
+    assert not _alive(pid), "the explainer's grandchild outlived the session"
+
+
+@pytest.mark.parametrize("timeout", ["3", "0"])
+def test_a_mutated_case_model_reaches_no_other_explainer(pytester, timeout):
+    """In workers and in-process (where each call gets its own copy of the case)."""
+    report = pytester.path / "r.json"
+    result = run(pytester, hostile("mutates_model"), f"--xai-explainer={REF}:exact_shapley",
+                 f"--xai-timeout={timeout}", f"--xai-report={report}", k=TOY)
+    result.assert_outcomes(passed=1, failed=1)
+    assert _by_explainer(_report(report))["exact_shapley"]["status"] == "PASS"
+
+
+def test_in_process_mode_says_so_and_survives_exits_and_interrupts(pytester):
+    report = pytester.path / "r.json"
+    result = run(pytester, hostile("raises_system_exit"), hostile("raises_keyboard_interrupt"),
+                 f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=0", f"--xai-report={report}", k=TOY)
+    result.stdout.fnmatch_lines(["xai: seed=0, timeout=none: calls run IN-PROCESS, without isolation*"])
+    result.assert_outcomes(passed=1, failed=2)
+    assert _report(report)["options"]["isolation"] == "in-process (no isolation)"
+
+
+# ------------------------------------------------------------------ signals to the session
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rpartition(b")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pytester, signum):
+    """Sent to the pytest process alone (not its group): the hung worker is killed at once, the
+    run ends interrupted (rc 2) with its report, and no process it started is left (by PID)."""
+    report = pytester.path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *QUIET, "-k", TOY, hostile("sleeps_forever"), "--xai-timeout=600",
+         f"--xai-report={report}"], cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(len(_descendants(child)) for child in _descendants(proc.pid)):  # zygote -> worker
+        assert time.monotonic() < deadline and proc.poll() is None, "the worker never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the call is under way
+    started = _descendants(proc.pid)
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
+    print(f"{signal.Signals(signum).name}: pytest ended {time.monotonic() - sent:.2f} s after the signal")
+    assert _report(report)["exitstatus"] == pytest.ExitCode.INTERRUPTED
+    time.sleep(0.2)
+    assert not [pid for pid in started if _alive(pid)]
