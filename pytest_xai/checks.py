@@ -23,7 +23,11 @@ class CheckInfo:
     """A registered check.  ``passes_by_construction`` maps the members of the degenerate-explainer
     zoo (:mod:`pytest_xai.explainers.degenerate`) the check cannot fail, by its definition, to the
     reason; a key ``"member@case_glob"`` limits the exemption to the cases matching the glob.
-    Every other zoo member must fail the check on every case (``tests/test_zoo.py``)."""
+    Every other zoo member must fail the check on every case (``tests/test_zoo.py``).  ``reference``
+    is ``reference(case, params) -> array``: the correct attributions of the check on a case (the
+    ground truth the zoo corrupts, e.g. ``case.truth["shapley"]``); it raises
+    :class:`pytest_xai.NotApplicable` for a case without one, and is None for a check whose zoo
+    verdicts are not tested (the test lists those with the reason)."""
 
     name: str
     func: Callable[..., Score]
@@ -31,6 +35,7 @@ class CheckInfo:
     thresholds: Mapping[str, float]
     doc: str
     passes_by_construction: Mapping[str, str] = field(default_factory=dict)
+    reference: Callable[[Case, Mapping[str, Any]], Any] | None = None
 
     def exemption(self, member: str, case: str) -> str | None:
         """The declared reason why ``member`` passes this check on ``case``, or None (it must fail)."""
@@ -48,20 +53,23 @@ class CheckInfo:
 CHECKS: dict[str, CheckInfo] = {}
 
 
-def check(*, marker: str, thresholds: Mapping[str, float], passes_by_construction: Mapping[str, str] = {}) -> Callable:
+def check(*, marker: str, thresholds: Mapping[str, float], passes_by_construction: Mapping[str, str] = {},
+          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None) -> Callable:
     """Register ``func`` as a check; ``thresholds`` are its tunable parameters and defaults.
 
     ``marker`` is the pytest marker of the property (``xai_symmetry``); marker kwargs, then
     ``--xai-threshold NAME.PARAM=VALUE`` / ini ``xai_thresholds``, then the case, then these
     defaults decide each threshold.  ``passes_by_construction`` declares the zoo members the check
     cannot fail, with the reason (``{"input_minus_mean@x0_plus_x1_*": "it is the interventional
-    Shapley value of x0 + x1"}``); the check's docstring must say why too.
+    Shapley value of x0 + x1"}``); the check's docstring must say why too.  ``reference(case,
+    params)`` returns the correct attributions of the check on a case (see :class:`CheckInfo`); with
+    it, ``tests/test_zoo.py`` asserts the declared zoo verdicts of the check on every case.
     """
 
     def decorate(func: Callable[..., Score]) -> Callable[..., Score]:
         doc = (func.__doc__ or "").strip().splitlines()
         CHECKS[func.__name__] = CheckInfo(func.__name__, func, marker, dict(thresholds), doc[0] if doc else "",
-                                          dict(passes_by_construction))
+                                          dict(passes_by_construction), reference)
         return func
 
     return decorate
@@ -167,10 +175,24 @@ def explains_nothing(attributions, case: Case, features) -> str | None:
     return None
 
 
+def truth_reference(key: str) -> Callable[[Case, Mapping[str, Any]], Any]:
+    """A ``reference`` for :func:`check`: ``case.truth[key]``, NotApplicable when the case has none."""
+
+    def reference(case: Case, params: Mapping[str, Any]):
+        from pytest_xai.errors import NotApplicable
+
+        if key not in case.truth:
+            raise NotApplicable(f"case {case.name!r} has no truth {key!r} (it has {sorted(case.truth)})")
+        return case.truth[key]
+
+    reference.__qualname__ = f"truth_reference({key!r})"
+    return reference
+
+
 _BLIND_TO_SIGN = "importance is mean |attribution| over rows, blind to sign and to which row is which by definition"
 
 
-@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, passes_by_construction={
+@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"), passes_by_construction={
     "noisy_10": "10 % noise keeps the two importances within the 0.05 the rtol admits for sampling noise",
     "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
                                      "Shapley value",
@@ -227,7 +249,7 @@ def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) ->
                  f"{'symmetric' if passed else 'asymmetric'}: {detail}; rtol={rtol:g}", params, worst)
 
 
-@check(marker="xai_dummy", thresholds={"rtol": 1e-3}, passes_by_construction={
+@check(marker="xai_dummy", thresholds={"rtol": 1e-3}, reference=truth_reference("shapley"), passes_by_construction={
     "sign_flipped": _BLIND_TO_SIGN, "scaled_negative": _BLIND_TO_SIGN, "abs_of_exact": _BLIND_TO_SIGN,
     "shuffled_rows": _BLIND_TO_SIGN,
 })
@@ -266,7 +288,7 @@ def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
                  {"feature": worst_index, "importance": float(I[worst_index]), "relative": float(ratio.max())})
 
 
-@check(marker="xai_ranking", thresholds={"max_rank": 0.0}, passes_by_construction={
+@check(marker="xai_ranking", thresholds={"max_rank": 0.0}, reference=truth_reference("shapley"), passes_by_construction={
     "noisy_10": "10 % noise does not reorder features whose importances differ by more than that",
     "noisy_30": "30 % noise rarely reorders the clearly most important feature",
     **dict.fromkeys(["row_offset@a_and_b_or_c", "noisy_100@a_and_b_or_c"],
@@ -322,7 +344,7 @@ def _pairs_flipping(X, feature: int):
     return hi, lo
 
 
-@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, passes_by_construction={
+@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"), passes_by_construction={
     "noisy_10": "10 % noise moves the two switching effects by less than the 0.05 the rtol admits",
     "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
                                      "Shapley value",
@@ -377,7 +399,7 @@ def symmetric_effect(attributions, case: Case, *, features, rtol: float) -> Scor
                  params, worst)
 
 
-@check(marker="xai_correlated", thresholds={"rtol": 0.05})
+@check(marker="xai_correlated", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"))
 def correlated(attributions, case: Case, *, used, twin, rtol: float) -> Score:
     """Of two identical columns, only the one the model uses gets credit (interventional convention).
 
@@ -473,6 +495,7 @@ def quartile_score(rank: float, n: int) -> float:
 
 
 @check(marker="xai_stress_rank", thresholds={"max_rank": 4.0, "min_spearman": 0.5, "min_cosine": 0.8},
+       reference=truth_reference("logit_shap"),
        passes_by_construction={
            "noisy_10": "10 % noise: per-row cosine 0.99 with the logit SHAP values, ranks unchanged",
            "noisy_30": "30 % noise (cosine 0.94) is below the sampling noise the check admits for KernelSHAP at its "

@@ -219,8 +219,21 @@ def _conditional_name(reference: Any) -> str:
 # XAI-Bench metrics (Liu et al. 2021, §3.1)
 
 
+def single_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_samples: int = 100, seed: int = 0,
+                           target: Any = None) -> np.ndarray:
+    """Delta[n, i] = f(x_n) - E_{F minus i}[f]: the output drop when feature i alone is resampled from
+    ``reference``.  It does not depend on the attributions: pass it to :func:`faithfulness` as
+    ``effects`` to score several explanations of the same points with one set of model calls."""
+    X = _flat(inputs, "inputs")
+    n, d = X.shape
+    masks = np.broadcast_to(~np.eye(d, dtype=bool), (n, d, d))
+    fx = outputs(predict, X, target)
+    return fx[:, None] - expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed, target=target)
+
+
 def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: Any, *, absolute: bool = True,
-                 centred: bool = True, n_samples: int = 100, seed: int = 0, target: Any = None) -> MetricResult:
+                 centred: bool = True, n_samples: int = 100, seed: int = 0, target: Any = None,
+                 effects: Any = None) -> MetricResult:
     """Faithfulness (Alvarez-Melis & Jaakkola 2018; XAI-Bench eq. 2), higher is better, in [-1, 1].
 
     ``absolute=True`` (XAI-Bench's code): faith(x) = Pearson over features i of (|w_i|, |Delta_i|),
@@ -231,14 +244,13 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
     correlation (cosine) sum w_i Delta_i / (|w| |Delta|): w and Delta share their zero (a feature
     without effect should get no attribution), and Pearson's centring forgives a per-row offset w + c
     (which scores exactly like w).  NaN when the attribution row or the Delta row is constant (e.g.
-    all zero; with ``centred=False`` only when it is all zero).
+    all zero; with ``centred=False`` only when it is all zero).  ``effects``: the Delta matrix from
+    :func:`single_removal_effects` with the same arguments, to skip the model calls.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
-    masks = np.broadcast_to(~np.eye(d, dtype=bool), (n, d, d))
-    fx = outputs(predict, X, target)
-    delta = fx[:, None] - expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed,
-                                           target=target)
+    delta = (single_removal_effects(predict, X, reference, n_samples=n_samples, seed=seed, target=target)
+             if effects is None else np.asarray(effects, dtype=float).reshape(n, d))
     w, delta = (np.abs(A), np.abs(delta)) if absolute else (A, delta)
     params = {"absolute": absolute, "centred": centred, "conditional": _conditional_name(reference),
               "n_samples": n_samples, "seed": seed}
@@ -291,10 +303,25 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
                     "rtol": rtol})
 
 
+def subset_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_perturb: int = 100,
+                           p_remove: float = 0.5, n_samples: int = 100, seed: int = 0,
+                           target: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """The perturbations of subset :func:`infidelity` and their output changes, (removed (n, n_perturb,
+    d) bool, Delta f (n, n_perturb)); independent of the attributions, so several explanations of the
+    same points can be scored with one set of model calls (pass them as ``effects``)."""
+    X = _flat(inputs, "inputs")
+    n, d = X.shape
+    removed = np.random.default_rng(seed).random((n, n_perturb, d)) < p_remove
+    fx = outputs(predict, X, target)
+    delta_f = fx[:, None] - expected_outputs(predict, X, ~removed, reference, n_samples=n_samples, seed=seed,
+                                             target=target)
+    return removed, delta_f
+
+
 def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any = None, *,
                perturbation: str = "subset", n_perturb: int = 100, sigma: float = 0.1, p_remove: float = 0.5,
                normalize: bool = True, relative: bool = False, n_samples: int = 100, seed: int = 0,
-               target: Any = None) -> MetricResult:
+               target: Any = None, effects: Any = None) -> MetricResult:
     """Infidelity (Yeh et al. 2019; XAI-Bench §3.1), lower is better, >= 0.
 
     INFD(w, f, x) = E_I[(I^T w - Delta f)^2] over ``n_perturb`` perturbations per point:
@@ -320,7 +347,8 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
     when f never changes under the perturbations.  ``relative="global"`` divides every point by the
     mean of E[Delta f^2] over all points instead, so that the mean is the case's total squared error
     relative to its total output change: points where f barely changes (near the mean, where a
-    small offset of w is a large relative error) no longer dominate.
+    small offset of w is a large relative error) no longer dominate.  ``effects``: the output of
+    :func:`subset_removal_effects` with the same arguments, to skip the model calls.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
@@ -332,10 +360,10 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
         perturbed = outputs(predict, (X[:, None, :] - I).reshape(-1, d), t).reshape(n, n_perturb)
         delta_f = fx[:, None] - perturbed
     elif perturbation == "subset":
-        removed = rng.random((n, n_perturb, d)) < p_remove
-        I = removed.astype(float)
-        delta_f = fx[:, None] - expected_outputs(predict, X, ~removed, reference, n_samples=n_samples,
-                                                 seed=seed, target=target)
+        removed, delta_f = (subset_removal_effects(predict, X, reference, n_perturb=n_perturb, p_remove=p_remove,
+                                                   n_samples=n_samples, seed=seed, target=target)
+                            if effects is None else effects)
+        I = np.asarray(removed).astype(float)
     else:
         raise ValueError(f"perturbation must be 'gaussian' or 'subset', got {perturbation!r}")
     if normalize not in (True, False, "global"):

@@ -349,3 +349,28 @@ def test_localisation_accepts_image_shaped_inputs():
     s[0, 1, 1] = True
     s[1, 0, 0] = True
     assert M.pointing_game(a, s).values.tolist() == [1.0, 0.0]
+
+
+def test_precomputed_effects_give_the_same_faithfulness_and_infidelity():
+    X = np.random.default_rng(1).standard_normal((6, 3))
+    background = np.random.default_rng(2).standard_normal((10, 3))
+    A = np.random.default_rng(3).standard_normal((6, 3))
+    delta = M.single_removal_effects(linear, X, background)
+    np.testing.assert_array_equal(M.faithfulness(linear, X, A, background, absolute=False, centred=False).values,
+                                  M.faithfulness(linear, X, A, background, absolute=False, centred=False,
+                                                 effects=delta).values)
+    effects = M.subset_removal_effects(linear, X, background, n_perturb=20)
+    np.testing.assert_array_equal(M.infidelity(linear, X, A, background, n_perturb=20, relative=True).values,
+                                  M.infidelity(linear, X, A, background, n_perturb=20, relative=True,
+                                               effects=effects).values)
+
+
+def test_uncentred_faithfulness_sees_a_per_row_offset_that_pearson_forgives():
+    X = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]])
+    phi = W * X
+    offset = phi + 5.0
+    pearson = M.faithfulness(linear, X, offset, np.zeros(3), absolute=False)
+    cosine = M.faithfulness(linear, X, offset, np.zeros(3), absolute=False, centred=False)
+    np.testing.assert_allclose(pearson.values, 1.0)
+    assert cosine.values.max() < 0.9
+    np.testing.assert_allclose(M.faithfulness(linear, X, phi, np.zeros(3), absolute=False, centred=False).values, 1.0)

@@ -872,7 +872,12 @@ def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, thres
                  {"row": row, result.name: float(result.values[row])})
 
 
-@check(marker="xai_gt_shapley", thresholds={"max_error": 0.05},
+def _shapley_reference(case: Case, params) -> np.ndarray:
+    """The correct attributions of a gaussian check: the exact Shapley values of its convention."""
+    return case.truth[f"shapley_{params.get('convention', params.get('conditional', 'interventional'))}"]
+
+
+@check(marker="xai_gt_shapley", thresholds={"max_error": 0.05}, reference=_shapley_reference,
        passes_by_construction={"noisy_10": "10 % noise (cos 0.995 with the truth) is the sampling error of a "
                                "converged estimator; the 0.05 tolerance admits it and rejects 30 % noise"})
 def gt_shapley(attributions, case: Case, *, convention: str = "interventional", max_error: float) -> Score:
@@ -904,6 +909,19 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
 
 
 _TRUTH_SCORES: "weakref.WeakKeyDictionary[Case, dict]" = weakref.WeakKeyDictionary()
+_EFFECTS: "weakref.WeakKeyDictionary[Case, dict]" = weakref.WeakKeyDictionary()
+
+
+def _effects(name: str, case: Case, conditional: str) -> Any:
+    """The model's output changes behind faithfulness and infidelity (they do not depend on the
+    attributions), computed once per case and conditional: every explainer scored on the case, and
+    its exact Shapley values, see the same perturbations without repeating the model calls."""
+    memo = _EFFECTS.setdefault(case, {})
+    if (name, conditional) not in memo:
+        reference = _reference_for(case, conditional)
+        compute = metrics.single_removal_effects if name == "faithfulness" else metrics.subset_removal_effects
+        memo[name, conditional] = compute(case.predict, case.inputs, reference, target=case.target)
+    return memo[name, conditional]
 
 
 def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metrics.MetricResult:
@@ -911,12 +929,12 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
     A, reference = attributions_of(attributions), _reference_for(case, conditional)
     if name == "faithfulness":  # signed and uncentred: sees sign and per-row offsets
         return metrics.faithfulness(case.predict, case.inputs, A, reference, absolute=False, centred=False,
-                                    target=case.target)
+                                    target=case.target, effects=_effects(name, case, conditional))
     if name == "monotonicity":
         return metrics.monotonicity(case.predict, case.inputs, A, reference, target=case.target)
     if name == "infidelity":  # one common beta* >= 0: sees sign and per-row rescaling
         return metrics.infidelity(case.predict, case.inputs, A, reference, relative="global", normalize="global",
-                                  target=case.target)
+                                  target=case.target, effects=_effects(name, case, conditional))
     raise KeyError(name)
 
 
@@ -962,7 +980,7 @@ _SAME_ORDER = ("monotonicity reads only the order of |w| (Luss et al. 2019; XAI-
 _SMALL_NOISE = "10 % noise is the sampling error of a converged estimator; the tolerance admits it"
 
 
-@check(marker="xai_faithfulness", thresholds={"max_gap": 0.03},
+@check(marker="xai_faithfulness", reference=_shapley_reference, thresholds={"max_gap": 0.03},
        passes_by_construction={"noisy_10": _SMALL_NOISE})
 def faithfulness(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
     """w_i tracks, with its sign, the drop of the output when feature i alone is resampled.
@@ -984,7 +1002,7 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
                              f"signed uncentred faithfulness ({conditional})")
 
 
-@check(marker="xai_monotonicity", thresholds={"max_gap": 0.05},
+@check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05},
        passes_by_construction={
            "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
            "noisy_10": _SMALL_NOISE,
@@ -1008,7 +1026,7 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
                              f"monotonicity ({conditional})")
 
 
-@check(marker="xai_infidelity", thresholds={"max_gap": 0.05},
+@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05},
        passes_by_construction={
            "noisy_10": _SMALL_NOISE,
            "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
