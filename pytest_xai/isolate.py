@@ -1,4 +1,4 @@
-"""Worker processes that run untrusted explainers under a CPU-time limit (docs/reliability.md).
+"""Worker processes that run untrusted explainers under a CPU-time limit (README, "Reliability").
 
 One reusable worker per explainer and plugin process, started fresh (``python -m
 pytest_xai.worker``, never a fork, so no OpenMP or BLAS thread pool of the plugin is inherited) in

@@ -91,7 +91,7 @@ class Worker:
         variant = header.get("variant")
         if variant:
             model = case.torch_model if variant == ["torch_model"] else case.meta
-            for part in variant[1:] if variant[0] == "meta" else variant:
+            for part in variant[1:]:  # ["meta", key, index, ...]: where runner._variant found it
                 model = model[part]
             case = case.meta["with_model"](case, model)
         return case

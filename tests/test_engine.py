@@ -281,3 +281,14 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
     assert _report(report)["exitstatus"] == pytest.ExitCode.INTERRUPTED
     time.sleep(0.2)
     assert not [pid for pid in started if _alive(pid)]
+
+
+def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
+    """The worker finds its own copy of each randomised model (cascade, random floor, memoriser)."""
+    pytest.importorskip("captum")
+    report = pytester.path / "r.json"
+    pytester.runpytest("-p", "no:randomly", "-k", "randomisation", f"--xai-explainer={REF}:saliency",
+                       f"--xai-report={report}")
+    results = _report(report)["results"]
+    assert sorted(r["check"] for r in results) == ["data_randomisation", "model_randomisation"]
+    assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
