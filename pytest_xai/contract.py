@@ -44,8 +44,9 @@ CONTRACT = {
 class Explainer:
     """A loaded explainer: ``name`` is what reports and test ids show.
 
-    An explainer function may carry a ``prepare`` attribute: a no-argument callable the plugin runs
-    once per process before the first (forked) call, e.g. to JIT-compile what every call needs.
+    An explainer function may carry a ``prepare`` attribute: a no-argument callable run once in
+    each worker process before its first call, under the same limits, e.g. to JIT-compile what
+    every call needs.
     """
 
     name: str

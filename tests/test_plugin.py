@@ -318,7 +318,7 @@ def test_pictures_of_the_worst_example_next_to_the_report(pytester):
     assert rec["picture"] == str(png)
 
 
-def test_prepare_runs_once_in_the_parent_before_forked_calls(pytester):
+def test_prepare_runs_once_per_worker_before_its_first_call(pytester):
     pytester.makepyfile(prepared_mod="""
         import numpy as np
 

@@ -404,8 +404,8 @@ def lrp_alpha1beta0(inputs, model: "torch.nn.Module", target=None) -> np.ndarray
 
 
 def _import_captum() -> None:
-    """Import torch and captum in the parent process (``prepare`` hook): forked calls then inherit
-    them instead of paying about half a second of imports each."""
+    """Import captum before the first call (``prepare``: once per worker process), so that no
+    call's time includes its half second of imports."""
     import captum.attr  # noqa: F401
 
 

@@ -137,11 +137,10 @@ def shap_partition(inputs, predict, background, target):
 
 
 def _compile_numba() -> None:
-    """Run each masked explainer once on a toy problem, in the parent process.
+    """Run each masked explainer once on a toy problem (``prepare``: once per worker process).
 
     shap's Exact, Permutation and Partition explainers JIT-compile numba functions on first use
-    (10-25 s); compiled here, before the plugin forks, every child inherits the machine code instead
-    of compiling it again.
+    (10-25 s); compiled here, before the first call, no call's time includes the compilation.
     """
     toy = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]])
 
