@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -112,7 +113,7 @@ class XaiState:
             terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self._runner is not None:
             self._runner.close()
         path = self.config.getoption("xai_report")
@@ -125,7 +126,12 @@ class XaiState:
                    "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
                    "args": list(self.config.invocation_params.args)}
         doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
-        xai_report.write_json(path, doc)
+        try:
+            xai_report.write_json(path, doc)
+        except OSError as exc:  # e.g. the disk filled up during the run: say so, and never exit 0
+            sys.stderr.write(f"pytest-xai: could not write the JSON report {path}: {exc}\n")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -292,3 +292,20 @@ def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
     results = _report(report)["results"]
     assert sorted(r["check"] for r in results) == ["data_randomisation", "model_randomisation"]
     assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
+
+
+def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
+    """The report's folder turned into a file during the run: the run says so and exits 3."""
+    out = pytester.path / "out"
+    out.mkdir()
+    pytester.makepyfile(test_breaks=f"""
+        import shutil
+
+        def test_passes_and_breaks_the_report_folder(xai_explainer):
+            shutil.rmtree({str(out)!r})
+            open({str(out)!r}, "w").close()
+    """)
+    result = run(pytester, "test_breaks.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
+                 f"--xai-report={out / 'r.json'}", tabular=False)
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert "could not write the JSON report" in result.stderr.str()
