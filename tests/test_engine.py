@@ -309,3 +309,39 @@ def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
                  f"--xai-report={out / 'r.json'}", tabular=False)
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     assert "could not write the JSON report" in result.stderr.str()
+
+
+def test_reports_agree_with_pytest(pytester):
+    """Rows are keyed by test (a user test named like a suite test keeps its own row), a user test
+    that passes without xai_check is a PASS, and each JUnit property appears once."""
+    pytester.makepyfile(test_user="""
+        def test_symmetry(xai_explainer, xai_case, xai_explain):
+            xai_explain(xai_explainer, xai_case("cough_and_fever"))
+    """)
+    report, junit = pytester.path / "r.json", pytester.path / "junit.xml"
+    result = run(pytester, "test_user.py", f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}",
+                 f"--junitxml={junit}", k="symmetry")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["symmetry[[]cough_and_fever[]] *PASS 1.000*", "test_user.py::test_symmetry *PASS*"])
+    user = next(r for r in _report(report)["results"] if r["nodeid"].startswith("test_user.py"))
+    assert (user["status"], user["passed"], user["row"]) == ("PASS", True, "test_user.py::test_symmetry")
+    import xml.etree.ElementTree as ET
+
+    for case in ET.parse(junit).iter("testcase"):
+        names = [p.get("name") for p in case.iter("property")]
+        assert len(names) == len(set(names)), names
+
+
+def test_benchmark_does_not_warn_on_a_memoised_explanation(pytester):
+    pytest.importorskip("pytest_benchmark")
+    pytester.makepyfile(test_bench_user="""
+        def test_first(xai_explainer, xai_case, xai_explain, benchmark):
+            xai_explain(xai_explainer, xai_case("cough_and_fever"))
+
+        def test_second_shares_the_call(xai_explainer, xai_case, xai_explain, benchmark):
+            xai_explain(xai_explainer, xai_case("cough_and_fever"))
+    """)
+    result = run(pytester, "test_bench_user.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
+                 tabular=False)
+    result.assert_outcomes(passed=2)
+    assert "not used" not in result.stdout.str() + result.stderr.str()
