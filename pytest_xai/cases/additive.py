@@ -31,7 +31,7 @@ import numpy as np
 from pytest_xai import metrics
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
-from pytest_xai.checks import attributions_of, check
+from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
@@ -367,7 +367,8 @@ def ground_truth(case: Case, truth: str = "contribution") -> tuple[np.ndarray, n
     return rows, np.where(np.asarray(case.predict(case.inputs)) < 0, -1.0, 1.0)
 
 
-@check(marker="xai_additive", thresholds={"min_mean_r": 0.5}, passes_by_construction={
+@check(marker="xai_additive", thresholds={"min_mean_r": 0.5}, reference=truth_reference("contribution"),
+       passes_by_construction={
     "row_offset": "Pearson correlation, the paper's metric, is invariant to a constant added to a sample's heatmap",
     "swapped": "exchanging two of d >= 32 pixels moves a per-sample correlation over d pixels by about 2/d",
     "noisy_10": "noise at 10 % of the reference's RMS leaves r near 1/sqrt(1 + 0.1^2) = 0.995",

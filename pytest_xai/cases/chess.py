@@ -765,7 +765,14 @@ _NGT_MAGNITUDE = ("the map is reduced to max |A| over the 12 planes divided by i
                   "reduction), so the sign and the scale of the attributions cannot matter")
 
 
-@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]}, passes_by_construction={
+def mask_reference(case: Case, params) -> np.ndarray:
+    """The NGT mask itself broadcast to the 12 planes: the correct attribution of :func:`ngt` (distance 0)."""
+    mask = np.asarray(case.truth[params.get("mask", "mask")], dtype=float)
+    return np.repeat(mask[:, None], 12, axis=1)
+
+
+@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]}, reference=mask_reference,
+       passes_by_construction={
     "sign_flipped": _NGT_MAGNITUDE,
     "scaled_negative": _NGT_MAGNITUDE,
     "abs_of_exact": _NGT_MAGNITUDE,

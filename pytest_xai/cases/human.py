@@ -35,7 +35,7 @@ import numpy as np
 
 from pytest_xai.case import Case, Score
 from pytest_xai.cases import register
-from pytest_xai.checks import attributions_of, check
+from pytest_xai.checks import attributions_of, check, truth_reference
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
 SHAPES = ("disc", "square", "triangle", "cross")
@@ -1126,7 +1126,7 @@ _MAE_BY_CONSTRUCTION = {
 
 
 @check(marker="xai_human", thresholds={"min_precision": 0.5, "top": 0.05, "mask_threshold": 0.45},
-       passes_by_construction=_SELECTION_BY_CONSTRUCTION)
+       passes_by_construction=_SELECTION_BY_CONSTRUCTION, reference=truth_reference("weighted_mask"))
 def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
                     aggregate: str = "micro", selection_threshold: float | None = None,
                     min_precision: float, top: float, mask_threshold: float) -> Score:
@@ -1157,7 +1157,7 @@ def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", po
 
 
 @check(marker="xai_human", thresholds={"min_recall": 0.6, "top": 0.25, "mask_threshold": 0.45},
-       passes_by_construction=_SELECTION_BY_CONSTRUCTION)
+       passes_by_construction=_SELECTION_BY_CONSTRUCTION, reference=truth_reference("weighted_mask"))
 def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
                  aggregate: str = "micro", selection_threshold: float | None = None,
                  min_recall: float, top: float, mask_threshold: float) -> Score:
@@ -1178,7 +1178,8 @@ def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", polic
                          top=top, mask_threshold=mask_threshold)
 
 
-@check(marker="xai_human", thresholds={"max_relative_mae": 0.8}, passes_by_construction=_MAE_BY_CONSTRUCTION)
+@check(marker="xai_human", thresholds={"max_relative_mae": 0.8}, passes_by_construction=_MAE_BY_CONSTRUCTION,
+       reference=truth_reference("weighted_mask"))
 def human_mae(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
               max_relative_mae: float) -> Score:
     """The rescaled explanation â matches the weighted human mask better than an empty explanation:

@@ -43,7 +43,7 @@ import numpy as np
 
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
-from pytest_xai.checks import attributions_of, check
+from pytest_xai.checks import attributions_of, check, truth_reference
 
 SOURCE = "Lee et al. 2025, XAI-Units (arXiv 2506.01059)"
 MAX_ENUMERATED_FEATURES = 12
@@ -505,7 +505,8 @@ def _mse_score(name, case, a, g, rel, max_relative_mse, min_fraction, convention
     )
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95})
+@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+       reference=truth_reference("xai_units"))
 def units_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Per-row relative MSE against the unit's XAI-Units ground truth (Lee et al. 2025, §4).
 
@@ -522,7 +523,8 @@ def units_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -
                       "XAI-Units")
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95})
+@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+       reference=truth_reference("shapley"))
 def units_shapley_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Per-row relative MSE against the exact baseline-Shapley values (Lee et al. 2025; Shapley 1953).
 
@@ -550,7 +552,7 @@ _COMMON_BY_CONSTRUCTION = {
 
 
 @check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
-       passes_by_construction=_COMMON_BY_CONSTRUCTION)
+       passes_by_construction=_COMMON_BY_CONSTRUCTION, reference=truth_reference("shapley"))
 def units_common_mse(attributions, case, *, common, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Attribution on softmax-invariant common features, which deserve 0 (Lee et al. 2025, U4).
 
@@ -611,6 +613,13 @@ def relative_sensitivity(a: np.ndarray, n_points: int, n_perturbations: int) -> 
     return np.where(defined.any(axis=0), out, np.nan)
 
 
+def shapley_on_background(case, params=None, rows: int = 20) -> np.ndarray:
+    """Interventional Shapley values against the first ``rows`` background rows (the mean of
+    :func:`baseline_shapley` over them): the smooth, model-derived reference of the shattered unit."""
+    x = np.asarray(case.inputs, dtype=np.float64)
+    return np.mean([baseline_shapley(case.predict, x, row) for row in np.asarray(case.background)[:rows]], axis=0)
+
+
 _SENSITIVITY_BY_CONSTRUCTION = {
     "sign_flipped": "the relative change ||a(x') - a(x)|| / max(||a(x)||, ||a(x')||) and the zero on the "
                     "dummy are invariant to the sign and the scale of the map",
@@ -624,7 +633,7 @@ _SENSITIVITY_BY_CONSTRUCTION = {
 
 
 @check(marker="xai_units", thresholds={"max_relative_change": 0.5, "min_fraction": 0.8, "rtol": 1e-3},
-       passes_by_construction=_SENSITIVITY_BY_CONSTRUCTION)
+       passes_by_construction=_SENSITIVITY_BY_CONSTRUCTION, reference=shapley_on_background)
 def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=(), max_relative_change=0.5,
                       min_fraction=0.8, rtol=1e-3) -> Score:
     """Stability under tiny input noise on the shattered-gradients unit (Lee et al. 2025, U5).
