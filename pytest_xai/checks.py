@@ -264,6 +264,11 @@ def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) ->
 @check(marker="xai_dummy", thresholds={"rtol": 1e-3}, reference=truth_reference("shapley"), passes_by_construction={
     "sign_flipped": _BLIND_TO_SIGN, "scaled_negative": _BLIND_TO_SIGN, "abs_of_exact": _BLIND_TO_SIGN,
     "shuffled_rows": _BLIND_TO_SIGN,
+    "input_minus_mean@digits_*": "the digits dummy pixels are constant over the explained and background rows "
+                                 "(0, or one fixed ink pattern), so x - mean(background) is 0 on them, as every "
+                                 "data-referenced estimator is: the dummy axiom cannot tell it from KernelSHAP",
+    "input_itself@digits_data_dummy": "the data dummy pixels are 0 in every row, so the input is 0 on them "
+                                      "(digits_function_dummy puts ink there to fail it)",
 })
 def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
     """Features the model does not use (dummies) get zero importance (the dummy axiom).
@@ -274,7 +279,8 @@ def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
     feature above tau, so an all-zero explainer fails.  rtol = 1e-3 passes exact Shapley values
     and KernelSHAP with enough samples, and fails LIME and noise, which credit dummies by chance.
     The dummy axiom is about zero credit only: a map with the exact magnitudes (sign flipped,
-    rescaled, |.|, rows shuffled) satisfies it by construction.
+    rescaled, |.|, rows shuffled) satisfies it by construction, and so does any map that is zero on
+    features constant in the data (the input minus its background mean on the digits cases).
     """
     import numpy as np
 
@@ -627,7 +633,10 @@ def interaction_detection(attributions, case: Case, *, min_score: float, rtol: f
     exact finite differences score 1, random strengths at most 0.09 over 20 seeds).  Without true pairs (F0,
     purely additive) the test is "no false interaction": max strength <= rtol * the main-effect scale
     ``case.truth["main_effect_scale"]`` (in output units, like Shapley interaction indices and
-    finite differences); default 0.05.
+    finite differences); default 0.05.  Against the zoo (``tests/test_zoo.py``): constant, zero and
+    noise interaction matrices fail every case with true pairs (ties give AUC 0.5, score 0); an
+    all-zero matrix passes F0 by construction, since F0 has no interaction.  The strengths are
+    |M_ij|, so the sign of an interaction plays no part by definition.
     """
     import numpy as np
 
