@@ -285,3 +285,20 @@ def test_shap_adapters_explain_the_target_class_and_skip_images(lime_case):
         with pytest.raises(NotApplicable, match="tabular"):
             adapter(images, small.predict, images, 0, **extra)
 
+
+
+def test_zoo_members_fail_unless_declared(lime_case):
+    """The degenerate-explainer zoo applied to exact interventional Shapley values (not fooled: race
+    first in every row): the members that explain nothing fail, the others unless declared."""
+    from pytest_xai.explainers import degenerate
+    from pytest_xai.metrics import outputs
+
+    reference = baselines.exact_shapley(lime_case.inputs, lime_case.predict, lime_case.background, lime_case.target)
+    assert score(reference, lime_case).passed
+    output = outputs(lime_case.predict, lime_case.inputs, lime_case.target)
+    for member in degenerate.MEMBERS:
+        for seed in (0, 1, 2):
+            attributions = degenerate.apply(member, reference, lime_case.inputs, output, lime_case.background, seed)
+            result = score(attributions, lime_case)
+            if checks.CHECKS["fooling"].exemption(member, lime_case.name) is None:
+                assert not result.passed, (member, seed, result.detail)

@@ -168,3 +168,23 @@ def test_spearman_rows_matches_scipy_and_marks_constant_rows():
 def test_image_metrics_are_not_applicable_to_tabular_attributions():
     out = sanity.image_similarities(np.ones((3, 5)), np.ones((3, 5)))
     assert out["ssim"].startswith("not applicable") and out["hog"].startswith("not applicable")
+
+
+@pytest.mark.parametrize("name", ["model_randomisation", "data_randomisation"])
+def test_zoo_members_that_explain_nothing_fail_and_corrupted_saliency_is_declared(case, name):
+    """The degenerate-explainer zoo through the re-explain API: members that explain nothing fail;
+    the corrupted members keep saliency's dependence on the parameters and are declared."""
+    from pytest_xai.explainers import degenerate
+    from pytest_xai.metrics import outputs
+
+    for member in degenerate.MEMBERS:
+        def explainer(inputs, model, target, seed, member=member):
+            reference = saliency(inputs, model, target)
+            predict = sanity.with_model(case, model).predict
+            return degenerate.apply(member, reference, inputs, outputs(predict, inputs, target), case.background, seed)
+
+        result = check(name, explainer, case)
+        if member in degenerate.NOTHING:
+            assert not result.passed, (member, result.detail)
+        else:
+            assert CHECKS[name].exemption(member, case.name), member
