@@ -150,8 +150,10 @@ def _setup_or_none(check, name):
 
 
 def test_the_zoo_explainers_obey_the_contract_and_match_the_transforms():
-    from pytest_xai import contract
+    from pytest_xai import contract, explainers
 
+    assert explainers.ZOO_MEMBERS == degenerate.MEMBERS  # the lazy names of the package
+    assert all(f"zoo_{m}" in explainers.__all__ for m in degenerate.MEMBERS)
     case = cases.get("cough_and_fever")
     for member in degenerate.MEMBERS:
         explainer = contract.load(f"pytest_xai.explainers:zoo_{member}")
