@@ -133,12 +133,11 @@ def explains_nothing(attributions, case: Case, features, cross_rtol: float = 1.0
     e.  An attribution that follows the model moves with the output: the guard fails when, on
     average over the pairs or on any pair where g is not zero, e is zero or of the opposite sign to g
     (a constant map, all zeros, a sign-flipped or |.| map, one with the columns swapped, and most
-    noise).  When the model is additive in f on
-    those rows (g is the same for every pair) and a second feature j is given, switching f must not
-    move j's attribution by ``cross_rtol`` times its own or more (|cross| < cross_rtol |e| on every
-    pair): interventional and baseline Shapley values give cross = 0 exactly, while the model
-    output copied to every feature (cross = e_f), a per-row offset and noise move j with f.
-    Features without such pairs are not tested.
+    noise).  When the model is additive in f on those rows (g is the same for every pair) and a
+    second feature j is given, switching f must not move j's attribution by ``cross_rtol`` times
+    its own or more (|cross| < cross_rtol |e| on every pair): interventional and baseline Shapley
+    values give cross = 0 exactly, while the model output copied to every feature (cross = e), a
+    per-row offset and noise move j with f.  Features without such pairs are not tested.
     """
     import numpy as np
 
