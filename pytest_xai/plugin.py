@@ -36,13 +36,13 @@ PROPERTY_MARKERS = {
     "xai_ngt": "attributions are near the ground-truth mask; kwargs: max_distance",
     "xai_units": "handcrafted torch units with exact ground truth (XAI-Units); kwargs: max_relative_mse",
     "xai_sanity": "explanations change when the model is randomised (Adebayo et al.); kwargs: midpoint",
-    "xai_gt_shapley": "correlation with exact Shapley values on synthetic data (XAI-Bench); kwargs: min_corr",
-    "xai_faithfulness": "attribution correlates with the effect of removing each feature; kwargs: min_faithfulness",
-    "xai_monotonicity": "adding features by importance has decreasing marginal effect; kwargs: min_monotonicity",
-    "xai_infidelity": "attributions predict output changes under perturbation (Yeh et al.); kwargs: max_infidelity",
+    "xai_gt_shapley": "close to the exact Shapley values on synthetic data (XAI-Bench); kwargs: max_error",
+    "xai_faithfulness": "attribution agrees in sign and size with the effect of removing each feature; kwargs: max_gap",
+    "xai_monotonicity": "adding features by importance has decreasing marginal effect; kwargs: max_gap",
+    "xai_infidelity": "attributions predict output changes under perturbation (Yeh et al.); kwargs: max_gap",
     "xai_additive": "correlation with the exact contributions of an additive function (Mamalakis et al.); kwargs: min_mean_r",
     "xai_human": "agreement with (simulated) human-attention masks (Mohseni & Ragan); kwargs: min_precision",
-    "xai_stress_rank": "with many features, planted tokens stay on top of the model's true ranking; kwargs: max_rank, min_spearman",
+    "xai_stress_rank": "with many features, planted tokens stay on top of the model's true ranking; kwargs: max_rank, min_spearman, min_cosine",
     "xai_interaction": "returned pairwise interactions single out the truly interacting pairs; kwargs: min_score, rtol",
 }
 xai_state = pytest.StashKey["XaiState"]()
@@ -67,11 +67,19 @@ class XaiState:
 
     @property
     def cache(self):
-        """The on-disk cache in pytest's cache directory (None with ``-p no:cacheprovider``)."""
+        """The on-disk cache in pytest's cache directory; with ``-p no:cacheprovider`` a temporary
+        one for the session, so that workers load what this process built instead of rebuilding it."""
         if self._cache is None:
             from pytest_xai.cache import Cache
 
-            root = self.config.cache.mkdir("xai") if getattr(self.config, "cache", None) else None
+            if getattr(self.config, "cache", None):
+                root = self.config.cache.mkdir("xai")
+            else:
+                import shutil
+                import tempfile
+
+                root = tempfile.mkdtemp(prefix="pytest-xai-cache-")
+                self.config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
             self._cache = Cache(root)
         return self._cache
 
