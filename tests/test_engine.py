@@ -341,14 +341,3 @@ def test_benchmark_does_not_warn_on_a_memoised_explanation(pytester):
     result.assert_outcomes(passed=2)
     assert "not used" not in result.stdout.str() + result.stderr.str()
 
-
-def test_a_chess_picture_is_drawn_without_an_earlier_picture_folder(pytester):
-    """The pictures folder is made by the first picture of any family (it was only made by some)."""
-    pytest.importorskip("matplotlib")
-    pytest.importorskip("chess")
-    report = pytester.path / "out" / "xai.json"
-    result = run(pytester, f"--xai-explainer={REF}:random", f"--xai-report={report}",
-                 k="ngt and chess_oracle_mate", tabular=False)
-    result.assert_outcomes(failed=1)
-    (png,) = (report.parent / "xai-pictures").glob("*.png")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

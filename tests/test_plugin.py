@@ -308,11 +308,15 @@ def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
         cases._REGISTRY.pop("data_dir_probe")
 
 
-def test_pictures_of_the_worst_example_next_to_the_report(pytester):
+@pytest.mark.parametrize("selection", ["human_precision and human_shapes_oracle", "ngt and chess_oracle_mate"])
+def test_pictures_of_the_worst_example_next_to_the_report(pytester, selection):
+    """Each family's first picture makes the pictures folder (chess boards were lost without an
+    earlier picture)."""
     pytest.importorskip("matplotlib")
+    if "chess" in selection:
+        pytest.importorskip("chess")
     report = pytester.path / "out" / "xai.json"
-    result = run(pytester, f"--xai-explainer={REF}:random", f"--xai-report={report}",
-                 k="human_precision and human_shapes_oracle", tabular=False)
+    result = run(pytester, f"--xai-explainer={REF}:random", f"--xai-report={report}", k=selection, tabular=False)
     result.assert_outcomes(failed=1)
     (png,) = (report.parent / "xai-pictures").glob("*.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
