@@ -355,7 +355,7 @@ class Pool:
         except NotApplicable as exc:
             self.broken[spec] = ExplainerError(f"its prepare raised NotApplicable: {exc}")
         except ExplainerError as exc:
-            self.broken[spec] = type(exc)(f"{exc}") if not isinstance(exc, ExplainerRaised) else exc
+            self.broken[spec] = exc  # every later call of this explainer fails the same way, at once
         if spec in self.broken:
             worker.kill()
             raise self.broken[spec]
