@@ -1,8 +1,10 @@
 """Worker processes that run untrusted explainers under a CPU-time limit (README, "Reliability").
 
-One reusable worker per explainer and plugin process, started fresh (``python -m
-pytest_xai.worker``, never a fork, so no OpenMP or BLAS thread pool of the plugin is inherited) in
-a session of its own, so that stopping it stops anything it started.  The limit is measured in CPU
+One reusable worker per explainer and plugin process, in a session of its own, so that stopping
+it stops anything it started.  Workers are forked by a :class:`Zygote`, a fresh interpreter that
+imported the heavy libraries with one thread each and never runs user code (or, where that cannot
+work, spawned as ``python -m pytest_xai.worker``): never a fork of the plugin's process, whose
+OpenMP or BLAS thread pools would deadlock the child.  The limit is measured in CPU
 seconds of the worker, so a busy machine does not change a verdict; a wall-clock backstop stops an
 explainer that sleeps or deadlocks.  Replies are :mod:`pytest_xai.wire` messages (JSON and float64
 arrays, never pickles), carrying the request's random token.  A worker that crashed, was stopped or

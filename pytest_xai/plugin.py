@@ -90,8 +90,8 @@ class XaiState:
             from pytest_xai.isolate import Limits
             from pytest_xai.runner import Runner
 
-            limits = Limits(cpu=_finite_or_none(self.timeout), wall=_finite_or_none(self.wall_timeout)) \
-                if self.timeout else None
+            wall = None if self.wall_timeout == float("inf") else self.wall_timeout  # inf: no backstop
+            limits = Limits(cpu=self.timeout, wall=wall) if self.timeout else None
             self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir)
         return self._runner
 
@@ -172,10 +172,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("xai_data_dir", "directory with real datasets (see --xai-data-dir)", type="paths", default=[])
     parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
                   default=str(DEFAULT_TIMEOUT))
-
-
-def _finite_or_none(value: float) -> float | None:
-    return None if value is None or value == float("inf") else float(value)
 
 
 def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
