@@ -118,7 +118,8 @@ def main() -> None:
     card = {
         "accuracy_per_class": dict(zip(cc.CLASSES, acc)),
         "accuracy": float(np.mean([a for a in acc])),
-        "quality_gate": cc.QUALITY_GATE,
+        "quality_gate": {"overall_accuracy_at_least": cc.QUALITY_GATE,
+                         "class_warning_below": cc.CLASS_WARNING},
         "n_train": int(len(x_train)),
         "n_test_per_class": [int((y_test == c).sum()) for c in range(3)],
         "seed": args.seed,
@@ -134,6 +135,7 @@ def main() -> None:
         "torch": torch.__version__,
         "encoding": "side-to-move perspective (remedy A), planes PNBRQK us then them, row = rank",
     }
+    card["warnings"] = cc.cnn_warnings(card)
     out.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
     print(json.dumps(card, indent=2))
 
