@@ -15,7 +15,7 @@ from pytest_xai.explainers import captum as explainers  # noqa: E402
 
 METHODS = [
     "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",
-    "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling", "captum_kernel_shap",
+    "guided_gradcam_first_conv", "guided_gradcam_last_conv", "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling", "captum_kernel_shap",
     "captum_lime", "lrp_z", "lrp_alpha1beta0",
 ]
 # Methods whose attribution of a linear model f(x) = w.x + b is exactly w * (x - baseline).
@@ -227,3 +227,40 @@ def test_a_model_without_gradients_is_not_applicable(name):
 
     with pytest.raises(NotApplicable, match="not differentiable with respect to its inputs"):
         getattr(explainers, name)(np.ones((2, 3)), Rounded())
+
+
+def _two_conv_net(w):
+    """1x1 identity conv, ReLU, a 2x2 stride-2 all-ones conv (4x4 -> 2x2 block sums), linear head w."""
+    conv1 = torch.nn.Conv2d(1, 1, 1, bias=False)
+    conv2 = torch.nn.Conv2d(1, 1, 2, stride=2, bias=False)
+    head = torch.nn.Linear(4, 1, bias=False)
+    with torch.no_grad():
+        conv1.weight.fill_(1.0)
+        conv2.weight.fill_(1.0)
+        head.weight.copy_(torch.as_tensor(w, dtype=torch.float32).reshape(1, 4))
+    return torch.nn.Sequential(conv1, torch.nn.ReLU(), conv2, torch.nn.Flatten(), head).eval()
+
+
+def test_guided_gradcam_on_the_first_and_last_conv_by_hand():
+    """Selvaraju et al. 2019 on a net small enough to do by hand.  With head weights w (2x2) and
+    positive x (4x4): guided backprop is relu(w) on each pixel's block; Grad-CAM weights are mean(w)
+    on both layers; the last conv's map is mean(w) * block sums (2x2), upsampled nearest to 4x4 (captum's
+    interpolation), the first conv's map is mean(w) * x itself."""
+    w = np.array([[1.0, -0.5], [2.0, 0.5]])
+    x = np.random.default_rng(3).uniform(0.1, 1.0, size=(2, 1, 4, 4))
+    model = _two_conv_net(w)
+    block = np.kron(w, np.ones((2, 2)))  # each pixel's head weight
+    guided = np.maximum(block, 0)
+    sums = x.reshape(2, 1, 2, 2, 2, 2).sum(axis=(3, 5))
+    cam_last = np.kron(np.maximum(w.mean() * sums, 0), np.ones((2, 2)))
+    cam_first = np.maximum(w.mean() * x, 0)
+    np.testing.assert_allclose(explainers.guided_gradcam_last_conv(x, model), guided * cam_last, rtol=1e-5)
+    np.testing.assert_allclose(explainers.guided_gradcam_first_conv(x, model), guided * cam_first, rtol=1e-5)
+
+
+def test_guided_gradcam_needs_a_conv_layer_and_image_inputs(linear):
+    model, _, x, _ = linear
+    with pytest.raises(NotApplicable, match="guided_gradcam_last_conv needs a model with a torch.nn.Conv2d"):
+        explainers.guided_gradcam_last_conv(x, model)
+    with pytest.raises(NotApplicable, match=r"needs image inputs \(n, channels, height, width\), got shape \(2, 16\)"):
+        explainers.guided_gradcam_first_conv(np.ones((2, 16)), _two_conv_net(np.ones(4)))

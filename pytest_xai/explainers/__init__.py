@@ -30,7 +30,7 @@ _WHERE = {
     "saabas": "trees",
     **dict.fromkeys(
         ["saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",
-         "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling",
+         "guided_gradcam_first_conv", "guided_gradcam_last_conv", "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling",
          "captum_kernel_shap", "captum_lime", "lrp_z", "lrp_alpha1beta0"],
         "captum",
     ),

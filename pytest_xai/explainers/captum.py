@@ -223,6 +223,40 @@ def guided_backprop(inputs, model: "torch.nn.Module", target=None) -> np.ndarray
         return _numpy(GuidedBackprop(module).attribute(x, target=target), inputs)
 
 
+def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarray:
+    """captum ``GuidedGradCam`` on the ``which``-th ``nn.Conv2d`` of the model (0 first, -1 last).
+
+    Grad-CAM (Selvaraju et al. 2019) on that layer's output, ReLU'd, upsampled to the input's
+    spatial size by captum's own ``LayerAttribution.interpolate`` (nearest, captum's default; an
+    identity for the chess CNN, whose 'same' convolutions keep 8x8), times Guided Backprop.
+    Inputs must be images (n, channels, height, width) and the model must have a ``Conv2d``.
+    """
+    import torch
+    from captum.attr import GuidedGradCam
+
+    module = _torch_model(method, model)
+    convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv2d)]
+    if not convs:
+        raise NotApplicable(f"{method} needs a model with a torch.nn.Conv2d layer; this one has none")
+    if np.ndim(inputs) != 4:
+        raise NotApplicable(f"{method} needs image inputs (n, channels, height, width), got shape {np.shape(inputs)}")
+    with _one_thread():
+        x = _tensor(module, inputs, grad=True)
+        out = GuidedGradCam(module, convs[which]).attribute(x, target=target)
+        return _numpy(out, inputs)
+
+
+def guided_gradcam_first_conv(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """Guided Grad-CAM on the first convolution layer, as Mücke & Pfahler 2022 (§3) ran it."""
+    return _guided_gradcam("guided_gradcam_first_conv", inputs, model, target, 0)
+
+
+def guided_gradcam_last_conv(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+    """Guided Grad-CAM on the last convolution layer (Selvaraju et al. 2019's recommended use;
+    Mücke & Pfahler 2022 report both)."""
+    return _guided_gradcam("guided_gradcam_last_conv", inputs, model, target, -1)
+
+
 def occlusion(
     inputs, model: "torch.nn.Module", target=None, baseline=None, *, window: tuple | None = None,
     perturbations_per_eval: int = 16,
@@ -410,6 +444,6 @@ def _import_captum() -> None:
 
 
 for _explainer in (saliency, input_x_gradient, integrated_gradients, smoothgrad, deeplift, guided_backprop,
-                   occlusion, feature_ablation, feature_permutation, shapley_value_sampling, captum_kernel_shap,
+                   guided_gradcam_first_conv, guided_gradcam_last_conv, occlusion, feature_ablation, feature_permutation, shapley_value_sampling, captum_kernel_shap,
                    captum_lime, lrp_z, lrp_alpha1beta0):
     _explainer.prepare = _import_captum
