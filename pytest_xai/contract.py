@@ -37,6 +37,8 @@ CONTRACT = {
     "baseline": "the reference input the ground truth is defined against (e.g. zeros)",
     "feature_names": "list of str",
     "seed": "int, fixed per test, for stochastic explainers",
+    "groups": "int array shaped like one input, or None: features with the same id move together "
+              "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
 }
 
 
@@ -230,6 +232,7 @@ def arguments(explainer: Explainer, case: Any, seed: int) -> dict[str, Any]:
         "baseline": lambda: None if case.baseline is None else np.array(case.baseline, dtype=float, copy=True),
         "feature_names": lambda: list(case.feature_names),
         "seed": lambda: int(seed),
+        "groups": lambda: None if case.meta.get("groups") is None else np.array(case.meta["groups"], copy=True),
     }
     return {name: values[name]() for name in explainer.wants}
 

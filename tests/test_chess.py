@@ -559,3 +559,45 @@ def test_user_csv_in_the_data_dir_replaces_generated_positions(tmp_path):
     assert np.bincount(picked["label"]).tolist() == [2, 2, 2]
     assert set(picked["fen"]) <= set(rows["fen"])
     assert family.user_positions(tmp_path / "missing") is None
+
+
+# ---------------------------------------------------------------- feature groups
+
+
+def test_chess_cases_declare_square_groups_and_the_contract_passes_them():
+    import dataclasses
+
+    from pytest_xai import contract
+
+    case = cases.get("chess_oracle_mate")
+    groups = cc.square_groups()
+    assert groups.shape == (12, 8, 8) and (groups == groups[:1]).all()
+    assert groups[0, 2, 4] == 8 * 2 + 4  # e3: group id = square index
+
+    def explain(inputs, groups):
+        return {"attributions": np.broadcast_to(groups, inputs.shape).astype(float)}
+
+    got = contract.run(contract.Explainer("g", "g", explain, ("inputs", "groups")), case, seed=0)
+    np.testing.assert_array_equal(got.attributions[0], groups)
+    ungrouped = dataclasses.replace(case, meta={})
+    assert contract.arguments(contract.Explainer("g", "g", explain, ("inputs", "groups")), ungrouped, 0)["groups"] is None
+
+
+def test_feature_occlusion_by_squares_empties_whole_squares_and_finds_mates():
+    """With the case's square groups, occlusion empties one square at a time (64 oracle calls, not 768)."""
+    from pytest_xai.explainers import baselines
+
+    case = cases.get("chess_oracle_mate")
+    x = case.inputs[:10]
+    out = baselines.feature_occlusion(x, case.predict, case.baseline, case.target, groups=cc.square_groups())
+    assert (out == out[:, :1]).all(), "a square's 12 planes share one attribution"
+    # a square's attribution is the drop of the mate probability when that square is emptied
+    row, (r, f) = 0, np.argwhere(case.truth["mask"][0])[0]
+    emptied = x[:1].copy()
+    emptied[0, :, r, f] = 0
+    assert out[row, 0, r, f] == pytest.approx(1.0 - case.predict(emptied)[0, case.target])
+    full = baselines.feature_occlusion(case.inputs, case.predict, case.baseline, case.target,
+                                       groups=cc.square_groups())
+    assert cc.ngt(full, case).passed
+    with pytest.raises(ValueError, match=r"groups must be an int array shaped like one input \(12, 8, 8\)"):
+        baselines.feature_occlusion(x, case.predict, case.baseline, case.target, groups=np.zeros((8, 8), int))

@@ -900,6 +900,13 @@ def feature_names() -> list[str]:
     return [f"{PLANES[p]}@{files[f]}{r + 1}" for p in range(12) for r in range(8) for f in range(8)]
 
 
+def square_groups() -> np.ndarray:
+    """Feature groups (contract name ``groups``): the 12 planes of a square move together, group
+    id = square index 8*rank + file, shaped (12, 8, 8).  Perturbation explainers then occlude or
+    sample squares (64 features), the unit the NGT masks are about."""
+    return np.broadcast_to(np.arange(64).reshape(8, 8), (12, 8, 8)).copy()
+
+
 USER_CSV = "chess_positions.csv"  # looked for in --xai-data-dir / ini xai_data_dir
 
 
@@ -940,7 +947,7 @@ def _case(info, label: int, seed: int, cache, model: Any, predict, torch_model=N
     truth = {"mask": masks[label], **{f"mask{k}": masks[k] for k in range(3)}}
     meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
             "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
-            "seed": seed, "draw": draw_worst_board}
+            "seed": seed, "draw": draw_worst_board, "groups": square_groups()}
     return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
                 model=model, target=label, background=all_planes,
                 baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,

@@ -34,14 +34,17 @@ def exact_shapley(inputs, predict, background, target):
     return shapley.interventional(predict, inputs, background, target)
 
 
-def feature_occlusion(inputs, predict, baseline, target):
+def feature_occlusion(inputs, predict, baseline, target, groups=None):
     """Occlusion-1 through ``predict`` only (Zeiler & Fergus 2014): the attribution of feature j is
     f(x) - f(x with x_j set to the baseline), one model call per feature for all points at once.
-    Model-agnostic, so it runs on black-box models such as the chess oracle; exact on additive models."""
+    Model-agnostic, so it runs on black-box models such as the chess oracle; exact on additive models.
+    With the case's ``groups`` (e.g. a chess square's 12 planes) a group is occluded as one feature
+    and each of its elements gets the group's attribution, as captum's ``feature_mask`` does."""
     n = len(inputs)
     flat = inputs.reshape(n, -1)
     row = np.zeros(inputs.shape[1:]) if baseline is None else np.asarray(baseline, dtype=float)
     reference = np.broadcast_to(row, inputs.shape).reshape(n, -1)
+    ids = np.arange(flat.shape[1]) if groups is None else _group_ids(groups, inputs.shape[1:])
 
     def output(rows):
         y = np.asarray(predict(rows.reshape((-1,) + inputs.shape[1:])), dtype=float)
@@ -49,11 +52,21 @@ def feature_occlusion(inputs, predict, baseline, target):
 
     full = output(flat)
     out = np.empty(flat.shape)
-    for j in range(flat.shape[1]):
+    for g in np.unique(ids):
+        members = ids == g
         occluded = flat.copy()
-        occluded[:, j] = reference[:, j]
-        out[:, j] = full - output(occluded)
+        occluded[:, members] = reference[:, members]
+        out[:, members] = (full - output(occluded))[:, None]
     return out.reshape(inputs.shape)
+
+
+def _group_ids(groups, feature_shape) -> np.ndarray:
+    """The case's feature groups as one flat int id per input element, or a clear error."""
+    ids = np.asarray(groups)
+    if ids.shape != tuple(feature_shape) or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"groups must be an int array shaped like one input {tuple(feature_shape)}, "
+                         f"got {ids.dtype} {ids.shape}")
+    return ids.reshape(-1)
 
 
 def archdetect(inputs, predict, baseline, target):
