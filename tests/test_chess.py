@@ -601,3 +601,19 @@ def test_feature_occlusion_by_squares_empties_whole_squares_and_finds_mates():
     assert cc.ngt(full, case).passed
     with pytest.raises(ValueError, match=r"groups must be an int array shaped like one input \(12, 8, 8\)"):
         baselines.feature_occlusion(x, case.predict, case.baseline, case.target, groups=np.zeros((8, 8), int))
+
+
+def test_gradient_explainers_get_verdicts_on_the_cnn_cases():
+    """The paper's experiment in miniature (docs/chess_ngt.md): on check positions Guided Grad-CAM on
+    the last conv layer is closest to mask1 and passes; saliency and the random floor fail."""
+    pytest.importorskip("captum")
+    from pytest_xai import contract
+
+    case = cases.get("chess_cnn_check")
+    verdicts = {}
+    for name in ("guided_gradcam_last_conv", "guided_gradcam_first_conv", "saliency", "random"):
+        explanation = contract.run(contract.load(f"pytest_xai.explainers:{name}"), case, seed=0)
+        verdicts[name] = cc.ngt(explanation.attributions, case)
+    assert verdicts["guided_gradcam_last_conv"].passed
+    assert not verdicts["saliency"].passed and not verdicts["random"].passed
+    assert verdicts["guided_gradcam_last_conv"].params["mean"] < verdicts["guided_gradcam_first_conv"].params["mean"]
