@@ -7,9 +7,11 @@ from lime.lime_tabular import LimeTabularExplainer
 
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
+from pytest_xai.explainers import grouped
 
 
-def lime_tabular(inputs, predict, background, target, feature_names, seed, budget=budgets.DEFAULT):
+def lime_tabular(inputs, predict, background, target, feature_names, seed, budget=budgets.DEFAULT,
+                 baseline=None, groups=None):
     """One LIME explanation per row over all features; the attribution of feature j is the weight
     of j's (discretised) indicator in LIME's local linear model.
 
@@ -19,9 +21,11 @@ def lime_tabular(inputs, predict, background, target, feature_names, seed, budge
     ``num_samples`` is LIME's default 5,000 per row while points x 5,000 fits the call's ``budget``
     of model evaluations (:mod:`pytest_xai.budget`), and as many as fit otherwise (at least d + 1,
     so that the local linear model is determined).
+    Image-shaped inputs go to lime's own image explainer over squares, pixels or the case's
+    ``groups`` as its segmentation (:func:`pytest_xai.explainers.grouped.lime_image`).
     """
-    if inputs.ndim != 2:
-        raise NotApplicable("lime_tabular explains tabular (n, d) inputs")
+    if inputs.ndim > 2:
+        return grouped.lime_image(inputs, predict, baseline, target, seed, budget, groups)
     if background is None:
         raise NotApplicable("LIME needs training rows for its sampling statistics; this case has no background")
     classification = target is not None

@@ -8,6 +8,7 @@ import shap
 
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
+from pytest_xai.explainers import grouped
 
 
 def _output(values, target):
@@ -26,7 +27,7 @@ def _single_output(predict, target):
     return f
 
 
-def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAULT):
+def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAULT, baseline=None, groups=None):
     """KernelSHAP (shap.KernelExplainer) with shap's default ``nsamples='auto'`` (2d + 2048
     coalitions, or all 2^d - 2 when fewer), seeded through numpy's global generator, which shap draws from.
 
@@ -35,9 +36,12 @@ def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAUL
     the background is summarised with ``shap.kmeans`` to the rows that fit, as shap's documentation
     advises for large backgrounds, and the coalitions are cut below shap's default only when fewer
     than 10 rows would fit.  A case where not even d + 1 coalitions fit is not applicable.
+    Image-shaped inputs (chess planes, images) are explained over squares, pixels or the case's
+    ``groups``, hidden with the ``baseline``, as shap's image examples do
+    (:func:`pytest_xai.explainers.grouped.kernel_shap`).
     """
-    if inputs.ndim != 2:
-        raise NotApplicable("KernelSHAP here explains tabular (n, d) inputs")
+    if inputs.ndim > 2:
+        return grouped.kernel_shap(inputs, predict, baseline, target, seed, budget, groups)
     if background is None:
         raise NotApplicable("KernelSHAP needs background rows; this case defines its baseline per row instead")
     n, d = inputs.shape
