@@ -14,7 +14,8 @@ square s = 8*rank + file, the layout ``chess.SquareSet(int)`` reads):
 Each class is scored against its own mask (class c against mask c), by the distance between the
 explanation reduced to 8x8 (max |A| over the 12 planes, divided by its max) and the mask.
 
-Conventions (where the paper is silent, these are our defaults; ``docs/chess_ngt.md`` says where they differ from the paper):
+Conventions (our defaults where the paper is silent; ``docs/chess_ngt.md`` says where they
+differ from the paper):
 
 - 8x8 arrays: ``M[row, col]`` is square ``8*row + col``: row = rank index (row 0 = rank 1),
   col = file (col 0 = file a).  Only pictures flip rows (rank 8 on top).
