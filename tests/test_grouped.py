@@ -82,7 +82,7 @@ def test_lime_image_on_two_dimensional_images_and_per_channel_groups_are_refused
 
 
 def test_a_budget_below_g_plus_one_samples_per_point_is_not_applicable(images):
-    with pytest.raises(NotApplicable, match="over the budget of 10"):
+    with pytest.raises(NotApplicable, match=r"KernelSHAP needs .* over the budget of 10 \(raise it with --xai-budget\)"):
         grouped.kernel_shap(images, additive, None, 1, 0, 10, np.broadcast_to(QUADRANTS, (2, 4, 4)))
 
 
@@ -99,3 +99,20 @@ def test_shap_kernel_and_lime_tabular_take_the_image_path_with_the_case_groups(i
     np.testing.assert_allclose(out, exact(images, 0.0), rtol=0.05, atol=0.02)
     per_pixel = shap.shap_kernel(images[:1], additive, None, 1, 0, budget=1_000_000)
     assert per_pixel.shape == (1, 2, 4, 4) and (per_pixel[:, 0] == per_pixel[:, 1]).all()
+
+
+@pytest.mark.parametrize("name", ["kernel_shap", "lime_image"])
+@pytest.mark.parametrize("budget", [200, 20_000])
+def test_grouped_explainers_spend_at_most_their_budget(images, name, budget):
+    """Rows passed to the model over the call, counted, stay within the budget (16 groups here, so
+    200 evaluations for 3 points cut the library's sample count, 20,000 do not)."""
+    rows = []
+
+    def counting(x):
+        rows.append(len(x))
+        return additive(x)
+
+    groups = np.broadcast_to(np.arange(16).reshape(4, 4), (2, 4, 4))
+    getattr(grouped, name)(images, counting, None, 1, 0, budget, groups)
+    assert sum(rows) <= budget
+    assert sum(rows) >= (180 if budget == 200 else 3 * 1000)  # cut to the budget, else the library default

@@ -59,7 +59,8 @@ def kernel_shap(inputs, predict, baseline, target, seed, budget, groups=None) ->
     ids = group_ids(inputs, groups)
     n, g = len(inputs), int(ids.max()) + 1
     auto = 2 * g + 2048 if g > 11 else min(2 * g + 2048, 2**g - 2)  # shap enumerates all coalitions below
-    nsamples = budgets.samples(budget, n, preferred=auto, minimum=g + 1, method="KernelSHAP")
+    # KernelExplainer also evaluates the point and the reference once each: 2 more rows per point
+    nsamples = budgets.samples(budget, n, preferred=auto + 2, minimum=g + 3, method="KernelSHAP") - 2
     reference = _reference(inputs, baseline)
     values = np.zeros((n, g))
     state = np.random.get_state()
