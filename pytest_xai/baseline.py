@@ -98,7 +98,8 @@ def regressions(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float
     """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
     value, this run's value and the tolerance or factor."""
     reasons = []
-    if before.get("status") == "PASS" and now.get("status") in ("FAIL", "ERROR", "TIMEOUT"):
+    if (before.get("status") == "PASS" and now.get("status") in ("FAIL", "ERROR", "TIMEOUT")
+            and not now.get("regression")):  # else the FAIL is this gate's own, not the check's
         reasons.append(f"verdict PASS in the baseline, {now['status']} now")
     b, n = before.get("score"), now.get("score")
     if isinstance(b, (int, float)) and isinstance(n, (int, float)) and b - n > tol + 1e-9:
@@ -107,7 +108,7 @@ def regressions(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float
     b, n = before.get("seconds"), now.get("seconds")
     if (seconds_factor and isinstance(b, (int, float)) and isinstance(n, (int, float)) and b > 0
             and n > seconds_factor * b):
-        reasons.append(f"explainer seconds grew from {b:.2f} (baseline) to {n:.2f} (now), x{n / b:.1f}, over "
+        reasons.append(f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
                        f"the factor {seconds_factor:g}")
     return reasons
 

@@ -584,7 +584,8 @@ class XaiCi:
         from pytest_xai import options
 
         self.config, self.state = config, state
-        self.repeat = _checked(options.check_repeat, config.getoption("xai_repeat") or 1, "--xai-repeat")
+        repeat = config.getoption("xai_repeat")
+        self.repeat = _checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
         for option in ("xai_save_baseline", "xai_html"):
             _checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
         self.wants_document = bool(config.getoption("xai_save_baseline") or config.getoption("xai_html"))
