@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_xai import htmlreport, report
 
     if args.command == "merge":
-        from pytest_xai.merge import MergeError, merge as merge_reports
+        from pytest_xai import merge as merging
 
         try:
-            doc = merge_reports([(path, _read(path)) for path in args.reports], allow_mismatch=args.allow_mismatch)
-        except MergeError as exc:
+            doc = merging.merge([(path, _read(path)) for path in args.reports], allow_mismatch=args.allow_mismatch)
+        except merging.MergeError as exc:
             print(f"pytest_xai merge: {exc}", file=sys.stderr)
             return 2
         report.write_json(args.output, doc)

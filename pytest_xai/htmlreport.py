@@ -54,6 +54,9 @@ SCRIPT = """
 """
 
 
+SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "skipped", "timeouts")
+
+
 def _fmt(value: Any, digits: int = 3) -> str:
     return "" if not isinstance(value, (int, float)) else f"{value:.{digits}f}"
 
@@ -146,7 +149,8 @@ def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
     for e, (s, v) in points.items():
         x, y = axes.x(s), axes.y(v)
         outline = ' stroke="#000" stroke-width="2"' if e in front else ""
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}><title>{escape(e)}: mean score '
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
+                   f'<title>{escape(e)}: mean score '
                    f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{x + 8:.1f}" y="{y - 6:.1f}" font-size="10">'
                    f'{escape(e)}</text>')
     out.append("</svg>")
@@ -240,7 +244,8 @@ def _baseline(doc: Mapping[str, Any]) -> str:
             f"{len(diff.get('regressions', []))} regressed, {len(diff.get('improvements', []))} improved, "
             f"{len(diff.get('new', []))} new, {len(diff.get('vanished', []))} not run, "
             f"{diff.get('unchanged', 0)} unchanged.</p>"
-            + (_table(["change", "test", "explainer", "baseline", "now", "why"], rows, ' id="baseline"') if rows else ""))
+            + (_table(["change", "test", "explainer", "baseline", "now", "why"], rows, ' id="baseline"')
+               if rows else ""))
 
 
 def render(doc: Mapping[str, Any]) -> str:
@@ -251,14 +256,18 @@ def render(doc: Mapping[str, Any]) -> str:
     options = doc.get("options") or {}
     facts = [("created", doc.get("created")), ("seed", doc.get("seed")), ("repeat", doc.get("repeat", 1)),
              ("exit status", doc.get("exitstatus")), ("timeout", options.get("timeout")),
-             ("isolation", options.get("isolation")), ("explainers", ", ".join(options.get("explainers") or explainers))]
+             ("isolation", options.get("isolation")),
+             ("explainers", ", ".join(options.get("explainers") or explainers))]
     if doc.get("shards"):
         facts.append(("merged from", ", ".join(str(s.get("path")) for s in doc["shards"])))
     machine = doc.get("machine") or {}
     versions = doc.get("versions") or {}
-    header = (f'<div class="facts"><div><b>run</b>{_table(["", ""], [[escape(k), escape(str(v))] for k, v in facts])}</div>'
-              f'<div><b>versions</b>{_table(["library", "version"], [[escape(k), escape(str(v))] for k, v in versions.items()])}</div>'
-              f'<div><b>machine</b>{_table(["", ""], [[escape(k), escape(str(v))] for k, v in machine.items()])}</div></div>')
+    def pairs(title: str, header: list[str], items: Iterable) -> str:
+        return f'<div><b>{title}</b>{_table(header, [[escape(str(k)), escape(str(v))] for k, v in items])}</div>'
+
+    header = (f'<div class="facts">{pairs("run", ["", ""], facts)}'
+              f'{pairs("versions", ["library", "version"], versions.items())}'
+              f'{pairs("machine", ["", ""], machine.items())}</div>')
     overall = [[escape(e)] + [escape(str(v)) if v is not None else "" for v in (
         f"{a['passed']}/{a['ran'] - a['timeouts']}", _fmt(a["mean_score"]), _fmt(a["mean_seconds"], 3),
         a["skipped"], a["timeouts"])] for e in explainers for a in [summary.get(e, {}).get("overall")] if a]
@@ -270,7 +279,8 @@ def render(doc: Mapping[str, Any]) -> str:
                + '<span id="shown"></span></div>')
     rows = []
     for r in sorted(records, key=lambda r: (r.get("category") or "", r["row"], r["explainer"])):
-        attrs = " ".join(f'data-{k}="{escape(str(r.get(k) or ""))}"' for k in ("family", "category", "explainer", "status"))
+        attrs = " ".join(f'data-{k}="{escape(str(r.get(k) or ""))}"'
+                         for k in ("family", "category", "explainer", "status"))
         rows.append(f'<tr {attrs}><td>{escape(r["row"])}</td><td>{escape(r["explainer"])}</td>'
                     f'<td>{escape(str(r.get("family") or ""))}</td><td>{escape(str(r.get("category") or ""))}</td>'
                     f'<td class="{escape(r["status"])}">{escape(r["status"])}</td>{_score_cell(r)}'
@@ -282,7 +292,7 @@ def render(doc: Mapping[str, Any]) -> str:
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
             f'<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}'
-            f'<h2>Summary</h2>{_table(["explainer", "passed/judged", "mean score", "mean s/call", "skipped", "timeouts"], overall)}'
+            f'<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}'
             f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
             f'{category_bars(summary, explainers)}</div>{_baseline(doc)}'
             f'<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>{_pictures(records)}'

@@ -68,7 +68,8 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
     if not docs:
         raise MergeError("no reports given")
     for path, doc in docs:
-        if not isinstance(doc, Mapping) or doc.get("schema") != report.SCHEMA or not isinstance(doc.get("results"), list):
+        if (not isinstance(doc, Mapping) or doc.get("schema") != report.SCHEMA
+                or not isinstance(doc.get("results"), list)):
             raise MergeError(f"{path}: not a pytest-xai JSON report (written by --xai-report)")
         if doc.get("version") != report.SCHEMA_VERSION:
             raise MergeError(f"{path}: report format version {doc.get('version')!r}, expected {report.SCHEMA_VERSION}")

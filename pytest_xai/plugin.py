@@ -600,12 +600,13 @@ class XaiCi:
             self._load_baseline()
 
     def _load_baseline(self) -> None:
-        from pytest_xai import baseline, checks, cases
+        from pytest_xai import baseline, cases, checks
 
         try:
             self.baseline = baseline.load(self.baseline_path)
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.baseline_index = baseline.index(self.baseline)
         entries = [("--xai-baseline-tolerance", self.config.getoption("xai_baseline_tolerance")),
                    ("ini xai_baseline_tolerance", self.config.getini("xai_baseline_tolerance"))]
         self.tolerances = {}
@@ -620,7 +621,8 @@ class XaiCi:
 
         ident = baseline.identity(self.baseline, self.baseline_path, _versions())
         if ident["changed_versions"]:
-            changed = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}" for k, (a, b) in ident["changed_versions"].items())
+            changed = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}"
+                                for k, (a, b) in ident["changed_versions"].items())
             self.config.issue_config_time_warning(baseline.BaselineWarning(
                 f"baseline {self.baseline_path} was made with other library versions ({changed}); scores are "
                 f"compared anyway: refresh it with --xai-save-baseline once the change is understood"), stacklevel=2)
@@ -636,7 +638,7 @@ class XaiCi:
         from pytest_xai import baseline
 
         props = {k[4:]: v for k, v in node.user_properties if k.startswith("xai_")}
-        before = baseline.index(self.baseline).get((props.get("row") or node.nodeid, props.get("explainer")))
+        before = self.baseline_index.get((props.get("row") or node.nodeid, props.get("explainer")))
         if before is None:
             return
         now = {"status": "PASS", "score": float(score.value), "seconds": props.get("seconds")}

@@ -94,7 +94,7 @@ def test_improvements_new_vanished_seconds_and_versions(pytester):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--xai-baseline=missing.json",), "--xai-baseline=missing.json: no such file; write one with --xai-save-baseline*"),
+    (("--xai-baseline=missing.json",), "--xai-baseline=missing.json: no such file; write one with --xai-save-*"),
     (("--xai-baseline=bad.json",), "--xai-baseline=bad.json: not JSON (line 1*"),
     (("--xai-baseline=other.json",), "--xai-baseline=other.json: not a pytest-xai report*"),
     (("--xai-baseline=ok.json", "--xai-baseline-tolerance=symetry=0.1"), "*no check named 'symetry'*"),
