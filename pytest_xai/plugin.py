@@ -572,8 +572,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.fixturenames.append("benchmark")
 
 
-
-
 # --------------------------------------------------------------- the CI workflow (docs/ci.md)
 
 
