@@ -18,22 +18,19 @@ FOUR = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _assert_self_contained(text: str) -> None:
+def assert_self_contained(text: str) -> None:
+    """No network: nothing loaded from a URL (``tests/test_merge.py`` checks this under ``-n 2``)."""
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), "the report loads something from the network"
     assert "<link" not in text and "<script src" not in text and "@import" not in text
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
-def test_html_report_is_one_self_contained_file(pytester, xdist):
-    if xdist:
-        pytest.importorskip("xdist")
+def test_html_report_is_one_self_contained_file(pytester):
     html, report = pytester.path / "out" / "xai.html", pytester.path / "xai.json"
-    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
-    result = run(*QUIET, *FOUR, *SPECS, f"--xai-html={html}", f"--xai-report={report}", *(("-n", "2") if xdist else ()))
+    result = pytester.runpytest(*QUIET, *FOUR, *SPECS, f"--xai-html={html}", f"--xai-report={report}")
     result.assert_outcomes(passed=4, failed=4)
     result.stdout.fnmatch_lines([f"HTML report: {html}"])
     text = html.read_text()
-    _assert_self_contained(text)
+    assert_self_contained(text)
     assert text.count("<tr data-family") == 8 and text.count('<svg class="chart"') == 4  # 2 explainers + front + bars
     for key in ("family", "category", "explainer", "status"):
         assert f'<select data-key="{key}">' in text

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.test_html import assert_self_contained
+
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:randomly")  # the pytest cache kept: the shards load the models the first run trained
 SPECS = (f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random")
@@ -36,7 +38,9 @@ def test_merge_of_two_shards_equals_the_unsharded_report(pytester, xdist):
     for k, expression in enumerate(SHARDS):  # with xdist, the first shard runs under -n 2 (one is enough)
         run, extra = (pytester.runpytest_subprocess, ("-n", "2")) if xdist and k == 0 else (pytester.runpytest, ())
         parts.append(pytester.path / f"shard{k}.json")
-        run(*QUIET, *SPECS, "-k", expression, f"--xai-report={parts[-1]}", *extra).assert_outcomes(passed=2, failed=2)
+        html = (f"--xai-html={pytester.path / 'shard0.html'}",) if extra else ()  # --xai-html under -n 2 too
+        run(*QUIET, *SPECS, "-k", expression, f"--xai-report={parts[-1]}", *extra, *html).assert_outcomes(
+            passed=2, failed=2)
     merged, html = pytester.path / "all.json", pytester.path / "all.html"
     done = _cli("merge", *map(str, parts), "-o", str(merged), "--html", str(html))
     assert done.returncode == 0, done.stderr
@@ -45,6 +49,10 @@ def test_merge_of_two_shards_equals_the_unsharded_report(pytester, xdist):
     assert _comparable(doc) == _comparable(json.loads(whole.read_text()))
     assert [s["results"] for s in doc["shards"]] == [4, 4] and doc["exitstatus"] == 1
     assert html.read_text().count("<tr data-family") == 8
+    if xdist:
+        shard_html = (pytester.path / "shard0.html").read_text()
+        assert_self_contained(shard_html)
+        assert shard_html.count("<tr data-family") == 4 and shard_html.count('<svg class="chart"') == 4
 
 
 def test_merge_refuses_other_runs_and_overlapping_shards(pytester, tmp_path):
