@@ -48,8 +48,9 @@ PROPERTY_MARKERS = {
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey["XaiCi"]()
 xai_repeats = pytest.StashKey[tuple]()
-#: The fast gate (``-m xai_smoke``): one representative (check, case) per family, cheap for every
-#: reference explainer; the one place that chooses it (docs/ci.md).
+#: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
+#: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
+#: that chooses it (docs/ci.md).
 SMOKE = (
     ("symmetry", "cough_and_fever"),            # tabular
     ("fooling", "compas_shap_scaffold"),        # fooling
