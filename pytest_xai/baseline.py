@@ -89,7 +89,8 @@ def changed_versions(before: Mapping[str, str], now: Mapping[str, str]) -> dict[
 
 def identity(doc: Mapping[str, Any], path: str, versions_now: Mapping[str, str]) -> dict:
     """What the JSON report records about the baseline it was compared with."""
-    return {"path": path, "created": doc.get("created"), "seed": doc.get("seed"), "versions": doc.get("versions"),
+    return {"path": path, "created": doc.get("created"), "seed": doc.get("seed"), "budget": doc.get("budget"),
+            "versions": doc.get("versions"),
             "changed_versions": changed_versions(doc.get("versions") or {}, versions_now)}
 
 

@@ -23,7 +23,7 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
     first_path, first = docs[0]
     problems = []
     for path, doc in docs[1:]:
-        for field in ("seed", "repeat"):
+        for field in ("seed", "repeat", "budget"):
             default = 1 if field == "repeat" else None
             if doc.get(field, default) != first.get(field, default):
                 problems.append(f"{field} {first.get(field, default)} in {first_path}, {doc.get(field, default)} "

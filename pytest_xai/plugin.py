@@ -666,8 +666,9 @@ class XaiCi:
         return baseline.compare(records, self.baseline, tolerances=self.tolerances, seconds_factor=self.seconds_factor)
 
     def report_sections(self, records: list[dict]) -> dict:
-        """Top-level keys this adds to the JSON report: ``repeat`` and, with a baseline, ``baseline``."""
-        out: dict = {"repeat": self.repeat}
+        """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
+        shards must agree on them) and, with a baseline, ``baseline``."""
+        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None)}
         if self.baseline is not None:
             from pytest_xai import baseline
             from pytest_xai.report import _versions
