@@ -62,6 +62,8 @@ def test_score_drop_fails_against_the_baseline(pytester, xdist):
     assert regression["row"] == "symmetry[cough_and_fever]" and regression["baseline"]["score"] == 1.0
     (rec,) = [r for r in doc["results"] if r["status"] == "FAIL"]
     assert "score dropped" in rec["regression"]
+    if xdist:
+        return
     # A per-check tolerance overrides the general one: the same drop is within 0.05 for symmetry.
     relaxed = pytester.runpytest(*args, "--xai-baseline-tolerance=symmetry=0.05")
     relaxed.assert_outcomes(passed=3)
