@@ -305,7 +305,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     budget = (f"{state.budget:.2g} model evaluations per call" if state.budget else
               f"{BUDGET:.2g} model evaluations per call unless a case declares less")
-    return [f"xai: seed={state.seed}, budget={budget}, timeout={limit}",
+    return [f"xai: seed={state.seed}, timeout={limit}", f"xai: budget={budget}",
             f"xai: explainers: {names}"] + [
         f"xai: {h}" for h in cases.headers()]
 
