@@ -110,6 +110,14 @@ def check_seed(value: Any, source: str = "--xai-seed") -> int:
     return number
 
 
+def check_repeat(value: Any, source: str = "--xai-repeat") -> int:
+    """Seeds per (case, explainer): an integer from 1 to 100."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+        raise OptionError(f"{source}={value!r}: give an integer from 1 to 100 (e.g. 5 seeds for a stochastic "
+                          f"explainer; deterministic ones are run once whatever N is)")
+    return value
+
+
 def check_budget(value: Any, source: str = "--xai-budget") -> int:
     """Model evaluations per explainer call (:mod:`pytest_xai.budget`): a whole number >= 1000."""
     what = "a whole number of model evaluations >= 1000, e.g. 1000000 or 1e6"

@@ -47,6 +47,24 @@ PROPERTY_MARKERS = {
     "xai_interaction": "returned pairwise interactions single out the truly interacting pairs; kwargs: min_score, rtol",
 }
 xai_state = pytest.StashKey["XaiState"]()
+xai_ci = pytest.StashKey["XaiCi"]()
+xai_repeats = pytest.StashKey[tuple]()
+#: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
+#: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
+#: that chooses it (docs/ci.md).
+SMOKE = (
+    ("symmetry", "cough_and_fever"),            # tabular
+    ("fooling", "compas_shap_scaffold"),        # fooling
+    ("dummy", "digits_function_dummy"),         # digits
+    ("stress_rank", "stress_nb_features"),      # stress
+    ("interaction_detection", "detect_interaction0"),  # interactions
+    ("units_mse", "units_weighted_features"),   # units
+    ("additive_correlation", "additive_mlp"),   # additive
+    ("model_randomisation", "sanity_digits_mlp"),  # sanity
+    ("human_precision", "human_shapes_oracle"),  # human
+    ("ngt", "chess_oracle_check"),              # chess
+    ("gt_shapley", "gaussian_linear_rho50"),    # gaussian
+)
 
 
 class XaiState:
@@ -128,7 +146,8 @@ class XaiState:
         if self._runner is not None:
             self._runner.close()
         path = self.config.getoption("xai_report")
-        if not path or hasattr(self.config, "workerinput"):  # xdist workers report through the controller
+        ci = self.config.stash[xai_ci]
+        if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
             return
         from pytest_xai import report as xai_report
 
@@ -137,6 +156,10 @@ class XaiState:
                    "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
                    "args": list(self.config.invocation_params.args)}
         doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
+        doc.update(ci.report_sections(self.records))
+        ci.write_documents(doc, session)
+        if not path:
+            return
         try:
             xai_report.write_json(path, doc)
         except OSError as exc:  # e.g. the disk filled up during the run: say so, and never exit 0
@@ -180,6 +203,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default="")
     parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
                   default=str(DEFAULT_TIMEOUT))
+    # CI workflow (docs/ci.md): baselines, repeated seeds, HTML report.
+    group.addoption("--xai-baseline", default=None, metavar="PATH",
+                    help="compare with a saved JSON report: a test fails when its score drops by more than the "
+                         "tolerance; the terminal shows a diff table")
+    group.addoption("--xai-save-baseline", default=None, metavar="PATH",
+                    help="write this run's JSON report to PATH, to commit as the baseline")
+    group.addoption("--xai-baseline-tolerance", action="append", default=[], metavar="[CHECK=]VALUE",
+                    help="allowed score drop against the baseline, for every check or one check "
+                         "(default: ini xai_baseline_tolerance, else 0.05); repeatable")
+    group.addoption("--xai-baseline-seconds-factor", type=float, default=None, metavar="F",
+                    help="also fail a test whose explainer seconds exceed F x the baseline's (default: not gated)")
+    group.addoption("--xai-repeat", type=int, default=None, metavar="N",
+                    help="run each (case, explainer) with N derived seeds: mean and spread reported, verdict by "
+                         "majority, FLAKY when the seeds disagree; deterministic explainers run once (default 1)")
+    group.addoption("--xai-html", default=None, metavar="PATH", help="write a self-contained HTML report to PATH")
+    parser.addini("xai_baseline_tolerance", "allowed score drops [CHECK=]VALUE, one per line", type="linelist")
 
 
 def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
@@ -213,6 +252,7 @@ def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, fl
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS, **PROPERTY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family (SMOKE)")
     from pytest_xai import contract
 
     specs_given = config.getoption("xai_explainer") or config.getini("xai_explainers")
@@ -249,6 +289,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout,
                                                     budget)
     config.pluginmanager.register(state, "xai-state")
+    ci = config.stash[xai_ci] = XaiCi(config, state)
+    config.pluginmanager.register(ci, "xai-ci")
     if explainers:
         _stop_on_sigterm(config)
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
@@ -305,7 +347,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     budget = (f"{state.budget:.2g} model evaluations per call" if state.budget else
               f"{BUDGET:.2g} model evaluations per call unless a case declares less")
-    return [f"xai: seed={state.seed}, budget={budget}, timeout={limit}",
+    return [f"xai: seed={state.seed}, timeout={limit}", f"xai: budget={budget}",
             f"xai: explainers: {names}"] + [
         f"xai: {h}" for h in cases.headers()]
 
@@ -395,6 +437,7 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def explain(explainer, case, *, seed: int | None = None):
         if isinstance(explainer, str):
             explainer = contract.load(explainer, option="xai_explain")
+        repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
         _record(request.node, explainer=explainer.name, case=case.name, family=case.info.family,
                 category=case.info.category, seed=seed)
@@ -406,6 +449,8 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
             outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
         else:
             outcome, cached = run()
+        if repeat > 1 and outcome.status == "ok":
+            outcome = _run_repeats(request.node, state, explainer, case, repeat)
         _record(request.node, seconds=outcome.seconds, cpu_seconds=outcome.cpu_seconds, cached=cached)
         where = f"{explainer.name} on {case.name}"
         if outcome.status == "skip":
@@ -450,6 +495,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             params["reexplain"] = _reexplainer(state, explainer, case)
         try:
             score = info.func(explanation, case, **params)
+            score = _score_repeats(request.node, info.func, explanation, case, params, score)
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             _record(request.node, skip=str(exc))
             pytest.skip(f"{name} on {case.name}: {exc}")
@@ -464,6 +510,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
             pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {score.detail}{worst}",
                         pytrace=False)
+        request.config.stash[xai_ci].gate(request.node, name, score)
         return score
 
     return run_check
@@ -568,3 +615,207 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.fixturenames.append("benchmark")
 
 
+# --------------------------------------------------------------- the CI workflow (docs/ci.md)
+
+
+class XaiCi:
+    """Baselines, repeated seeds, the smoke gate, the HTML report and pytest-html extras."""
+
+    def __init__(self, config: pytest.Config, state: XaiState):
+        from pytest_xai import options
+
+        self.config, self.state = config, state
+        repeat = config.getoption("xai_repeat")
+        self.repeat = _checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
+        for option in ("xai_save_baseline", "xai_html"):
+            _checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
+        self.wants_document = bool(config.getoption("xai_save_baseline") or config.getoption("xai_html"))
+        factor = config.getoption("xai_baseline_seconds_factor")
+        if factor is not None and not 1 <= factor < float("inf"):
+            raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
+                                    f"e.g. 3 to fail a test whose explainer became 3 times slower")
+        self.seconds_factor = factor
+        self.baseline_path = config.getoption("xai_baseline")
+        self.baseline = self.tolerances = None
+        if self.baseline_path:
+            self._load_baseline()
+
+    def _load_baseline(self) -> None:
+        from pytest_xai import baseline, cases, checks
+
+        try:
+            self.baseline = baseline.load(self.baseline_path)
+        except baseline.BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.baseline_index = baseline.index(self.baseline)
+        entries = [("--xai-baseline-tolerance", self.config.getoption("xai_baseline_tolerance")),
+                   ("ini xai_baseline_tolerance", self.config.getini("xai_baseline_tolerance"))]
+        self.tolerances = {}
+        for source, given in reversed(entries):  # the command line wins over the ini file
+            if given:
+                cases.infos()  # family modules register their checks
+                self.tolerances.update(_checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
+                                                given, source))
+        if hasattr(self.config, "workerinput"):
+            return  # the controller warns once
+        from pytest_xai.report import _versions
+
+        ident = baseline.identity(self.baseline, self.baseline_path, _versions())
+        if ident["changed_versions"]:
+            changed = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}"
+                                for k, (a, b) in ident["changed_versions"].items())
+            self.config.issue_config_time_warning(baseline.BaselineWarning(
+                f"baseline {self.baseline_path} was made with other library versions ({changed}); scores are "
+                f"compared anyway: refresh it with --xai-save-baseline once the change is understood"), stacklevel=2)
+        if self.baseline.get("seed") != self.state.seed:
+            self.config.issue_config_time_warning(baseline.BaselineWarning(
+                f"baseline {self.baseline_path} has seed {self.baseline.get('seed')}, this run {self.state.seed}: "
+                f"stochastic explainers' scores move with the seed"), stacklevel=2)
+
+    def gate(self, node: pytest.Item, check: str, score) -> None:
+        """Fail a test that passed its check but regressed against the baseline."""
+        if self.baseline is None:
+            return
+        from pytest_xai import baseline
+
+        props = {k[4:]: v for k, v in node.user_properties if k.startswith("xai_")}
+        before = self.baseline_index.get((props.get("row") or node.nodeid, props.get("explainer")))
+        if before is None:
+            return
+        now = {"status": "PASS", "score": float(score.value), "seconds": props.get("seconds")}
+        reasons = baseline.regressions(now, before, tol=baseline.tolerance(check, self.tolerances),
+                                       seconds_factor=self.seconds_factor)
+        if reasons:
+            _record(node, regression="; ".join(reasons))
+            pytest.fail(f"{check} on case {props.get('case')!r} regressed against the baseline "
+                        f"{self.baseline_path}: {'; '.join(reasons)}", pytrace=False)
+
+    def diff(self, records: list[dict]) -> dict | None:
+        if self.baseline is None:
+            return None
+        from pytest_xai import baseline
+
+        return baseline.compare(records, self.baseline, tolerances=self.tolerances, seconds_factor=self.seconds_factor)
+
+    def report_sections(self, records: list[dict]) -> dict:
+        """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
+        shards must agree on them) and, with a baseline, ``baseline``."""
+        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None)}
+        if self.baseline is not None:
+            from pytest_xai import baseline
+            from pytest_xai.report import _versions
+
+            out["baseline"] = {**baseline.identity(self.baseline, self.baseline_path, _versions()),
+                               "tolerances": self.tolerances, "seconds_factor": self.seconds_factor,
+                               "diff": self.diff(records)}
+        return out
+
+    def write_documents(self, doc: dict, session: pytest.Session) -> None:
+        from pytest_xai import report as xai_report
+
+        for option in ("xai_save_baseline", "xai_html"):
+            path = self.config.getoption(option)
+            if not path:
+                continue
+            try:
+                if option == "xai_html":
+                    from pytest_xai import htmlreport
+
+                    htmlreport.write(path, doc)
+                else:
+                    xai_report.write_json(path, doc)
+            except OSError as exc:
+                sys.stderr.write(f"pytest-xai: could not write {path}: {exc}\n")
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    # Hooks
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        lines = []
+        if self.state.explainers and self.repeat > 1:
+            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by majority of seeds")
+        if self.baseline is not None:
+            tol = ", ".join(f"{k}={v:g}" for k, v in self.tolerances.items()) or "0.05"
+            lines.append(f"xai: baseline {self.baseline_path} (created {self.baseline.get('created')}, seed "
+                         f"{self.baseline.get('seed')}), tolerance {tol}")
+        return lines
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Mark the :data:`SMOKE` tests ``xai_smoke`` before ``-m`` selects."""
+        smoke = set(SMOKE)
+        for item in items:
+            check = getattr(getattr(item, "function", None), "xai_check", None)
+            if check and (check, item.callspec.params.get("xai_case_name")) in smoke:
+                item.add_marker(pytest.mark.xai_smoke)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when != "call" or not self.config.pluginmanager.hasplugin("html"):
+            return
+        from pytest_xai import htmlreport
+
+        props = {k[4:]: v for k, v in item.user_properties if isinstance(k, str) and k.startswith("xai_")}
+        if "explainer" in props:
+            import pytest_html
+
+            extras = getattr(report, "extras", [])
+            extras.append(pytest_html.extras.html(htmlreport.extra_html(props)))
+            picture = props.get("picture")
+            if picture and os.path.exists(picture):
+                extras.append(pytest_html.extras.png(htmlreport.png_base64(picture), name="worst example"))
+            report.extras = extras
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        diff = self.diff(self.state.records) if self.state.records else None
+        if diff is not None:
+            from pytest_xai import baseline
+
+            terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline_path}")
+            for line in baseline.table(diff):
+                terminalreporter.write_line(line)
+        for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
+            if self.config.getoption(option) and self.state.records:
+                terminalreporter.write_line(f"{what}: {os.path.abspath(self.config.getoption(option))}")
+
+
+def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
+    """``--xai-repeat``: the explainer under ``n`` seeds (``Runner.explain_repeated``); the first
+    outcome that is not ok, else the first seed's.  The runs wait on the node for ``xai_check``."""
+    runs, deterministic = state.runner.explain_repeated(explainer, case, n)
+    bad = [outcome for _, outcome, _ in runs if outcome.status != "ok"]
+    if bad:
+        return bad[0]
+    node.stash[xai_repeats] = ([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
+    return runs[0][1]
+
+
+def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score):
+    """With ``--xai-repeat``: score every seed's explanation; the score is the mean (spread
+    recorded), the verdict the majority of seeds (a tie fails), FLAKY when the seeds disagree."""
+    runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
+    if not runs or runs[0][1] is not explanation:
+        return score  # the test scored an explanation of its own
+    import dataclasses
+    import statistics
+
+    scores = [score] + [func(expl, case, **params) for _, expl in runs[1:]]
+    values = [float(s.value) for s in scores]
+    passed = [bool(s.passed) for s in scores]
+    mean, spread = statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
+    flaky = len(set(passed)) > 1
+    _record(node, flaky=flaky, repeat={
+        "n": n, "runs": len(runs), "deterministic": deterministic, "seeds": [seed for seed, _ in runs],
+        "scores": [round(v, 6) for v in values], "passed": passed, "mean": round(mean, 6),
+        "std": round(spread, 6), "min": round(min(values), 6), "max": round(max(values), 6)})
+    if deterministic:
+        return score
+    verdict = 2 * sum(passed) > len(passed)
+    seeds = f"{sum(passed)}/{len(passed)} seeds passed{' (FLAKY)' if flaky else ''}"
+    return dataclasses.replace(score, value=mean, passed=verdict,
+                               detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {seeds}; "
+                                      f"first seed: {score.detail}")

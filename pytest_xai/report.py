@@ -64,6 +64,9 @@ def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tupl
         "error": props.get("error"),
         "duration": round(duration, 6),
         "picture": props.get("picture"),
+        "repeat": props.get("repeat"),
+        "flaky": props.get("flaky", False),
+        "regression": props.get("regression"),
     }
 
 
@@ -73,6 +76,11 @@ def _cell(rec: dict) -> str:
     if rec["status"] in ("TIMEOUT", "ERROR"):
         return rec["status"] if rec.get("seconds") is None else f"{rec['status']} {rec['seconds']:.2f}s"
     score = "" if rec["score"] is None else f" {rec['score']:.3f}"
+    repeat = rec.get("repeat")
+    if repeat and not repeat.get("deterministic") and rec["score"] is not None:
+        score += f"±{repeat['std']:.3f}"
+    if rec.get("flaky"):
+        score += " FLAKY"
     seconds = "" if rec["seconds"] is None else f" {rec['seconds']:.2f}s"
     return f"{rec['status']}{score}{seconds}"
 

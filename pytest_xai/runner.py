@@ -120,6 +120,27 @@ class Runner:
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False
 
+    def repeat_seeds(self, case: Any, n: int) -> list[int]:
+        """The seeds of ``--xai-repeat=n``: the ordinary seed first, then ``derive_seed(base, case, k)``."""
+        return [self.seed_for(case)] + [derive_seed(self.seed, case.name, str(k)) for k in range(1, n)]
+
+    def explain_repeated(self, explainer: Any, case: Any, n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
+        """``explain`` under each of the ``n`` repeat seeds; returns ``([(seed, outcome, cached)], deterministic)``.
+
+        An explainer whose first two calls give identical attributions (importance and interactions
+        included) is deterministic: it is not called again, and its one explanation stands for all seeds.
+        A call that does not succeed ends the series (the caller reports that outcome).
+        """
+        runs = []
+        for k, seed in enumerate(self.repeat_seeds(case, n)):
+            outcome, cached = self.explain(explainer, case, seed=seed)
+            runs.append((seed, outcome, cached))
+            if outcome.status != "ok":
+                break
+            if k == 1 and _same_explanation(runs[0][1].explanation, outcome.explanation):
+                return runs[:1], True
+        return runs, False
+
     def reexplain(self, explainer: Any, case: Any, model: Any, *, other_seed: bool = False) -> Any:
         """Attributions of ``explainer`` on ``case`` with ``model`` swapped in (sanity checks),
         under the same limits and validation; raises ExplainerError."""
@@ -214,6 +235,16 @@ class _real_interrupts:
     def __exit__(self, *exc: Any) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
+
+
+def _same_explanation(a: Any, b: Any) -> bool:
+    """Whether two explanations are identical, bit for bit (a deterministic explainer's are)."""
+    import numpy as np
+
+    def same(x: Any, y: Any) -> bool:
+        return (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+
+    return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
 def _variant(case: Any, model: Any) -> list | None:

@@ -1,0 +1,67 @@
+"""``python -m pytest_xai``: merge the JSON reports of CI shards, render the HTML report.
+
+    python -m pytest_xai merge shard1.json shard2.json -o all.json [--html all.html] [--allow-mismatch]
+    python -m pytest_xai html xai-report.json -o xai-report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise SystemExit(f"pytest_xai: cannot read {path}: {exc.strerror or exc}")
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"pytest_xai: {path} is not JSON (line {exc.lineno}: {exc.msg}); give a file "
+                         f"written by --xai-report")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_xai", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    merge = sub.add_parser("merge", help="merge the JSON reports of shards of one suite run into one")
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json")
+    merge.add_argument("-o", "--output", required=True, metavar="ALL.json")
+    merge.add_argument("--html", metavar="ALL.html", help="also render the merged report as HTML")
+    merge.add_argument("--allow-mismatch", action="store_true",
+                       help="merge reports with different seeds, versions or thresholds (recorded in the output)")
+    html = sub.add_parser("html", help="render a JSON report as a self-contained HTML file")
+    html.add_argument("report", metavar="REPORT.json")
+    html.add_argument("-o", "--output", required=True, metavar="REPORT.html")
+    args = parser.parse_args(argv)
+
+    from pytest_xai import htmlreport, report
+
+    if args.command == "merge":
+        from pytest_xai import merge as merging
+
+        try:
+            doc = merging.merge([(path, _read(path)) for path in args.reports], allow_mismatch=args.allow_mismatch)
+        except merging.MergeError as exc:
+            print(f"pytest_xai merge: {exc}", file=sys.stderr)
+            return 2
+        report.write_json(args.output, doc)
+        print(f"merged {len(args.reports)} reports, {len(doc['results'])} results: {args.output}")
+        for problem in doc.get("merge_mismatches", []):
+            print(f"warning: {problem}", file=sys.stderr)
+        target = args.html
+    else:
+        doc, target = _read(args.report), args.output
+        if not isinstance(doc, dict) or doc.get("schema") != report.SCHEMA:
+            print(f"pytest_xai html: {args.report} is not a pytest-xai JSON report (written by --xai-report)",
+                  file=sys.stderr)
+            return 2
+    if target:
+        htmlreport.write(target, doc)
+        print(f"HTML report: {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Regression baselines: this run's records against a saved JSON report (pure Python, no pytest).
+
+A baseline is an ordinary JSON report (``--xai-report`` or ``--xai-save-baseline`` writes one).
+Tests are matched by ``(row, explainer)`` — ``check[case]`` for the suite — which does not depend
+on where the suite is installed.  A test *regresses* when its score drops by more than the
+tolerance, when its verdict turns from PASS to FAIL, ERROR or TIMEOUT, or when its explainer's
+seconds grow beyond a factor (only when one is given); the workflow is in ``docs/ci.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+#: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
+DEFAULT_TOLERANCE = 0.05
+ANY = "*"  # the key of the tolerance that applies to every check without its own
+
+
+class BaselineWarning(UserWarning):
+    """The baseline was made under other conditions (library versions, seed) than this run."""
+
+
+class BaselineError(ValueError):
+    """The baseline file cannot be used; the message names the file, what is wrong and what to do."""
+
+
+def load(path: str | os.PathLike, source: str = "--xai-baseline") -> dict:
+    """The baseline document at ``path``, checked to be a pytest-xai JSON report."""
+    from pytest_xai.report import SCHEMA, SCHEMA_VERSION
+
+    text = os.fspath(path)
+    fix = "write one with --xai-save-baseline=PATH (or --xai-report=PATH) on a run you trust"
+    try:
+        with open(text, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise BaselineError(f"{source}={text}: no such file; {fix}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{source}={text}: cannot be read ({exc}); {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{source}={text}: not JSON (line {exc.lineno}: {exc.msg}); {fix}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("results"), list):
+        raise BaselineError(f"{source}={text}: not a pytest-xai report (no \"schema\": \"{SCHEMA}\" with "
+                            f"\"results\"); {fix}")
+    if doc.get("version") != SCHEMA_VERSION:
+        raise BaselineError(f"{source}={text}: report format version {doc.get('version')!r}, this pytest-xai "
+                            f"reads version {SCHEMA_VERSION}; refresh the baseline with this version")
+    return doc
+
+
+def parse_tolerances(entries: list[str], source: str, known_checks: list[str]) -> dict[str, float]:
+    """``VALUE`` (every check) or ``CHECK=VALUE`` entries -> ``{"*" or check: tolerance}``."""
+    from pytest_xai.options import OptionError, check_threshold
+
+    out: dict[str, float] = {}
+    for entry in entries:
+        name, sep, raw = entry.rpartition("=")
+        name = name.strip() if sep else ANY
+        if name != ANY and name not in known_checks:
+            raise OptionError(f"{source} {entry!r}: no check named {name!r}; give VALUE for every check or "
+                              f"CHECK=VALUE with one of: {', '.join(known_checks)}")
+        value = check_threshold("tolerance", raw, f"{source} {entry!r}")
+        if value > 1:
+            raise OptionError(f"{source} {entry!r}: scores are in [0, 1], so a tolerance above 1 never fires; "
+                              f"give a number from 0 to 1")
+        out[name] = value
+    return out
+
+
+def tolerance(check: str | None, tolerances: Mapping[str, float]) -> float:
+    return tolerances.get(check or "", tolerances.get(ANY, DEFAULT_TOLERANCE))
+
+
+def key(rec: Mapping[str, Any]) -> tuple[str, str]:
+    return rec.get("row") or rec["nodeid"], rec["explainer"]
+
+
+def index(doc: Mapping[str, Any]) -> dict[tuple[str, str], dict]:
+    return {key(rec): rec for rec in doc["results"]}
+
+
+def changed_versions(before: Mapping[str, str], now: Mapping[str, str]) -> dict[str, list]:
+    """``{library: [baseline version, this run's version]}`` for every library that differs."""
+    return {name: [before.get(name), now.get(name)] for name in sorted(set(before) | set(now))
+            if before.get(name) != now.get(name)}
+
+
+def identity(doc: Mapping[str, Any], path: str, versions_now: Mapping[str, str]) -> dict:
+    """What the JSON report records about the baseline it was compared with."""
+    return {"path": path, "created": doc.get("created"), "seed": doc.get("seed"), "budget": doc.get("budget"),
+            "versions": doc.get("versions"),
+            "changed_versions": changed_versions(doc.get("versions") or {}, versions_now)}
+
+
+def regressions(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float,
+                seconds_factor: float | None = None) -> list[str]:
+    """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
+    value, this run's value and the tolerance or factor."""
+    reasons = []
+    if (before.get("status") == "PASS" and now.get("status") in ("FAIL", "ERROR", "TIMEOUT")
+            and not now.get("regression")):  # else the FAIL is this gate's own, not the check's
+        reasons.append(f"verdict PASS in the baseline, {now['status']} now")
+    b, n = before.get("score"), now.get("score")
+    if isinstance(b, (int, float)) and isinstance(n, (int, float)) and b - n > tol + 1e-9:
+        reasons.append(f"score dropped from {b:.3f} (baseline) to {n:.3f} (now), by more than the "
+                       f"tolerance {tol:g}")
+    b, n = before.get("seconds"), now.get("seconds")
+    if (seconds_factor and isinstance(b, (int, float)) and isinstance(n, (int, float)) and b > 0
+            and n > seconds_factor * b):
+        reasons.append(f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
+                       f"the factor {seconds_factor:g}")
+    return reasons
+
+
+def improvements(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float) -> list[str]:
+    reasons = []
+    if before.get("status") in ("FAIL", "ERROR", "TIMEOUT") and now.get("status") == "PASS":
+        reasons.append(f"verdict {before['status']} in the baseline, PASS now")
+    b, n = before.get("score"), now.get("score")
+    if isinstance(b, (int, float)) and isinstance(n, (int, float)) and n - b > tol + 1e-9:
+        reasons.append(f"score rose from {b:.3f} to {n:.3f}")
+    return reasons
+
+
+def _brief(rec: Mapping[str, Any]) -> dict:
+    return {k: rec.get(k) for k in ("status", "score", "seconds", "flaky")}
+
+
+def compare(records: list[dict], doc: Mapping[str, Any], *, tolerances: Mapping[str, float],
+            seconds_factor: float | None = None) -> dict:
+    """The diff of ``records`` against the baseline ``doc``: regressions, improvements, new tests,
+    vanished tests (in the baseline, not run now) and the number unchanged."""
+    before = index(doc)
+    seen = set()
+    diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "vanished": [], "unchanged": 0}
+    for rec in sorted(records, key=key):
+        k = key(rec)
+        seen.add(k)
+        if k not in before:
+            diff["new"].append({"row": k[0], "explainer": k[1], "now": _brief(rec)})
+            continue
+        tol = tolerance(rec.get("check"), tolerances)
+        entry = {"row": k[0], "explainer": k[1], "baseline": _brief(before[k]), "now": _brief(rec)}
+        worse = regressions(rec, before[k], tol=tol, seconds_factor=seconds_factor)
+        better = improvements(rec, before[k], tol=tol)
+        if worse:
+            diff["regressions"].append({**entry, "reasons": worse})
+        elif better:
+            diff["improvements"].append({**entry, "reasons": better})
+        else:
+            diff["unchanged"] += 1
+    diff["vanished"] = [{"row": k[0], "explainer": k[1], "baseline": _brief(before[k])}
+                        for k in sorted(before) if k not in seen]
+    return diff
+
+
+def _value(brief: Mapping[str, Any] | None) -> str:
+    if not brief:
+        return "-"
+    score = "" if brief.get("score") is None else f" {brief['score']:.3f}"
+    seconds = "" if brief.get("seconds") is None else f" {brief['seconds']:.2f}s"
+    return f"{brief.get('status')}{score}{seconds}"
+
+
+def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
+    """The terminal's diff table: one line per changed test, then counts."""
+    rows = [(label, e) for label in ("regressions", "improvements", "new") for e in diff[label]]
+    lines = []
+    if rows:
+        width = max(len(f"{e['row']} [{e['explainer']}]") for _, e in rows)
+        head = f"{'change':<11}  {'test [explainer]':<{width}}  {'baseline':<22}  {'now':<22}  why"
+        lines += [head, "-" * len(head)]
+        names = {"regressions": "REGRESSION", "improvements": "improved", "new": "new"}
+        for label, e in rows:
+            why = "; ".join(e.get("reasons", [])) or "not in the baseline"
+            test = f"{e['row']} [{e['explainer']}]"
+            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<22}  "
+                         f"{_value(e.get('now')):<22}  {why}".rstrip())
+    vanished = diff["vanished"]
+    if vanished:
+        shown = ", ".join(f"{e['row']} [{e['explainer']}]" for e in vanished[:max_vanished])
+        more = f" and {len(vanished) - max_vanished} more (in the JSON report)" if len(vanished) > max_vanished else ""
+        lines.append(f"not run now, in the baseline: {shown}{more}")
+    lines.append(f"{len(diff['regressions'])} regressed, {len(diff['improvements'])} improved, "
+                 f"{len(diff['new'])} new, {len(vanished)} not run, {diff['unchanged']} unchanged")
+    return lines

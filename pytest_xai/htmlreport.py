@@ -1,0 +1,325 @@
+"""The HTML report (``--xai-html``, ``python -m pytest_xai html``): one self-contained file.
+
+Pure Python, no pytest, no plotting library: the charts are inline SVG drawn here, the pictures of
+worst examples are embedded as base64 PNG, and a few lines of inline script filter the table.  The
+file loads nothing from the network.  It is rendered from a JSON report (``pytest_xai.report``).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from html import escape
+from typing import Any, Iterable, Mapping
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf")
+STATUS_COLOURS = {"PASS": "#2ca02c", "FAIL": "#d62728", "ERROR": "#8b0000", "TIMEOUT": "#ff7f0e", "SKIP": "#999"}
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.5em;margin:0 0 .3em} h2{font-size:1.15em;margin:1.4em 0 .5em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85em} td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
+th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.PASS{color:#1a7f1a;font-weight:600}.FAIL,.ERROR{color:#c00;font-weight:600}.TIMEOUT{color:#c60}.SKIP{color:#888}
+.flaky{background:#fff3cd;color:#7a5a00;padding:0 3px;border-radius:3px;font-weight:600}
+.facts{display:flex;flex-wrap:wrap;gap:1.5em}.facts table{margin-top:.3em}
+.charts{display:flex;flex-wrap:wrap;gap:1em} figure{margin:0} figcaption{font-size:.8em;color:#555}
+.filters{margin:.5em 0;display:flex;gap:1em;flex-wrap:wrap;font-size:.9em}
+.pictures{display:flex;flex-wrap:wrap;gap:1em}.pictures img{max-width:420px;border:1px solid #ddd}
+td.detail{max-width:40em;font-size:.9em;color:#444}
+"""
+
+SCRIPT = """
+(function(){
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#scores tbody tr'));
+  var selects = Array.prototype.slice.call(document.querySelectorAll('.filters select'));
+  var text = document.getElementById('f-text'), count = document.getElementById('shown');
+  function apply(){
+    var shown = 0, q = text.value.toLowerCase();
+    rows.forEach(function(r){
+      var ok = selects.every(function(s){ return !s.value || r.dataset[s.dataset.key] === s.value; });
+      ok = ok && (!q || r.textContent.toLowerCase().indexOf(q) >= 0);
+      r.style.display = ok ? '' : 'none'; if (ok) shown++;
+    });
+    count.textContent = shown + ' of ' + rows.length + ' tests shown';
+  }
+  selects.forEach(function(s){ s.addEventListener('change', apply); });
+  text.addEventListener('input', apply);
+  apply();
+  document.body.dataset.rendered = 'rows=' + rows.length + ' charts=' + document.querySelectorAll('svg.chart').length
+    + ' points=' + document.querySelectorAll('svg.chart circle').length;
+})();
+"""
+
+
+SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "skipped", "timeouts")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "" if not isinstance(value, (int, float)) else f"{value:.{digits}f}"
+
+
+def _table(header: Iterable[str], rows: Iterable[Iterable[str]], attrs: str = "") -> str:
+    """Rows are lists of already-escaped cell HTML."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(cell if cell.startswith("<td") else f"<td>{cell}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _colour(explainers: list[str], name: str) -> str:
+    return COLOURS[explainers.index(name) % len(COLOURS)]
+
+
+class _Axes:
+    """A chart's coordinate system: seconds on a log scale (x), score in [0, 1] (y)."""
+
+    W, H, L, R, T, B = 360, 240, 46, 12, 14, 36
+
+    def __init__(self, seconds: list[float]):
+        logs = [math.log10(max(s, 1e-4)) for s in seconds] or [0.0]
+        self.lo, self.hi = math.floor(min(logs)), math.ceil(max(logs))
+        if self.hi <= self.lo:
+            self.hi = self.lo + 1
+
+    def x(self, seconds: float) -> float:
+        frac = (math.log10(max(seconds, 1e-4)) - self.lo) / (self.hi - self.lo)
+        return self.L + frac * (self.W - self.L - self.R)
+
+    def y(self, score: float) -> float:
+        return self.T + (1 - min(max(score, 0.0), 1.0)) * (self.H - self.T - self.B)
+
+    def frame(self, title: str) -> list[str]:
+        out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{self.W}" height="{self.H}" '
+               f'viewBox="0 0 {self.W} {self.H}" role="img" aria-label="{escape(title)}">',
+               f'<rect x="{self.L}" y="{self.T}" width="{self.W - self.L - self.R}" '
+               f'height="{self.H - self.T - self.B}" fill="#fafafa" stroke="#ccc"/>']
+        for score in (0, 0.5, 1):
+            y = self.y(score)
+            out.append(f'<line x1="{self.L}" x2="{self.W - self.R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
+                       f'<text x="{self.L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>')
+        for power in range(self.lo, self.hi + 1):
+            x = self.x(10.0 ** power)
+            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.T}" y2="{self.H - self.B}" stroke="#e4e4e4"/>'
+                       f'<text x="{x:.1f}" y="{self.H - self.B + 13}" font-size="10" text-anchor="middle">'
+                       f'{10.0 ** power:g}</text>')
+        out.append(f'<text x="{(self.L + self.W) / 2:.0f}" y="{self.H - 6}" font-size="11" text-anchor="middle">'
+                   f'explainer seconds (log scale)</text><text x="12" y="{(self.H) / 2:.0f}" font-size="11" '
+                   f'text-anchor="middle" transform="rotate(-90 12 {(self.H) / 2:.0f})">score</text>')
+        return out
+
+
+def score_seconds_chart(records: list[dict], explainer: str, colour: str) -> str:
+    """Each test of ``explainer`` a point: its score against its explainer's seconds."""
+    points = [r for r in records if r["explainer"] == explainer and isinstance(r.get("score"), (int, float))
+              and isinstance(r.get("seconds"), (int, float))]
+    axes = _Axes([r["seconds"] for r in points])
+    out = axes.frame(f"score against seconds, {explainer}")
+    for r in points:
+        fill = STATUS_COLOURS.get(r["status"], colour)
+        out.append(f'<circle cx="{axes.x(r["seconds"]):.1f}" cy="{axes.y(r["score"]):.1f}" r="4" fill="{fill}" '
+                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r["row"])}: {r["status"]} '
+                   f'{r["score"]:.3f} in {r["seconds"]:.3g} s</title></circle>')
+    out.append("</svg>")
+    return (f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
+            f"</figcaption></figure>")
+
+
+def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
+    """Explainers not dominated by another that is both faster and better: ``{name: (seconds, score)}``,
+    returned from fastest to slowest."""
+    front = [name for name, (s, v) in points.items()
+             if not any((s2 <= s and v2 >= v) and (s2 < s or v2 > v) for s2, v2 in points.values())]
+    return sorted(front, key=lambda name: points[name][0])
+
+
+def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
+    """Per explainer, mean seconds per call against mean score over the suite; the front joined."""
+    points = {e: (summary[e]["overall"]["mean_seconds"], summary[e]["overall"]["mean_score"]) for e in explainers
+              if isinstance(summary.get(e, {}).get("overall", {}).get("mean_seconds"), (int, float))
+              and isinstance(summary[e]["overall"].get("mean_score"), (int, float))}
+    axes = _Axes([s for s, _ in points.values()])
+    out = axes.frame("Pareto front of explainers")
+    front = pareto_front(points)
+    if len(front) > 1:
+        path = " ".join(f"{axes.x(points[e][0]):.1f},{axes.y(points[e][1]):.1f}" for e in front)
+        out.append(f'<polyline points="{path}" fill="none" stroke="#444" stroke-dasharray="4 3"/>')
+    for e, (s, v) in points.items():
+        x, y = axes.x(s), axes.y(v)
+        outline = ' stroke="#000" stroke-width="2"' if e in front else ""
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
+                   f'<title>{escape(e)}: mean score '
+                   f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{x + 8:.1f}" y="{y - 6:.1f}" font-size="10">'
+                   f'{escape(e)}</text>')
+    out.append("</svg>")
+    names = ", ".join(front) or "none"
+    return (f"<figure>{''.join(out)}<figcaption>mean score against mean seconds per call; Pareto front "
+            f"(dashed, outlined): {escape(names)}</figcaption></figure>")
+
+
+def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
+    """Mean score per category, one bar per explainer."""
+    categories = sorted({c for e in explainers for c in summary.get(e, {}).get("categories", {})})
+    W, H, L, T, B = 360, 240, 40, 14, 36
+    group = (W - L - 10) / max(len(categories), 1)
+    bar = group * 0.8 / max(len(explainers), 1)
+    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+           f'role="img" aria-label="mean score per category">',
+           f'<line x1="{L}" x2="{W - 10}" y1="{H - B}" y2="{H - B}" stroke="#999"/>']
+    for score in (0, 0.5, 1):
+        y = T + (1 - score) * (H - T - B)
+        out.append(f'<text x="{L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>'
+                   f'<line x1="{L}" x2="{W - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+    for i, c in enumerate(categories):
+        x0 = L + i * group + group * 0.1
+        for j, e in enumerate(explainers):
+            agg = summary.get(e, {}).get("categories", {}).get(c)
+            value = agg.get("mean_score") if agg else None
+            if not isinstance(value, (int, float)):
+                continue
+            h = value * (H - T - B)
+            out.append(f'<rect x="{x0 + j * bar:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
+                       f'fill="{_colour(explainers, e)}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
+                       f'{agg["passed"]}/{agg["ran"]} passed</title></rect>')
+        out.append(f'<text x="{x0 + group * 0.4:.1f}" y="{H - B + 14}" font-size="10" text-anchor="middle">'
+                   f'{escape(c)}</text>')
+    out.append("</svg>")
+    legend = " ".join(f'<span style="color:{_colour(explainers, e)}">&#9632;</span> {escape(e)}' for e in explainers)
+    return f"<figure>{''.join(out)}<figcaption>mean score per category: {legend}</figcaption></figure>"
+
+
+def _score_cell(rec: Mapping[str, Any]) -> str:
+    text = _fmt(rec.get("score"))
+    repeat = rec.get("repeat")
+    if repeat and not repeat.get("deterministic") and text:
+        text += f" ± {repeat['std']:.3f}"
+    if rec.get("flaky"):
+        text += ' <span class="flaky">FLAKY</span>'
+    return f'<td class="num">{text}</td>'
+
+
+def _options(name: str, key: str, values: Iterable[Any]) -> str:
+    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>' for v in sorted(set(values)) if v)
+    return f'<label>{escape(name)} <select data-key="{key}"><option value="">all</option>{opts}</select></label>'
+
+
+def png_base64(path: str) -> str:
+    with open(path, "rb") as fh:
+        return base64.b64encode(fh.read()).decode("ascii")
+
+
+def _pictures(records: list[dict]) -> str:
+    out = []
+    for r in records:
+        picture = r.get("picture")
+        if picture and os.path.exists(picture):
+            out.append(f'<figure><img alt="worst example of {escape(r["nodeid"])}" '
+                       f'src="data:image/png;base64,{png_base64(picture)}"><figcaption>{escape(r["row"])} '
+                       f'[{escape(r["explainer"])}]: {r["status"]} {_fmt(r.get("score"))}</figcaption></figure>')
+    return f'<div class="pictures">{"".join(out)}</div>' if out else "<p>No worst-example pictures in this run.</p>"
+
+
+def _brief(b: Mapping[str, Any] | None) -> str:
+    if not b:
+        return ""
+    return f'<span class="{escape(str(b.get("status")))}">{escape(str(b.get("status")))}</span> {_fmt(b.get("score"))}'
+
+
+def _baseline(doc: Mapping[str, Any]) -> str:
+    base = doc.get("baseline")
+    if not base:
+        return ""
+    diff = base.get("diff") or {}
+    changed = base.get("changed_versions") or {}
+    rows = [[escape(label), escape(e["row"]), escape(e["explainer"]), _brief(e.get("baseline")), _brief(e.get("now")),
+             escape("; ".join(e.get("reasons", [])))]
+            for label, key in (("REGRESSION", "regressions"), ("improved", "improvements"), ("new", "new"),
+                               ("not run", "vanished")) for e in diff.get(key, [])]
+    versions = ("; versions changed: " + escape(", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()))
+                if changed else "; same library versions")
+    return (f"<h2>Baseline diff</h2><p>against <code>{escape(str(base.get('path')))}</code> (created "
+            f"{escape(str(base.get('created')))}, seed {escape(str(base.get('seed')))}){versions}. "
+            f"{len(diff.get('regressions', []))} regressed, {len(diff.get('improvements', []))} improved, "
+            f"{len(diff.get('new', []))} new, {len(diff.get('vanished', []))} not run, "
+            f"{diff.get('unchanged', 0)} unchanged.</p>"
+            + (_table(["change", "test", "explainer", "baseline", "now", "why"], rows, ' id="baseline"')
+               if rows else ""))
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    """The report as one HTML page."""
+    records = list(doc.get("results", []))
+    explainers = list(dict.fromkeys(r["explainer"] for r in records))
+    summary = doc.get("summary") or {}
+    options = doc.get("options") or {}
+    facts = [("created", doc.get("created")), ("seed", doc.get("seed")), ("repeat", doc.get("repeat", 1)),
+             ("exit status", doc.get("exitstatus")), ("timeout", options.get("timeout")),
+             ("isolation", options.get("isolation")),
+             ("explainers", ", ".join(options.get("explainers") or explainers))]
+    if doc.get("shards"):
+        facts.append(("merged from", ", ".join(str(s.get("path")) for s in doc["shards"])))
+    machine = doc.get("machine") or {}
+    versions = doc.get("versions") or {}
+    def pairs(title: str, header: list[str], items: Iterable) -> str:
+        return f'<div><b>{title}</b>{_table(header, [[escape(str(k)), escape(str(v))] for k, v in items])}</div>'
+
+    header = (f'<div class="facts">{pairs("run", ["", ""], facts)}'
+              f'{pairs("versions", ["library", "version"], versions.items())}'
+              f'{pairs("machine", ["", ""], machine.items())}</div>')
+    overall = [[escape(e)] + [escape(str(v)) if v is not None else "" for v in (
+        f"{a['passed']}/{a['ran'] - a['timeouts']}", _fmt(a["mean_score"]), _fmt(a["mean_seconds"], 3),
+        a["skipped"], a["timeouts"])] for e in explainers for a in [summary.get(e, {}).get("overall")] if a]
+    filters = ("<div class=\"filters\">" + _options("family", "family", (r.get("family") for r in records))
+               + _options("category", "category", (r.get("category") for r in records))
+               + _options("explainer", "explainer", explainers)
+               + _options("status", "status", (r.get("status") for r in records))
+               + '<label>text <input id="f-text" type="search" placeholder="case, check, detail"></label>'
+               + '<span id="shown"></span></div>')
+    rows = []
+    for r in sorted(records, key=lambda r: (r.get("category") or "", r["row"], r["explainer"])):
+        attrs = " ".join(f'data-{k}="{escape(str(r.get(k) or ""))}"'
+                         for k in ("family", "category", "explainer", "status"))
+        rows.append(f'<tr {attrs}><td>{escape(r["row"])}</td><td>{escape(r["explainer"])}</td>'
+                    f'<td>{escape(str(r.get("family") or ""))}</td><td>{escape(str(r.get("category") or ""))}</td>'
+                    f'<td class="{escape(r["status"])}">{escape(r["status"])}</td>{_score_cell(r)}'
+                    f'<td class="num">{_fmt(r.get("threshold"))}</td><td class="num">{_fmt(r.get("seconds"), 3)}</td>'
+                    f'<td class="detail">{escape(str(r.get("regression") or r.get("detail") or ""))}</td></tr>')
+    table = ('<table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th><th>category</th>'
+             '<th>status</th><th>score</th><th>threshold</th><th>seconds</th><th>detail</th></tr></thead><tbody>'
+             + "".join(rows) + "</tbody></table>")
+    charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
+            f'<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}'
+            f'<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}'
+            f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
+            f'{category_bars(summary, explainers)}</div>{_baseline(doc)}'
+            f'<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>{_pictures(records)}'
+            f'<script>{SCRIPT}</script></body></html>\n')
+
+
+def write(path: str | os.PathLike, doc: Mapping[str, Any]) -> None:
+    """Write the report atomically (like the JSON report)."""
+    from pytest_xai.report import _create_temp
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = _create_temp(directory, ".xai-report-", ".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(render(doc))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def extra_html(props: Mapping[str, Any]) -> str:
+    """The pytest-html extra of one test: its score, threshold, seconds and detail."""
+    rows = [[escape(k), escape(str(props[k]))] for k in ("explainer", "case", "check", "score", "threshold", "passed",
+                                                       "seconds", "flaky", "detail", "regression", "error")
+            if props.get(k) is not None]
+    return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'

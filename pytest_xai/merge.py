@@ -1,0 +1,103 @@
+"""Put the JSON reports of a sharded suite back together (pure Python, no pytest).
+
+Shards are slices of one suite run in several CI jobs (pytest-split's ``--splits/--group``, ``-k``
+slices).  Their reports merge into one equal to the unsharded report up to timings: the same
+results, the summary recomputed.  Reports with other seeds or library versions describe other
+runs and are refused unless the caller allows it (the matrix workflow is in ``docs/ci.md``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from pytest_xai import report
+
+
+class MergeError(ValueError):
+    """The reports cannot be merged; the message names the files and what differs."""
+
+
+def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) -> list[str]:
+    """Differences between the shards' seeds, versions and thresholds; raises unless allowed."""
+    first_path, first = docs[0]
+    problems = []
+    for path, doc in docs[1:]:
+        for field in ("seed", "repeat", "budget"):
+            default = 1 if field == "repeat" else None
+            if doc.get(field, default) != first.get(field, default):
+                problems.append(f"{field} {first.get(field, default)} in {first_path}, {doc.get(field, default)} "
+                                f"in {path}")
+        changed = {k: (first["versions"].get(k), doc["versions"].get(k))
+                   for k in set(first.get("versions", {})) | set(doc.get("versions", {}))
+                   if first.get("versions", {}).get(k) != doc.get("versions", {}).get(k)}
+        if changed:
+            problems.append(f"versions differ between {first_path} and {path}: "
+                            + ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(changed.items())))
+        a, b = (d.get("options", {}).get("thresholds") for d in (first, doc))
+        if a != b:
+            problems.append(f"threshold overrides differ between {first_path} and {path}")
+    if problems and not allow_mismatch:
+        raise MergeError("the reports come from different runs: " + "; ".join(problems)
+                         + ". Shards of one suite share seed, versions and thresholds; pass --allow-mismatch "
+                           "to merge them anyway")
+    return problems
+
+
+def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | None:
+    bases = [doc.get("baseline") for _, doc in docs]
+    if not any(bases):
+        return None
+    if not all(bases) or len({b.get("path") for b in bases}) > 1:
+        raise MergeError("only some shards were compared with a baseline, or with different ones; compare every "
+                         "shard with the same --xai-baseline")
+    diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "unchanged": 0}
+    for b in bases:
+        for key in ("regressions", "improvements", "new"):
+            diff[key] += b["diff"][key]
+        diff["unchanged"] += b["diff"]["unchanged"]
+    # a baseline test is "not run" only when no shard ran it: every shard lists it as vanished
+    vanished = [{(e["row"], e["explainer"]): e for e in b["diff"]["vanished"]} for b in bases]
+    common = set.intersection(*(set(v) for v in vanished))
+    diff["vanished"] = [vanished[0][k] for k in sorted(common)]
+    return {**bases[0], "diff": diff}
+
+
+def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool = False) -> dict:
+    """One report from ``[(path, doc), ...]``; a test in two shards is an error (overlapping slices)."""
+    if not docs:
+        raise MergeError("no reports given")
+    for path, doc in docs:
+        if (not isinstance(doc, Mapping) or doc.get("schema") != report.SCHEMA
+                or not isinstance(doc.get("results"), list)):
+            raise MergeError(f"{path}: not a pytest-xai JSON report (written by --xai-report)")
+        if doc.get("version") != report.SCHEMA_VERSION:
+            raise MergeError(f"{path}: report format version {doc.get('version')!r}, expected {report.SCHEMA_VERSION}")
+    mismatches = _check(docs, allow_mismatch)
+    seen: dict[str, str] = {}
+    results = []
+    for path, doc in docs:
+        for rec in doc["results"]:
+            if rec["nodeid"] in seen:
+                raise MergeError(f"{rec['nodeid']} is in both {seen[rec['nodeid']]} and {path}: the shards overlap; "
+                                 f"give each test to one shard")
+            seen[rec["nodeid"]] = path
+            results.append(rec)
+    first = docs[0][1]
+    out = {
+        **{k: first.get(k) for k in ("schema", "version", "seed", "options", "versions", "machine")},
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "exitstatus": max((doc.get("exitstatus") or 0 for _, doc in docs), default=0),
+        "repeat": first.get("repeat", 1),
+        "shards": [{"path": path, "created": doc.get("created"), "exitstatus": doc.get("exitstatus"),
+                    "results": len(doc["results"]), "args": (doc.get("options") or {}).get("args")}
+                   for path, doc in docs],
+        "summary": report.summary(results),
+        "results": sorted(results, key=lambda rec: rec["nodeid"]),
+    }
+    if mismatches:
+        out["merge_mismatches"] = mismatches
+    baseline = _merge_baselines(docs)
+    if baseline is not None:
+        out["baseline"] = baseline
+    return out

@@ -1,0 +1,79 @@
+"""``--xai-repeat=N``: N derived seeds, mean and spread, verdict by majority, FLAKY labels."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_xai.runner import derive_seed
+
+REF = "pytest_xai.explainers"
+QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+N = 5
+# A stochastic explainer whose verdict is a coin: exact Shapley values on even seeds, nothing
+# (zeros) on odd ones, plus a seed-dependent speck so that no two seeds give identical output.
+COIN = """
+import numpy as np
+
+from pytest_xai.explainers import exact_shapley
+
+
+def coin(inputs, predict, background, target, seed):
+    exact = np.asarray(exact_shapley(inputs, predict, background, target))
+    speck = 1e-9 * np.random.default_rng(seed).standard_normal(exact.shape)
+    return (exact if seed % 2 == 0 else 0 * exact) + speck
+"""
+
+
+def _seeds(case: str) -> list[int]:
+    return [derive_seed(0, case)] + [derive_seed(0, case, str(k)) for k in range(1, N)]
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
+def test_flaky_explainer_is_labelled_and_judged_by_majority(pytester, xdist):
+    if xdist:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(coin=COIN)
+    pytester.syspathinsert()
+    report, junit = pytester.path / "r.json", pytester.path / "j.xml"
+    seeds = _seeds("cough_and_fever")
+    passing = [s % 2 == 0 for s in seeds]
+    assert 0 < sum(passing) < N, "the derived seeds must mix parities for this test to mean anything"
+    majority = 2 * sum(passing) > N
+    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
+    result = run(*QUIET, "-k", "cough_and_fever-", "--xai-explainer=coin:coin", f"--xai-explainer={REF}:exact_shapley",
+                 f"--xai-repeat={N}", f"--xai-report={report}", f"--junitxml={junit}", *(("-n", "2") if xdist else ()))
+    result.assert_outcomes(passed=1 + majority, failed=1 - majority)
+    result.stdout.fnmatch_lines([
+        f"*xai: repeat={N} seeds per (case, explainer); verdict by majority of seeds*",
+        f"symmetry[[]cough_and_fever[]]*{'PASS' if majority else 'FAIL'} *±* FLAKY*",  # columns: arrival order
+    ])
+    doc = json.loads(report.read_text())
+    assert doc["repeat"] == N
+    recs = {r["explainer"]: r for r in doc["results"]}
+    coin, exact = recs["coin"], recs["exact_shapley"]
+    assert coin["flaky"] is True and coin["status"] == ("PASS" if majority else "FAIL")
+    assert coin["repeat"]["seeds"] == seeds and coin["repeat"]["passed"] == passing
+    assert coin["repeat"]["runs"] == N and coin["repeat"]["deterministic"] is False
+    assert coin["score"] == pytest.approx(sum(coin["repeat"]["scores"]) / N, abs=1e-6)
+    assert coin["repeat"]["min"] == 0.0 and coin["repeat"]["max"] == 1.0 and coin["repeat"]["std"] > 0.1
+    # exact_shapley gives identical attributions under its first two seeds: run once, not FLAKY.
+    assert exact["repeat"]["deterministic"] is True and exact["repeat"]["runs"] == 1 and exact["flaky"] is False
+    props = {(tc.get("name"), p.get("name")): p.get("value")
+             for tc in ET.parse(junit).iter("testcase") for p in tc.iter("property")}
+    assert props[("symmetry[cough_and_fever-coin]", "xai_flaky")] == "True"
+    assert props[("symmetry[cough_and_fever-exact_shapley]", "xai_flaky")] == "False"
+
+
+def test_repeat_one_is_the_ordinary_run_and_bad_values_are_usage_errors(pytester):
+    report = pytester.path / "r.json"
+    pytester.runpytest(*QUIET, "-k", "cough_and_fever-", f"--xai-explainer={REF}:random", "--xai-repeat=1",
+                       f"--xai-report={report}").assert_outcomes(failed=1)
+    (rec,) = json.loads(report.read_text())["results"]
+    assert rec["repeat"] is None and rec["flaky"] is False and rec["seed"] == derive_seed(0, "cough_and_fever")
+    for bad in ("0", "101"):
+        result = pytester.runpytest(*QUIET, "--collect-only", f"--xai-explainer={REF}:random", f"--xai-repeat={bad}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--xai-repeat={bad}: give an integer from 1 to 100*"])
