@@ -3,7 +3,7 @@
 import numpy as np
 
 
-def tree_shap(inputs, model, background):
+def tree_shap(inputs, model: "sklearn.base.BaseEstimator", background):
     """Interventional TreeSHAP against the background: exact Shapley values of the trees."""
     import shap
 
@@ -28,7 +28,7 @@ def integrated_gradients(inputs, model: "torch.nn.Module", target, baseline):
 integrated_gradients.completeness = "baseline"  # IG sums to f(x) - f(baseline)
 
 
-def broken(inputs, model, background):
+def broken(inputs, model: "sklearn.base.BaseEstimator", background):
     """Deliberately broken: TreeSHAP, sign-flipped, normalised over the batch, plus noise that is
     drawn afresh on every call (no seed) and jumps with the input's bytes."""
     values = -tree_shap(inputs, model, background)

@@ -1043,7 +1043,7 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
                              f"monotonicity ({conditional})", ("min_score", min_score))
 
 
-@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "max_score": 0.3},
+@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "max_score": 0.15},
        passes_by_construction={
            "noisy_10": _SMALL_NOISE,
            "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
@@ -1052,7 +1052,7 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
                                             "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
                                             "gt_shapley catches the swap"})
 def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
-               max_score: float = 0.3) -> Score:
+               max_score: float = 0.15) -> Score:
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
     Yeh et al. 2019 (XAI-Bench §3.1, Liu et al. 2021) with subset removal: each feature removed with
@@ -1067,7 +1067,8 @@ def infidelity(attributions, case: Case, *, conditional: str = "interventional",
     the closest zoo member not declared 0.078 more (the input itself at rho = 0.99).  The value is
     1 - mean.  Passes by construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
     and, at rho = 0.99 only, two swapped features that are nearly one variable.  On a case without
-    exact Shapley values the mean must be <= max_score (default 0.3 of E[Delta f^2]).
+    exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
+    a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).
     """
     return _relative_verdict("infidelity", attributions, case, conditional, max_gap,
                              f"relative infidelity ({conditional})", ("max_score", max_score))
