@@ -45,7 +45,7 @@ def diabetes_gbm(seed):
     from sklearn.ensemble import GradientBoostingRegressor
 
     X, y, X_test, names = _diabetes(seed)
-    model = GradientBoostingRegressor(n_estimators=60, max_depth=3, random_state=seed).fit(X, y)
+    model = GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=seed).fit(X, y)
     return pytest_xai.make_case(X_test[:24], model=model, background=X[:40], feature_names=names,
                                 train=(X, y), randomise=randomise_trees)
 
@@ -78,7 +78,7 @@ def cancer_mlp(seed):
     model = torch.nn.Sequential(torch.nn.Linear(30, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
     optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
     xs, ys = torch.from_numpy(X[train]), torch.from_numpy(y[train])
-    for _ in range(150):
+    for _ in range(100):
         optimiser.zero_grad()
         torch.nn.functional.cross_entropy(model(xs), ys).backward()
         optimiser.step()
