@@ -121,6 +121,7 @@ def test_a_user_check_marker_without_explainer_is_registered(pytester):
     result.assert_outcomes(skipped=1)  # no explainer; no PytestUnknownMarkWarning under -W error
 
 
+@pytest.mark.slow
 def test_examples_project_gates_real_models(tmp_path):
     """examples/own_model: shap on scikit-learn gradient boosting, captum IG on a torch MLP, and a
     deliberately broken explainer that fails every new check (its xgboost case: README)."""
@@ -132,7 +133,7 @@ def test_examples_project_gates_real_models(tmp_path):
     report = project / "report.json"
     selection = ("(diabetes_gbm and tree_shap) or (diabetes_gbm and broken and not randomisation) or "
                  "(cancer_mlp and integrated_gradients)")
-    command = [sys.executable, "-m", "pytest", *QUIET, "-q", "-n", "2", "-k", selection,
+    command = [sys.executable, "-m", "pytest", *QUIET, "-q", "-k", selection,  # serial: -n 2 is tested above
                "--xai-explainer=explainers.py:tree_shap", "--xai-explainer=explainers.py:broken",
                "--xai-explainer=explainers.py:integrated_gradients", f"--xai-report={report}"]
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
