@@ -286,14 +286,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     from fnmatch import fnmatch
 
     state = parent.config.stash.get(xai_state, None)
-    if file_path.suffix == ".py" and state is not None and not state.families_loaded:
+    if (file_path.suffix == ".py" and state is not None and not state.families_loaded
+            and (parent.session.isinitpath(file_path)
+                 or any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")))):
         try:
             mentions = b"xai_" in file_path.read_bytes()
         except OSError:
             mentions = False
         if mentions:
             _sync_markers(parent.config, load=True)
-
     if file_path == SUITE and not any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")):
         return pytest.Module.from_parent(parent, path=file_path)
     return None

@@ -199,3 +199,15 @@ def per_row_exact(inputs, predict, background, targets):
         rows = np.broadcast_to(targets, (len(inputs),)) == c
         out[rows] = degenerate.exact_shapley(inputs[rows], predict, background, int(c))
     return out
+
+
+def test_units_networks_accept_float32_input():
+    torch = pytest.importorskip("torch")
+    case = cases.get("units_weighted_features")
+    x = np.asarray(case.inputs[:4])
+    x32 = torch.as_tensor(x, dtype=torch.float32, device="cpu").requires_grad_(True)
+    out = case.torch_model(x32)
+    out.sum().backward()
+    assert x32.grad.dtype == torch.float32
+    np.testing.assert_allclose(out.detach().numpy(), case.torch_model(torch.as_tensor(x)).detach().numpy(),
+                               rtol=1e-6)

@@ -147,3 +147,14 @@ def test_examples_project_gates_real_models(tmp_path):
         assert rows[f"{row}[diabetes_gbm]", "broken"]["passed"] is False, row
     for row in ("faithfulness", "completeness", "determinism", "max_sensitivity", "model_randomisation"):
         assert rows[f"{row}[cancer_mlp]", "integrated_gradients"]["passed"] is True, row
+
+
+def test_an_unrelated_run_loads_no_family(pytester):
+    pytester.makepyfile(test_plain='''
+import sys
+
+
+def test_plain():
+    assert "pytest_xai.cases.tabular" not in sys.modules
+''')
+    pytester.runpytest_subprocess(*QUIET).assert_outcomes(passed=1)
