@@ -37,6 +37,7 @@ CONTRACT = {
     "baseline": "the reference input the ground truth is defined against (e.g. zeros)",
     "feature_names": "list of str",
     "seed": "int, fixed per test, for stochastic explainers",
+    "budget": "int: model evaluations (rows passed to the model) this call may spend; size samples from it",
 }
 
 
@@ -230,8 +231,12 @@ def _unannotated_model(explainer: Explainer) -> bool:
         return False
 
 
-def arguments(explainer: Explainer, case: Any, seed: int) -> dict[str, Any]:
-    """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies)."""
+def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = None) -> dict[str, Any]:
+    """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies).
+
+    ``budget`` is the call's budget of model evaluations (:mod:`pytest_xai.budget`)."""
+    from pytest_xai import budget as budgets
+
     import numpy as np
 
     values = {
@@ -244,6 +249,7 @@ def arguments(explainer: Explainer, case: Any, seed: int) -> dict[str, Any]:
         "baseline": lambda: None if case.baseline is None else np.array(case.baseline, dtype=float, copy=True),
         "feature_names": lambda: list(case.feature_names),
         "seed": lambda: int(seed),
+        "budget": lambda: int(budgets.DEFAULT if budget is None else budget),
     }
     return {name: values[name]() for name in explainer.wants}
 
@@ -341,13 +347,13 @@ def _unchanged(before: Any, after: Any, what: str) -> None:
         )
 
 
-def run(explainer: Explainer, case: Any, *, seed: int = 0) -> Explanation:
+def run(explainer: Explainer, case: Any, *, seed: int = 0, budget: int | None = None) -> Explanation:
     """Call ``explainer`` on ``case`` in this process and return the validated explanation.
 
     Raises :class:`NotApplicable` (skip) or :class:`ExplainerError` (fail); any other exception
     the explainer raises propagates unchanged.
     """
-    kwargs = arguments(explainer, case, seed)
+    kwargs = arguments(explainer, case, seed, budget)
     start = time.perf_counter()
     try:
         output = explainer.func(**kwargs)

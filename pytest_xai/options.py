@@ -110,6 +110,15 @@ def check_seed(value: Any, source: str = "--xai-seed") -> int:
     return number
 
 
+def check_budget(value: Any, source: str = "--xai-budget") -> int:
+    """Model evaluations per explainer call (:mod:`pytest_xai.budget`): a whole number >= 1000."""
+    what = "a whole number of model evaluations >= 1000, e.g. 1000000 or 1e6"
+    number = _number(value, source, what)
+    if not (math.isfinite(number) and number >= 1000 and number == int(number)):
+        raise OptionError(f"{source}={value!r}: must be {what}")
+    return int(number)
+
+
 def _first_existing(path: Path) -> Path:
     for candidate in (path, *path.parents):
         if os.path.lexists(candidate):

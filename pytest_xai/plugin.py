@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
+from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import NotApplicable, SpecError
 from pytest_xai.runner import derive_seed  # noqa: F401 - public name, used in examples
@@ -34,8 +35,9 @@ class XaiState:
     """Everything the plugin knows for one session (one per xdist worker, plus the controller)."""
 
     def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float,
-                 wall_timeout: float | None = None):
+                 wall_timeout: float | None = None, budget: int | None = None):
         self.config = config
+        self.budget = budget
         self.explainers = explainers
         self.thresholds = thresholds  # {"ini": {check: {param: value}}, "command line": {...}}
         self.seed = seed
@@ -76,7 +78,8 @@ class XaiState:
 
             wall = None if self.wall_timeout == float("inf") else self.wall_timeout  # inf: no backstop
             limits = Limits(cpu=self.timeout, wall=wall) if self.timeout else None
-            self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir)
+            self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir,
+                                  budget=self.budget)
         return self._runner
 
     # Hooks: this object is registered as a plugin in pytest_configure.
@@ -139,6 +142,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xai-wall-timeout", type=float, default=None, metavar="SECONDS",
                     help=f"wall-clock backstop per explainer call, for explainers that sleep or deadlock "
                          f"(default {WALL_FACTOR:g} x --xai-timeout)")
+    group.addoption("--xai-budget", default=None, metavar="N",
+                    help=f"model evaluations an explainer call may spend (contract argument 'budget'; default "
+                         f"{BUDGET:.0e}): perturbation explainers size their samples from it")
     group.addoption("--xai-threshold", action="append", default=[], metavar="CHECK.PARAM=VALUE",
                     help="override a check's threshold, e.g. symmetry.rtol=0.1; repeatable")
     group.addoption("--xai-report", default=None, metavar="PATH", help="write the JSON report to PATH")
@@ -154,6 +160,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
     parser.addini("xai_seed", "base seed (default 0)", default="0")
     parser.addini("xai_data_dir", "directory with real datasets (see --xai-data-dir)", type="paths", default=[])
+    parser.addini("xai_budget", f"model evaluations per explainer call (default {BUDGET:.0e})", default=str(BUDGET))
     parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
                   default=str(DEFAULT_TIMEOUT))
 
@@ -238,6 +245,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     seed = _number(config, "xai_seed", "xai_seed", options.check_seed)
     timeout = _number(config, "xai_timeout", "xai_timeout", options.check_timeout)
+    budget = _number(config, "xai_budget", "xai_budget", options.check_budget)
     _checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
     if config.getoption("xai_data_dir") is not None:
         _checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
@@ -246,7 +254,8 @@ def pytest_configure(config: pytest.Config) -> None:
     wall_timeout = config.getoption("xai_wall_timeout")
     if wall_timeout is not None and not wall_timeout > 0:
         raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
-    state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout)
+    state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout,
+                                                    budget)
     config.pluginmanager.register(state, "xai-state")
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
@@ -314,7 +323,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
              "is a debugging aid; an explainer that ends the process ends the run)")
     from pytest_xai import cases
 
-    return [f"xai: seed={state.seed}, timeout={limit}", f"xai: explainers: {names}"] + [
+    return [f"xai: seed={state.seed}, budget={state.budget:.2g} model evaluations per call, timeout={limit}",
+            f"xai: explainers: {names}"] + [
         f"xai: {h}" for h in cases.headers()]
 
 

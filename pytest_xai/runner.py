@@ -71,8 +71,9 @@ class Runner:
     own freshly built copy of the case, so a mutation cannot reach other explainers).
     """
 
-    def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None):
+    def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None, budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
+        self.budget = budget  # model evaluations per call (pytest_xai.budget); None: the default
         self.memo: dict[tuple, tuple[Any, Outcome]] = {}
         self.prepared: set[str] = set()
         self._pool = None
@@ -157,7 +158,7 @@ class Runner:
         from pytest_xai import cases, contract
 
         built = cases.built_with(source)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs}
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": self.budget}
         if built is None:
             reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
         else:
@@ -187,7 +188,7 @@ class Runner:
                 if explainer.prepare is not None and explainer.spec not in self.prepared:
                     self.prepared.add(explainer.spec)
                     explainer.prepare()
-                return contract.run(explainer, own, seed=seed)
+                return contract.run(explainer, own, seed=seed, budget=self.budget)
             except (NotApplicable, ExplainerError):
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too

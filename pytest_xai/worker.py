@@ -118,7 +118,7 @@ class Worker:
         started(header["token"])
         cpu = time.process_time()
         try:
-            result = contract.run(self.explainer, case, seed=header["seed"])
+            result = contract.run(self.explainer, case, seed=header["seed"], budget=header.get("budget"))
         except NotApplicable as exc:
             return {"kind": "not_applicable", "message": wire.clip(exc, 2000)}, {}
         except ExplainerError as exc:

@@ -124,7 +124,7 @@ def test_adjacent_to_zero_marks_the_pieces_touching_zero():
 
 
 def test_oracle_case_contents(oracle):
-    assert oracle.inputs.shape == (100, 458) and oracle.background.shape == (100, 458)
+    assert oracle.inputs.shape == (20, 458) and oracle.background.shape == (100, 458)
     assert np.array_equal(oracle.baseline, np.zeros(458)) and oracle.target is None
     np.testing.assert_allclose(oracle.truth["contribution"].sum(1), oracle.predict(oracle.inputs), atol=1e-14)
     centre = additive.local_functions(oracle.background, oracle.meta["breaks"], oracle.meta["slopes"]).mean(0) / 458
@@ -136,7 +136,7 @@ def test_oracle_case_contents(oracle):
 def test_oracle_torch_twin_computes_f(oracle):
     with torch.no_grad():
         out = oracle.model(torch.as_tensor(oracle.inputs, dtype=torch.float32)).numpy()
-    assert out.shape == (100, 1)
+    assert out.shape == (20, 1)
     np.testing.assert_allclose(out[:, 0], oracle.predict(oracle.inputs), atol=1e-6)
 
 
@@ -209,15 +209,15 @@ def test_constant_rows_are_nan_with_a_counted_reason():
 
 
 def test_check_passes_integrated_gradients_and_fails_gradient_and_random(oracle):
-    case = first_rows(oracle, 30)
+    case = first_rows(oracle, 16)
     good = additive.additive_correlation(
         explainers.integrated_gradients(case.inputs, case.model, baseline=case.baseline, n_steps=256), case)
     gradient = additive.additive_correlation(explainers.saliency(case.inputs, case.model), case)
     random = additive.additive_correlation(np.random.default_rng(0).normal(size=case.inputs.shape), case)
-    assert good.passed and good.value > 0.999 and "over 30 samples" in good.detail
+    assert good.passed and good.value > 0.999 and "over 16 samples" in good.detail
     assert not gradient.passed and not random.passed
     assert gradient.value < 0.1 and random.value < 0.1
-    assert random.threshold == 0.5 and random.worst["row"] in range(30) and len(random.worst["pixels"]) == 5
+    assert random.threshold == 0.5 and random.worst["row"] in range(16) and len(random.worst["pixels"]) == 5
     from pytest_xai.checks import CHECKS
 
     assert CHECKS["additive_correlation"].marker == "xai_additive"
@@ -284,7 +284,7 @@ def mlp(request, tmp_path_factory):
 @pytest.mark.slow
 def test_trained_mlp_passes_the_quality_gate(mlp):
     assert mlp.meta["test_r2"] >= 0.99
-    assert mlp.inputs.shape == (100, 32)
+    assert mlp.inputs.shape == (20, 32)
 
 
 @pytest.mark.slow

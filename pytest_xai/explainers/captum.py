@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
 
 SMOOTHGRAD_NOISE = 0.15  # fraction of the input range; Smilkov et al. 2017 suggest 10-20 %
@@ -280,12 +281,13 @@ def feature_permutation(
 
 
 def shapley_value_sampling(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT, *,
     n_samples: int = 25, perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Shapley values against the baseline by permutation sampling (Castro et al. 2009).
 
-    captum ``ShapleyValueSampling`` with ``n_samples`` permutations; seeded with ``seed``.
+    captum ``ShapleyValueSampling`` with captum's default ``n_samples`` = 25 permutations, fewer
+    when points x permutations x (d + 1) evaluations exceed the call's ``budget``; seeded.
     """
     from captum.attr import ShapleyValueSampling
 
@@ -294,25 +296,30 @@ def shapley_value_sampling(
         x = _tensor(module, inputs)
         out = ShapleyValueSampling(module).attribute(
             x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
-            n_samples=n_samples, perturbations_per_eval=perturbations_per_eval,
+            n_samples=budgets.samples(budget, len(x), preferred=n_samples, minimum=1, per_sample=x[0].numel() + 1,
+                                      method="shapley_value_sampling"),
+            perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
 
 
 def captum_kernel_shap(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT, *,
     n_samples: int | None = None, perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """KernelSHAP (Lundberg & Lee 2017) against the baseline; captum ``KernelShap``.
 
-    ``n_samples`` defaults to shap's own default, 2 * n_features + 2048 (captum's is 25); seeded.
+    ``n_samples`` defaults to shap's own default, 2 * n_features + 2048 (captum's is 25), cut to
+    the call's ``budget`` of model evaluations (at least d + 1); seeded.
     """
     from captum.attr import KernelShap
 
     module = _torch_model("captum_kernel_shap", model)
     with _one_thread(seed):
         x = _tensor(module, inputs)
-        n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
+        d = x[0].numel()
+        n = budgets.samples(budget, len(x), preferred=n_samples or 2 * d + 2048, minimum=d + 1,
+                            method="captum_kernel_shap")
         out = _one_example_at_a_time(
             KernelShap(module), x, _baselines(baseline, x), target, n_samples=n,
             perturbations_per_eval=perturbations_per_eval,
@@ -321,20 +328,21 @@ def captum_kernel_shap(
 
 
 def captum_lime(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, *,
+    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT, *,
     n_samples: int | None = None, perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """LIME (Ribeiro et al. 2016) with captum's defaults (Lasso alpha=0.01, cosine-distance kernel).
 
     Removed features take the baseline value; ``n_samples`` defaults to 2 * n_features + 2048
-    (captum's is 50); seeded.
+    (captum's is 50), cut to the call's ``budget`` of model evaluations (at least d + 1); seeded.
     """
     from captum.attr import Lime
 
     module = _torch_model("captum_lime", model)
     with _one_thread(seed):
         x = _tensor(module, inputs)
-        n = n_samples if n_samples is not None else 2 * x[0].numel() + 2048
+        d = x[0].numel()
+        n = budgets.samples(budget, len(x), preferred=n_samples or 2 * d + 2048, minimum=d + 1, method="captum_lime")
         out = _one_example_at_a_time(
             Lime(module), x, _baselines(baseline, x), target, n_samples=n,
             perturbations_per_eval=perturbations_per_eval,

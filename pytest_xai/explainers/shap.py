@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import shap
 
+from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
 
 
@@ -25,34 +26,31 @@ def _single_output(predict, target):
     return f
 
 
-#: Model evaluations KernelSHAP may spend on one case (points x coalitions x background rows).
-KERNEL_BUDGET = 5_000_000
-
-
-def shap_kernel(inputs, predict, background, target, seed):
+def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAULT):
     """KernelSHAP (shap.KernelExplainer) with shap's default ``nsamples='auto'`` (2d + 2048
-    coalitions), seeded through numpy's global generator, which shap draws from.
+    coalitions, or all 2^d - 2 when fewer), seeded through numpy's global generator, which shap draws from.
 
-    The background is the case's; when points x coalitions x rows would exceed ``KERNEL_BUDGET``
-    model evaluations it is summarised with ``shap.kmeans``, as shap's documentation advises for
-    large backgrounds, and a case that exceeds the budget even with one row is not applicable.
+    Every coalition is averaged over the background, so a call costs points x coalitions x
+    background rows model evaluations, sized to the call's ``budget`` (:mod:`pytest_xai.budget`):
+    the background is summarised with ``shap.kmeans`` to the rows that fit, as shap's documentation
+    advises for large backgrounds, and the coalitions are cut below shap's default only when fewer
+    than 10 rows would fit.  A case where not even d + 1 coalitions fit is not applicable.
     """
     if inputs.ndim != 2:
         raise NotApplicable("KernelSHAP here explains tabular (n, d) inputs")
     if background is None:
         raise NotApplicable("KernelSHAP needs background rows; this case defines its baseline per row instead")
     n, d = inputs.shape
-    per_row = n * (2 * d + 2048)
-    rows = min(len(background), KERNEL_BUDGET // per_row)
-    if rows < 1:
-        raise NotApplicable(f"KernelSHAP would need {per_row:.1e} model evaluations for {n} points x "
-                            f"{2 * d + 2048} coalitions even with one background row (budget {KERNEL_BUDGET:.0e})")
+    auto = 2 * d + 2048 if d > 11 else min(2 * d + 2048, 2**d - 2)  # shap enumerates all coalitions below
+    nsamples, rows = budgets.sampled_shapley(budget, n, len(background), preferred=auto, minimum=d + 1,
+                                             method="KernelSHAP")
     data = background if rows == len(background) else shap.kmeans(background, rows)
     explainer = shap.KernelExplainer(_single_output(predict, target), data)
     state = np.random.get_state()
     np.random.seed(seed % 2**32)
     try:
-        return _output(explainer.shap_values(inputs, silent=True), None)
+        return _output(explainer.shap_values(inputs, nsamples="auto" if nsamples == auto else nsamples,
+                                             silent=True), None)
     finally:
         np.random.set_state(state)
 
@@ -80,26 +78,15 @@ def shap_tree_path_dependent(inputs, model, target):
     return _output(explainer.shap_values(inputs, check_additivity=False), target)
 
 
-def _masked_explainer(kind, inputs, predict, background, target, *, masker=None, evaluations=None,
-                      call=None, **kwargs):
+def _masked_explainer(kind, inputs, predict, background, target, *, masker=None, call=None, **kwargs):
     """A shap explainer of the new API (``shap.explainers.Exact`` ...) over an independent masker of
-    the background, used the way shap's documentation does: ``explainer(inputs).values``.
-
-    ``evaluations`` (model calls per point and background row) caps the background rows the masker
-    samples so that the whole call stays within ``KERNEL_BUDGET`` model evaluations.
-    """
+    the background, used the way shap's documentation does: ``explainer(inputs).values``."""
     if inputs.ndim != 2:
         raise NotApplicable(f"{kind.__name__} here explains tabular (n, d) inputs")
     if background is None:
         raise NotApplicable(f"{kind.__name__} needs a background; this case has none")
     background = np.asarray(background, dtype=float)
-    rows = len(background)
-    if evaluations is not None:
-        rows = min(rows, KERNEL_BUDGET // (len(inputs) * evaluations))
-        if rows < 1:
-            raise NotApplicable(f"{kind.__name__} would need {len(inputs) * evaluations:.1e} model evaluations "
-                                f"even with one background row (budget {KERNEL_BUDGET:.0e})")
-    masker = masker or shap.maskers.Independent(background, max_samples=rows)
+    masker = masker or shap.maskers.Independent(background, max_samples=len(background))
     explainer = kind(_single_output(predict, target), masker, **kwargs)
     return _output(explainer(inputs, silent=True, **(call or {})), None)
 
@@ -112,14 +99,23 @@ def shap_exact(inputs, predict, background, target):
     return _masked_explainer(shap.explainers.Exact, inputs, predict, background, target)
 
 
-def shap_permutation(inputs, predict, background, target, seed):
+def shap_permutation(inputs, predict, background, target, seed, budget=budgets.DEFAULT):
     """shap.explainers.Permutation (antithetic permutation sampling) with shap.maskers.Independent
-    over the background, seeded through its ``seed`` argument.  ``max_evals`` is shap's default 500,
-    raised to the 2d + 1 shap requires for many features; the background is subsampled to stay
-    within ``KERNEL_BUDGET`` model evaluations, as for KernelSHAP."""
-    max_evals = max(500, 2 * inputs.shape[-1] + 1)
-    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, seed=seed,
-                             evaluations=max_evals, call={"max_evals": max_evals})
+    over the background, seeded through its ``seed`` argument.
+
+    ``max_evals`` is shap's default 500, raised to the 2d + 1 shap requires for many features; each
+    evaluation averages over the masker's background rows, which are subsampled to fit the call's
+    ``budget`` (points x max_evals x rows model evaluations), as for KernelSHAP.
+    """
+    if inputs.ndim != 2 or background is None:
+        return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target)  # says why not
+    n, d = inputs.shape
+    preferred = max(500, 2 * d + 1)
+    max_evals, rows = budgets.sampled_shapley(budget, n, len(background), preferred=preferred, minimum=2 * d + 1,
+                                              method="shap's Permutation explainer")
+    masker = shap.maskers.Independent(np.asarray(background, dtype=float), max_samples=rows)
+    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, masker=masker,
+                             seed=seed, call={"max_evals": max_evals})
 
 
 def shap_partition(inputs, predict, background, target):
@@ -148,7 +144,7 @@ def _compile_numba() -> None:
         return np.asarray(X, dtype=float).sum(axis=1)
 
     shap_exact(toy, predict, toy, None)
-    shap_permutation(toy, predict, toy, None, 0)
+    shap_permutation(toy, predict, toy, None, 0, budgets.DEFAULT)
     shap_partition(toy, predict, toy, None)
 
 

@@ -1,0 +1,57 @@
+"""The budget of model evaluations: how perturbation explainers size their samples.
+
+A perturbation explainer (KernelSHAP, LIME, permutation or sampling Shapley values) spends its time
+evaluating the model on perturbed rows, so its cost is counted in *model evaluations*: rows passed
+to the model over one call, i.e. points explained x samples per point x background rows each
+sample is averaged over.  A wall-clock limit would race the machine's load; a count does not.
+
+Every explainer call has a budget (``DEFAULT``, or ``--xai-budget`` / ini ``xai_budget``); an
+explainer asks for it by naming the contract argument ``budget`` and sizes ``nsamples`` /
+``num_samples`` / ``n_samples`` from it.  The reference adapters do so through the helpers below,
+and keep each library's own default whenever it fits (README "Budget of model evaluations").
+"""
+
+from __future__ import annotations
+
+from pytest_xai.errors import NotApplicable
+
+#: Model evaluations one explainer call may spend by default: 20 points x 2,500 coalitions x 10
+#: background rows.  Every reference adapter keeps its library's default sample count on every
+#: built-in case of at most about 200 features; on the wider ones (458 and 1,258 features)
+#: KernelSHAP keeps 2,500 coalitions, twice the features, and no call needs more than ~15 CPU s.
+DEFAULT = 500_000
+
+#: Fewest background rows a sampled Shapley estimate averages over before its samples are cut.
+MIN_BACKGROUND = 10
+
+
+def samples(budget: int, points: int, *, preferred: int, minimum: int, per_sample: int = 1,
+            method: str = "the explainer") -> int:
+    """Samples per point: the library's ``preferred`` count, or as many as ``budget`` allows.
+
+    Each sample costs ``per_sample`` model evaluations per point.  Fewer than ``minimum`` samples
+    would not estimate anything, so the case is then out of the explainer's reach (a skip saying so).
+    """
+    affordable = budget // max(1, points * per_sample)
+    if affordable < minimum:
+        raise NotApplicable(
+            f"{method} needs at least {minimum} samples x {per_sample} evaluations for each of {points} "
+            f"points ({minimum * per_sample * points:.2g} model evaluations), over the budget of {budget:.2g} "
+            f"(raise it with --xai-budget)"
+        )
+    return int(min(preferred, affordable))
+
+
+def sampled_shapley(budget: int, points: int, background: int, *, preferred: int, minimum: int,
+                    method: str) -> tuple[int, int]:
+    """``(samples, background rows)`` for an estimator averaging each sample over background rows.
+
+    The library's ``preferred`` samples are kept while at least ``MIN_BACKGROUND`` rows (or all the
+    rows there are) fit in the budget; the background is summarised to fewer rows first (shap's
+    documentation advises ``shap.kmeans`` for large backgrounds), then the samples are cut.
+    """
+    floor = min(background, MIN_BACKGROUND)
+    rows = min(background, budget // max(1, points * preferred))
+    if rows >= floor:
+        return preferred, rows
+    return samples(budget, points, preferred=preferred, minimum=minimum, per_sample=floor, method=method), floor
