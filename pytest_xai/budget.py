@@ -5,7 +5,9 @@ evaluating the model on perturbed rows, so its cost is counted in *model evaluat
 to the model over one call, i.e. points explained x samples per point x background rows each
 sample is averaged over.  A wall-clock limit would race the machine's load; a count does not.
 
-Every explainer call has a budget (``DEFAULT``, or ``--xai-budget`` / ini ``xai_budget``); an
+Every explainer call has a budget (``--xai-budget`` / ini ``xai_budget``, else the case's own, else
+``DEFAULT``): cases whose model is costly per row (hundreds of features, a network) declare a
+smaller one, so that a call stays within seconds whatever the explainer; an
 explainer asks for it by naming the contract argument ``budget`` and sizes ``nsamples`` /
 ``num_samples`` / ``n_samples`` from it.  The reference adapters do so through the helpers below,
 and keep each library's own default whenever it fits (README "Budget of model evaluations").
@@ -15,11 +17,20 @@ from __future__ import annotations
 
 from pytest_xai.errors import NotApplicable
 
-#: Model evaluations one explainer call may spend by default: 20 points x 2,500 coalitions x 10
-#: background rows.  Every reference adapter keeps its library's default sample count on every
-#: built-in case of at most about 200 features; on the wider ones (458 and 1,258 features)
-#: KernelSHAP keeps 2,500 coalitions, twice the features, and no call needs more than ~15 CPU s.
-DEFAULT = 500_000
+#: Model evaluations one explainer call may spend, unless the case declares its own budget
+#: (``case.meta["budget"]``) or the user sets one (``--xai-budget``, which wins over both).  At 5e6
+#: every reference adapter keeps its library's default sample count, with the case's whole
+#: background, on every built-in case of at most 16 features; those models cost well under a
+#: microsecond per row.
+DEFAULT = 5_000_000
+
+
+def for_case(case, given: int | None = None) -> int:
+    """The budget of a call on ``case``: the user's (``given``), else the case's own, else ``DEFAULT``."""
+    if given is not None:
+        return int(given)
+    return int(getattr(case, "meta", {}).get("budget", DEFAULT))
+
 
 #: Fewest background rows a sampled Shapley estimate averages over before its samples are cut.
 MIN_BACKGROUND = 10

@@ -249,7 +249,7 @@ def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = N
         "baseline": lambda: None if case.baseline is None else np.array(case.baseline, dtype=float, copy=True),
         "feature_names": lambda: list(case.feature_names),
         "seed": lambda: int(seed),
-        "budget": lambda: int(budgets.DEFAULT if budget is None else budget),
+        "budget": lambda: budgets.for_case(case, budget),
     }
     return {name: values[name]() for name in explainer.wants}
 

@@ -112,12 +112,17 @@ class Zygote:
 
     @classmethod
     def shared(cls) -> "Zygote | None":
-        """The zygote of this process, started on first use (None where it cannot work)."""
+        """The zygote of this process, started on first use (None where it cannot work).
+
+        It preloads the libraries of :data:`PRELOAD` that are installed; the plugin starts it as
+        soon as collection ends, so its imports overlap the plugin's own building of the cases.
+        """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
         if cls._shared is None or cls._shared.proc.poll() is not None:
-            top = {name.partition(".")[0] for name in sys.modules}
-            cls._shared = cls([m for m in PRELOAD if m.partition(".")[0] in top or m.startswith("pytest_xai")])
+            import importlib.util
+
+            cls._shared = cls([m for m in PRELOAD if importlib.util.find_spec(m.partition(".")[0]) is not None])
         return cls._shared
 
     def _ask(self, request: dict, fds: tuple = (), timeout: float = 30.0) -> dict:

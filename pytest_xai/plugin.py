@@ -143,8 +143,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"wall-clock backstop per explainer call, for explainers that sleep or deadlock "
                          f"(default {WALL_FACTOR:g} x --xai-timeout)")
     group.addoption("--xai-budget", default=None, metavar="N",
-                    help=f"model evaluations an explainer call may spend (contract argument 'budget'; default "
-                         f"{BUDGET:.0e}): perturbation explainers size their samples from it")
+                    help=f"model evaluations an explainer call may spend (contract argument 'budget'; default: "
+                         f"the case's own, else {BUDGET:.0e}): perturbation explainers size their samples from it")
     group.addoption("--xai-threshold", action="append", default=[], metavar="CHECK.PARAM=VALUE",
                     help="override a check's threshold, e.g. symmetry.rtol=0.1; repeatable")
     group.addoption("--xai-report", default=None, metavar="PATH", help="write the JSON report to PATH")
@@ -160,7 +160,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
     parser.addini("xai_seed", "base seed (default 0)", default="0")
     parser.addini("xai_data_dir", "directory with real datasets (see --xai-data-dir)", type="paths", default=[])
-    parser.addini("xai_budget", f"model evaluations per explainer call (default {BUDGET:.0e})", default=str(BUDGET))
+    parser.addini("xai_budget", f"model evaluations per explainer call (default: the case's own, else {BUDGET:.0e})",
+                  default="")
     parser.addini("xai_timeout", f"time limit per explainer call in seconds (default {DEFAULT_TIMEOUT:g})",
                   default=str(DEFAULT_TIMEOUT))
 
@@ -245,7 +246,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     seed = _number(config, "xai_seed", "xai_seed", options.check_seed)
     timeout = _number(config, "xai_timeout", "xai_timeout", options.check_timeout)
-    budget = _number(config, "xai_budget", "xai_budget", options.check_budget)
+    budget = (_number(config, "xai_budget", "xai_budget", options.check_budget)
+              if config.getoption("xai_budget") is not None or config.getini("xai_budget") else None)
     _checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
     if config.getoption("xai_data_dir") is not None:
         _checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
@@ -323,7 +325,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
              "is a debugging aid; an explainer that ends the process ends the run)")
     from pytest_xai import cases
 
-    return [f"xai: seed={state.seed}, budget={state.budget:.2g} model evaluations per call, timeout={limit}",
+    budget = (f"{state.budget:.2g} model evaluations per call" if state.budget else
+              f"{BUDGET:.2g} model evaluations per call unless a case declares less")
+    return [f"xai: seed={state.seed}, budget={budget}, timeout={limit}",
             f"xai: explainers: {names}"] + [
         f"xai: {h}" for h in cases.headers()]
 
@@ -531,6 +535,34 @@ def _row_of(item: pytest.Item) -> str:
     rest = [part for part in item.callspec.id.split("-") if part != explainer]
     base = item.nodeid.partition("[")[0]
     return f"{base}[{'-'.join(rest)}]" if rest else base
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the engine's worker zygote while the first cases are built (its imports overlap)."""
+    if _state(session.config).explainers and any(_explainer_of(item) for item in session.items):
+        _state(session.config).runner.start()
+
+
+def _explainer_of(item: pytest.Item) -> Any:
+    return getattr(getattr(item, "callspec", None), "params", {}).get("xai_explainer")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n N`` (xdist's default ``--dist load``) the suite's checks of one (case, explainer)
+    go to one worker, which computes their shared explanation once; other tests spread as usual."""
+    if not _state(config).explainers or config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneExplanationPerWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path, _, test = nodeid.partition("::")
+            if Path(path).name == SUITE.name and "[" in test:
+                return "xai-suite[" + test.partition("[")[2]  # e.g. xai-suite[cough_and_fever-shap_kernel]
+            return nodeid
+
+    return OneExplanationPerWorker(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

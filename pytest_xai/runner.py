@@ -73,7 +73,7 @@ class Runner:
 
     def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None, budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
-        self.budget = budget  # model evaluations per call (pytest_xai.budget); None: the default
+        self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
         self.memo: dict[tuple, tuple[Any, Outcome]] = {}
         self.prepared: set[str] = set()
         self._pool = None
@@ -85,6 +85,13 @@ class Runner:
 
             self._pool = Pool(self.limits)
         return self._pool
+
+    def start(self) -> None:
+        """Start the process workers are forked from, in the background (calls need it later)."""
+        if self.limits is not None:
+            from pytest_xai.isolate import Zygote
+
+            Zygote.shared()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -158,7 +165,10 @@ class Runner:
         from pytest_xai import cases, contract
 
         built = cases.built_with(source)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": self.budget}
+        from pytest_xai import budget
+
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs,
+                   "budget": budget.for_case(case, self.budget)}
         if built is None:
             reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
         else:
@@ -173,7 +183,7 @@ class Runner:
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu)
 
     def _in_process(self, explainer: Any, case: Any, seed: int) -> Any:
-        from pytest_xai import cases, contract
+        from pytest_xai import budget, cases, contract
         from pytest_xai.isolate import ExplainerRaised
         from pytest_xai.wire import clip
 
@@ -188,7 +198,7 @@ class Runner:
                 if explainer.prepare is not None and explainer.spec not in self.prepared:
                     self.prepared.add(explainer.spec)
                     explainer.prepare()
-                return contract.run(explainer, own, seed=seed, budget=self.budget)
+                return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, self.budget))
             except (NotApplicable, ExplainerError):
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too

@@ -34,6 +34,9 @@ SOURCE = "Belaid et al. 2022, Compare-xAI, test stress_nb_features (IMDB, shap's
 N_DOCS, MEAN_LENGTH, VOCABULARY, ZIPF = 2000, 150, 2000, 1.1
 N_HELD_OUT = N_BACKGROUND = 100
 N_EXPLAINED = 20  # of the held-out documents (README "Budget of model evaluations")
+#: Model evaluations per explainer call (pytest_xai.budget): KernelSHAP's cost here is its 1,258-wide
+#: synthetic rows, not the linear model; 5e5 keeps 2,500 coalitions (2 d) x 10 background rows.
+BUDGET = 500_000
 #: token -> (rate in positive documents, rate in negative documents)
 LEXICON = {
     "best": (0.010, 0.0008), "great": (0.006, 0.002), "excellent": (0.004, 0.001), "love": (0.005, 0.002),
@@ -151,5 +154,5 @@ def stress_nb_features(info, *, seed, cache) -> Case:
         info=info, inputs=inputs, predict=predict, model=predict, target=1, background=background,
         baseline=np.zeros(len(names)), feature_names=names, torch_model=_torch_twin(w, b),
         truth={"logit_shap": phi, "importance": importance, "w": w},
-        meta={"accuracy": float(arrays["accuracy"]), "n_features": len(names)},
+        meta={"accuracy": float(arrays["accuracy"]), "n_features": len(names), "budget": BUDGET},
     )
