@@ -2,10 +2,25 @@
 
 Only light names live here, so that ``import pytest_xai`` (and the pytest plugin) stay free of
 numpy, torch and friends.  Everything heavy is imported by the modules that need it.
+
+Your own model and data (README "Test your explainer on your model"): :func:`make_case` builds a
+case, :func:`register_case` adds a case builder to the suite, :func:`register_check` a check.
 """
 
-from pytest_xai.case import Case, Score
+from pytest_xai.case import Case, CaseInfo, Score
+from pytest_xai.cases import register as register_case
+from pytest_xai.checks import check as register_check
 from pytest_xai.errors import NotApplicable
 
 __version__ = "0.1.0"
-__all__ = ["Case", "NotApplicable", "Score", "__version__"]
+
+
+def make_case(inputs, **kwargs) -> Case:
+    """A case from your model and data; see :func:`pytest_xai.usercase.make_case`."""
+    from pytest_xai.usercase import make_case as make
+
+    return make(inputs, **kwargs)
+
+
+__all__ = ["Case", "CaseInfo", "NotApplicable", "Score", "__version__", "make_case", "register_case",
+           "register_check"]

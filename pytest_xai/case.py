@@ -24,7 +24,7 @@ class CaseInfo:
     category: str
     source: str
     checks: Mapping[str, Mapping[str, Any]]
-    build: Callable[..., "Case"]
+    build: Callable[..., "Case"] | None
     description: str = ""
 
 
@@ -36,6 +36,8 @@ class Case:
     ``background``, ``baseline``, ``feature_names``) are what an explainer may ask for. ``truth``
     holds ground-truth arrays keyed by name (e.g. ``"shapley"`` for exact interventional values
     against ``background``); ``torch_model`` is a differentiable twin of ``model`` when one exists.
+    ``target`` is one class index, one per explained row (Quantus' convention), or None (regression).
+    Build one from your own model and data with :func:`pytest_xai.make_case`.
     """
 
     info: CaseInfo
@@ -43,7 +45,7 @@ class Case:
     predict: Callable[[Any], Any]
     feature_names: list[str]
     model: Any = None
-    target: int | None = None
+    target: Any = None
     background: Any = None
     baseline: Any = None
     torch_model: Any = None
@@ -57,10 +59,21 @@ class Case:
     @property
     def output_range(self) -> float:
         """R = max f - min f over the explained points: the natural unit of attributions."""
-        out = self.predict(self.inputs)
-        if out.ndim == 2:
-            out = out[:, self.target]
+        out = self.outputs()
         return float(out.max() - out.min())
+
+    def outputs(self, inputs: Any = None):
+        """The explained output per row of ``inputs`` (default: the case's): the regression output,
+        or the probability of the target class (one class, or one per row)."""
+        import numpy as np
+
+        out = np.asarray(self.predict(self.inputs if inputs is None else inputs), dtype=float)
+        if out.ndim == 2 and out.shape[1] == 1 and self.target is None:
+            return out[:, 0]
+        if out.ndim == 2:
+            target = np.broadcast_to(np.asarray(self.target, dtype=int), (len(out),))
+            return out[np.arange(len(out)), target]
+        return out
 
     def __repr__(self) -> str:
         shape = getattr(self.inputs, "shape", None)

@@ -53,26 +53,49 @@ class CheckInfo:
 CHECKS: dict[str, CheckInfo] = {}
 
 
-def check(*, marker: str, thresholds: Mapping[str, float], passes_by_construction: Mapping[str, str] = {},
-          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None) -> Callable:
-    """Register ``func`` as a check; ``thresholds`` are its tunable parameters and defaults.
+def check(*, marker: str | None = None, thresholds: Mapping[str, float] = {},
+          passes_by_construction: Mapping[str, str] = {},
+          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None, name: str | None = None) -> Callable:
+    """Register ``func`` as a check named after it (or ``name``); public as ``pytest_xai.register_check``.
 
-    ``marker`` is the pytest marker of the property (``xai_symmetry``); marker kwargs, then
+    ``thresholds`` are its tunable parameters and defaults.  ``marker`` is the pytest marker of the
+    property (default ``xai_<name>``), registered with pytest automatically, its help text built from
+    the docstring's first line and the threshold names (:func:`markers`); marker kwargs, then
     ``--xai-threshold NAME.PARAM=VALUE`` / ini ``xai_thresholds``, then the case, then these
     defaults decide each threshold.  ``passes_by_construction`` declares the zoo members the check
     cannot fail, with the reason (``{"input_minus_mean@x0_plus_x1_*": "it is the interventional
     Shapley value of x0 + x1"}``); the check's docstring must say why too.  ``reference(case,
     params)`` returns the correct attributions of the check on a case (see :class:`CheckInfo`); with
-    it, ``tests/test_zoo.py`` asserts the declared zoo verdicts of the check on every case.
+    it, ``tests/test_zoo.py`` asserts the declared zoo verdicts of the check on every case.  A check
+    that re-runs the explainer asks for a ``reexplain`` parameter (see ``docs`` of
+    :func:`pytest_xai.runner.Runner.reexplain`).  A module imported again re-registers its own
+    checks silently; the same name from elsewhere is an error.
     """
 
     def decorate(func: Callable[..., Score]) -> Callable[..., Score]:
+        check_name = name or func.__name__
+        old = CHECKS.get(check_name)
+        origin = f"{func.__module__}.{func.__qualname__}"
+        if old is not None and f"{old.func.__module__}.{old.func.__qualname__}" != origin:
+            raise ValueError(f"check {check_name!r} is registered twice ({old.func.__module__}.{old.func.__qualname__} "
+                             f"and {origin}); rename one (register_check(name=...))")
         doc = (func.__doc__ or "").strip().splitlines()
-        CHECKS[func.__name__] = CheckInfo(func.__name__, func, marker, dict(thresholds), doc[0] if doc else "",
-                                          dict(passes_by_construction), reference)
+        CHECKS[check_name] = CheckInfo(check_name, func, marker or f"xai_{check_name}", dict(thresholds),
+                                       doc[0] if doc else "", dict(passes_by_construction), reference)
         return func
 
     return decorate
+
+
+def markers() -> dict[str, str]:
+    """The help text of every check marker, built from the registry (the one source of marker docs).
+
+    Checks sharing a marker (``xai_sanity``) are listed together."""
+    docs: dict[str, list[str]] = {}
+    for info in CHECKS.values():
+        kwargs = f" (kwargs: {', '.join(info.thresholds)})" if info.thresholds else ""
+        docs.setdefault(info.marker, []).append(f"{info.name}: {info.doc.rstrip('.') or 'a check'}{kwargs}")
+    return {marker: "; ".join(parts) for marker, parts in docs.items()}
 
 
 def attributions_of(explanation: Any):
@@ -107,10 +130,7 @@ def _flat(array):
 
 
 def _output_of(case: Case):
-    import numpy as np
-
-    out = np.asarray(case.predict(case.inputs), dtype=float)
-    return out[:, case.target] if out.ndim == 2 else out
+    return case.outputs()
 
 
 def _switches(X, feature: int):
@@ -486,7 +506,9 @@ def _follows_own_effect(column, case: Case, feature: int) -> float | None:
     rows = np.repeat(X, len(Z), axis=0)
     rows[:, feature] = np.tile(Z[:, feature], len(X))
     out = np.asarray(case.predict(rows.reshape((-1,) + np.shape(case.inputs)[1:])), dtype=float)
-    out = out[:, case.target] if out.ndim == 2 else out
+    if out.ndim == 2:
+        target = np.repeat(np.broadcast_to(np.asarray(case.target, dtype=int), (len(X),)), len(Z))
+        out = out[np.arange(len(out)), target]
     effect = _output_of(case) - out.reshape(len(X), len(Z)).mean(axis=1)
     column = np.asarray(column, dtype=float)
     if np.ptp(effect) == 0 or np.ptp(column) == 0:

@@ -31,8 +31,8 @@ CONTRACT = {
     "inputs": "np.ndarray (n, *feature_shape): the points to explain (a copy)",
     "predict": "numpy in, numpy out: regression (n,), classification (n, classes) probabilities",
     "model": "the native model (xgboost model, torch.nn.Module, or plain callable)",
-    "target": "class index to explain, or None for regression",
-    "targets": "alias of target (Quantus' explain_func convention)",
+    "target": "class index to explain, one per row (np.ndarray (n,) of int), or None for regression",
+    "targets": "alias of target (Quantus' explain_func convention: one label per row is allowed)",
     "background": "np.ndarray of reference rows (summarised, <= a few hundred)",
     "baseline": "the reference input the ground truth is defined against (e.g. zeros)",
     "feature_names": "list of str",
@@ -219,6 +219,20 @@ def _model_for(explainer: Explainer, case: Any) -> Any:
     )
 
 
+class ModelTypeError(TypeError):
+    """An explainer with an unannotated ``model`` raised on the model it was given: the message
+    names the model's type and how to annotate the parameter so that such cases are skipped."""
+
+
+def _unannotated_model(explainer: Explainer) -> bool:
+    if "model" not in explainer.wants:
+        return False
+    try:
+        return inspect.signature(explainer.func).parameters["model"].annotation is inspect.Parameter.empty
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = None) -> dict[str, Any]:
     """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies).
 
@@ -344,7 +358,17 @@ def run(explainer: Explainer, case: Any, *, seed: int = 0, budget: int | None = 
     """
     kwargs = arguments(explainer, case, seed, budget)
     start = time.perf_counter()
-    output = explainer.func(**kwargs)
+    try:
+        output = explainer.func(**kwargs)
+    except Exception as exc:
+        if not _unannotated_model(explainer) or isinstance(exc, (NotApplicable, ExplainerError)):
+            raise
+        kind = type(kwargs["model"])
+        raise ModelTypeError(
+            f"{type(exc).__name__}: {exc}\n(it was given model = a {kind.__module__}.{kind.__qualname__} on case "
+            f"{case.name!r}; if it cannot use that type, annotate the parameter with the type it needs, e.g. "
+            f"`model: sklearn.base.BaseEstimator` or `model: \"torch.nn.Module\"`, and cases without one are "
+            f"skipped)") from exc
     seconds = time.perf_counter() - start
     for name in ("inputs", "background", "baseline"):
         if name in kwargs:

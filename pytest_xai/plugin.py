@@ -28,24 +28,6 @@ CATEGORY_MARKERS = {
     "xai_stability": "stability: is the explanation stable across data distributions and perturbations",
     "xai_stress": "stress: does the explainer cope with many features",
 }
-PROPERTY_MARKERS = {
-    "xai_symmetry": "symmetric features get equal credit; kwargs: rtol",
-    "xai_dummy": "unused features get zero credit; kwargs: rtol",
-    "xai_ranking": "the known most important feature is ranked first; kwargs: max_rank",
-    "xai_correlated": "of two identical features only the used one gets credit (interventional); kwargs: rtol",
-    "xai_fooling": "the explainer is not fooled by an adversarial scaffold",
-    "xai_ngt": "attributions are near the ground-truth mask; kwargs: max_distance",
-    "xai_units": "handcrafted torch units with exact ground truth (XAI-Units); kwargs: max_relative_mse",
-    "xai_sanity": "explanations change when the model is randomised (Adebayo et al.); kwargs: midpoint",
-    "xai_gt_shapley": "close to the exact Shapley values on synthetic data (XAI-Bench); kwargs: max_error",
-    "xai_faithfulness": "attribution agrees in sign and size with the effect of removing each feature; kwargs: max_gap",
-    "xai_monotonicity": "adding features by importance has decreasing marginal effect; kwargs: max_gap",
-    "xai_infidelity": "attributions predict output changes under perturbation (Yeh et al.); kwargs: max_gap",
-    "xai_additive": "correlation with the exact contributions of an additive function (Mamalakis et al.); kwargs: min_mean_r",
-    "xai_human": "agreement with (simulated) human-attention masks (Mohseni & Ragan); kwargs: min_precision",
-    "xai_stress_rank": "with many features, planted tokens stay on top of the model's true ranking; kwargs: max_rank, min_spearman, min_cosine",
-    "xai_interaction": "returned pairwise interactions single out the truly interacting pairs; kwargs: min_score, rtol",
-}
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey["XaiCi"]()
 xai_repeats = pytest.StashKey[tuple]()
@@ -82,6 +64,8 @@ class XaiState:
         data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
         self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[dict] = []
+        self.markers: set[str] = set()
+        self.families_loaded = False
         self._cache = None
         self._runner = None
 
@@ -248,9 +232,35 @@ def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, fl
     return _checked(lambda value, src: options.parse_thresholds(value, src, known), entries, source)
 
 
+def _sync_markers(config: pytest.Config, *, load: bool) -> None:
+    """Register the marker of every registered check (``checks.markers()``, the one source of their
+    docs), the user's checks included.  ``load`` imports the families first (numpy): done when an
+    explainer is configured, for ``--markers``, and before a test file that mentions ``xai_`` is
+    imported, so that an unrelated test run imports nothing heavy."""
+    state = config.stash.get(xai_state, None)
+    if state is None:
+        return
+    if load and not state.families_loaded:
+        state.families_loaded = True
+        from pytest_xai import cases
+
+        cases.infos()
+    checks = sys.modules.get("pytest_xai.checks")
+    if checks is None:
+        return
+    for name, doc in checks.markers().items():
+        if name not in state.markers:
+            state.markers.add(name)
+            config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    _sync_markers(collector.config, load=False)  # checks registered by conftest files
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS, **PROPERTY_MARKERS}.items():
+    for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family (SMOKE)")
     from pytest_xai import contract
@@ -291,6 +301,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state, "xai-state")
     ci = config.stash[xai_ci] = XaiCi(config, state)
     config.pluginmanager.register(ci, "xai-ci")
+    _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         _stop_on_sigterm(config)
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
@@ -323,9 +334,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """Collect the built-in suite whatever the user's ``python_files`` patterns are."""
+    """Collect the built-in suite whatever the user's ``python_files`` patterns are; register the
+    check markers before a Python file that mentions ``xai_`` is imported."""
     from fnmatch import fnmatch
 
+    state = parent.config.stash.get(xai_state, None)
+    if (file_path.suffix == ".py" and state is not None and not state.families_loaded
+            and (parent.session.isinitpath(file_path)
+                 or any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")))):
+        try:
+            mentions = b"xai_" in file_path.read_bytes()
+        except OSError:
+            mentions = False
+        if mentions:
+            _sync_markers(parent.config, load=True)
     if file_path == SUITE and not any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
@@ -493,6 +515,8 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if explainer is None:
                 raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
             params["reexplain"] = _reexplainer(state, explainer, case)
+        if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
+            params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
         try:
             score = info.func(explanation, case, **params)
             score = _score_repeats(request.node, info.func, explanation, case, params, score)
@@ -536,16 +560,18 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
 
 
 def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:
-    """``reexplain(model, *, other_seed=False)``: the explainer on ``case`` with ``model`` swapped
-    in (for sanity checks), under the same time limit and validation as the first call."""
+    """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
+    variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time limit
+    and validation as the first call (``Runner.reexplain``)."""
     from pytest_xai.errors import ExplainerError
 
-    def reexplain(model, *, other_seed: bool = False):
+    def reexplain(model=None, *, other_seed: bool = False, rows=None, perturb=None):
         try:
-            return state.runner.reexplain(explainer, case, model, other_seed=other_seed)
+            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb)
         except ExplainerError as exc:
-            pytest.fail(f"explainer {explainer.name!r} on a randomised model of case {case.name!r}: {exc}",
-                        pytrace=False)
+            what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
+                    else "perturbed inputs" if perturb is not None else "a repeated call")
+            pytest.fail(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}", pytrace=False)
 
     return reexplain
 

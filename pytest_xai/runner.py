@@ -141,25 +141,39 @@ class Runner:
                 return runs[:1], True
         return runs, False
 
-    def reexplain(self, explainer: Any, case: Any, model: Any, *, other_seed: bool = False) -> Any:
-        """Attributions of ``explainer`` on ``case`` with ``model`` swapped in (sanity checks),
-        under the same limits and validation; raises ExplainerError."""
+    def reexplain(self, explainer: Any, case: Any, model: Any = None, *, other_seed: bool = False,
+                  rows: list | None = None, perturb: tuple | None = None) -> Any:
+        """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
+        validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
+        checks; ``case.meta["with_model"]``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
+        (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
+        ``other_seed`` gives the explainer another seed."""
         seed = self.seed_for(case) + (1 if other_seed else 0)
-        variant = _variant(case, model)
-        swapped = case.meta["with_model"](case, model)
-        outcome = self._call(explainer, swapped, seed=seed, base=case if variant else None, variant=variant)
+        swap = model is not None and model is not case.model
+        variant = _variant(case, model) if swap else None
+        changed = case.meta["with_model"](case, model) if swap else case
+        inputs = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None} or None
+        if inputs:
+            from pytest_xai.cases.generic import variant_inputs
+
+            changed = variant_inputs(changed, **inputs)
+            inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in inputs.items()}
+        outcome = self._call(explainer, changed, seed=seed, base=case if swap or inputs else None, variant=variant,
+                             inputs=inputs)
         if outcome.status == "skip":
-            raise ExplainerError(f"declared the randomised model not applicable: {outcome.message}")
+            raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
+                                 f"{outcome.message}")
         if outcome.status != "ok":
             raise (ExplainerTimeout if outcome.status == "timeout" else ExplainerError)(outcome.message)
         return outcome.explanation.attributions
 
-    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None) -> Outcome:
+    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None,
+              inputs: dict | None = None) -> Outcome:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
                 return Outcome("ok", explanation, seconds=explanation.seconds)
-            return self._in_worker(explainer, base if variant else case, case, seed, variant)
+            return self._in_worker(explainer, base if base is not None else case, case, seed, variant, inputs)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
         except ExplainerTimeout as exc:
@@ -167,13 +181,15 @@ class Runner:
         except ExplainerError as exc:
             return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""))
 
-    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None) -> Outcome:
+    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None,
+                   inputs: dict | None = None) -> Outcome:
         from pytest_xai import cases, contract
 
         built = cases.built_with(source)
         from pytest_xai import budget
 
-        request = {"seed": int(seed), "variant": variant, "budget": budget.for_case(case, self.budget)}
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs,
+                   "budget": budget.for_case(case, self.budget)}
         if built is None:
             reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
         else:

@@ -29,6 +29,9 @@ NO_REFERENCE = {
                "truth has nothing to be fooled by (part B: tests/test_fooling.py)",
     "model_randomisation": "compares the explainer on the trained and the randomised model: needs two calls",
     "data_randomisation": "compares the explainer on models trained on true and permuted labels: needs two calls",
+    **dict.fromkeys(("completeness", "determinism", "batch_invariance", "max_sensitivity"),
+                    "a ground-truth-free check that no built-in case declares; its zoo runs through the explainer "
+                    "(re-explained variants) in tests/test_generic_checks.py"),
 }
 
 #: (check glob, case glob) pairs whose case takes a second or more to build or to score.

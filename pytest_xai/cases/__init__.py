@@ -1,10 +1,15 @@
-"""The catalogue of ground-truth cases, one module per family.
+"""The catalogue of cases, one module per family.
 
-A family module declares its cases with :func:`register`; building is lazy and seeded::
+A family module declares its cases with :func:`register` (public as ``pytest_xai.register_case``);
+building is lazy and seeded::
 
     from pytest_xai import cases
     case = cases.get("cough_and_fever")          # built once, memoised
     cases.names()                                # every registered case
+
+Cases come from the built-in families (:data:`FAMILIES`), from any module that registers cases
+when imported (a user's ``conftest.py``), and from third-party packages through the entry-point
+group :data:`ENTRY_POINTS` (each entry point names a module that registers cases and checks).
 """
 
 from __future__ import annotations
@@ -28,37 +33,77 @@ FAMILIES = (
     "pytest_xai.cases.interactions",
     "pytest_xai.cases.fooling",
     "pytest_xai.cases.chess",
+    "pytest_xai.cases.generic",
 )
+#: Entry-point group of third-party families: ``[project.entry-points."pytest_xai.families"]``.
+ENTRY_POINTS = "pytest_xai.families"
 
 _REGISTRY: dict[str, CaseInfo] = {}
 _BUILT: dict[tuple, Case] = {}
+_LOADED: list[bool] = []
+BUILD_ARGUMENTS = ("info", "seed", "cache", "data_dir")
 
 
 def register(
-    *, family: str, category: str, source: str, checks: Mapping[str, Mapping[str, Any]]
+    *, family: str = "user", category: str = "fidelity", source: str = "",
+    checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (), name: str | None = None,
 ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
-    """Declare ``build(info, *, seed, cache) -> Case`` as a case named after the function."""
+    """Declare a builder as a case named after the function (or ``name``).
+
+    The builder asks by parameter name for any of ``info`` (the case's :class:`CaseInfo`), ``seed``,
+    ``cache`` (a :class:`pytest_xai.cache.Cache` or None) and ``data_dir``, and returns a
+    :class:`Case` (e.g. from :func:`pytest_xai.make_case`; its ``info`` is replaced by the registered
+    one).  ``checks`` lists the checks the suite runs on the case, by name, or maps each name to the
+    case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``).  A module
+    imported again (pytest's in-process runs) re-registers its own cases silently.
+    """
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
+    checks = dict.fromkeys(checks, {}) if isinstance(checks, (list, tuple)) else dict(checks)
 
     def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
-        name = build.__name__
-        if name in _REGISTRY:
-            raise ValueError(f"case {name!r} is registered twice")
+        case_name = name or build.__name__
+        unknown = {p.name for p in inspect.signature(build).parameters.values()
+                   if p.name not in BUILD_ARGUMENTS and p.default is p.empty}
+        if unknown:
+            raise TypeError(f"case {case_name!r}: the builder asks for {sorted(unknown)}; it may ask only for "
+                            f"{', '.join(BUILD_ARGUMENTS)}")
+        old = _REGISTRY.get(case_name)
+        if old is not None and _origin(old.build) != _origin(build):
+            raise ValueError(f"case {case_name!r} is registered twice ({_origin(old.build)} and {_origin(build)}); "
+                             f"rename one (register_case(name=...))")
         doc = (build.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = CaseInfo(
-            name=name, family=family, category=category, source=source,
+        _REGISTRY[case_name] = CaseInfo(
+            name=case_name, family=family, category=category, source=source,
             checks={k: dict(v) for k, v in checks.items()}, build=build,
             description=doc[0] if doc else "",
         )
+        for key in [key for key in _BUILT if key[0] == case_name]:
+            del _BUILT[key]
         return build
 
     return decorate
 
 
+def _origin(func: Callable) -> str:
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+
+
 def _load_families() -> None:
+    if _LOADED:
+        return
     for module in FAMILIES:
         importlib.import_module(module)
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINTS):
+        try:
+            point.load()
+        except Exception as exc:
+            raise ImportError(f"pytest-xai family {point.name!r} (entry point {point.value!r} in group "
+                              f"{ENTRY_POINTS!r}) failed to load: {type(exc).__name__}: {exc}; fix or uninstall "
+                              f"the package that declares it") from exc
+    _LOADED.append(True)
 
 
 def headers() -> list[str]:
@@ -100,8 +145,16 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     key = (name, seed, getattr(cache, "root", None), data_dir)
     if fresh or key not in _BUILT:
         case_info = info(name)
-        extra = {"data_dir": data_dir} if "data_dir" in inspect.signature(case_info.build).parameters else {}
-        case = case_info.build(case_info, seed=seed, cache=cache, **extra)
+        given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}
+        wanted = inspect.signature(case_info.build).parameters
+        case = case_info.build(**{k: v for k, v in given.items() if k in wanted})
+        if not isinstance(case, Case):
+            raise TypeError(f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
+                            f"return pytest_xai.make_case(...)")
+        if case.info is not case_info:
+            import dataclasses
+
+            case = dataclasses.replace(case, info=case_info)
         if fresh:
             return case
         _BUILT[key] = case

@@ -951,10 +951,14 @@ def _truth_score(name: str, case: Case, conditional: str) -> float:
 
 
 def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str, max_gap: float,
-                      what: str) -> Score:
+                      what: str, bar: tuple[str, float] | None = None) -> Score:
     """Pass when the mean metric is within ``max_gap`` of what the exact Shapley values of the case
     score (in the metric's direction; doing better than them passes).  Undefined points are excluded
-    and counted; all undefined fails."""
+    and counted; all undefined fails.  A case without exact Shapley values (a user's own model) is
+    held to the absolute ``bar`` = (threshold name, value) instead."""
+    if f"shapley_{conditional}" not in case.truth and bar is not None:
+        return _verdict(name, _metric(name, case, attributions, conditional), bar[0], bar[1],
+                        f"{what} (no exact Shapley values on this case: absolute bar)", {"conditional": conditional})
     result = _metric(name, case, attributions, conditional)
     truth = _truth_score(name, case, conditional)
     params = {"conditional": conditional, "max_gap": max_gap, "truth_score": truth}
@@ -981,9 +985,10 @@ _SAME_ORDER = ("monotonicity reads only the order of |w| (Luss et al. 2019; XAI-
 _SMALL_NOISE = "10 % noise is the sampling error of a converged estimator; the tolerance admits it"
 
 
-@check(marker="xai_faithfulness", reference=_shapley_reference, thresholds={"max_gap": 0.03},
+@check(marker="xai_faithfulness", reference=_shapley_reference, thresholds={"max_gap": 0.03, "min_score": 0.5},
        passes_by_construction={"noisy_10": _SMALL_NOISE})
-def faithfulness(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
+def faithfulness(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
+                 min_score: float = 0.5) -> Score:
     """w_i tracks, with its sign, the drop of the output when feature i alone is resampled.
 
     XAI-Bench faithfulness (Liu et al. 2021, eq. 2; Alvarez-Melis & Jaakkola 2018) in a signed,
@@ -997,13 +1002,16 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
     (default 0.03).  On the 13 gaussian cases (seed 0) the exact values score 0.85 (MLP) to 1.00,
     exact values against the 100-row background within 0.008 of them, and the closest zoo member not
     declared (the truth plus 30 % noise) trails by 0.04 to 0.09; the input itself by 0.15 or more.
-    Passes by construction: ``noisy_10`` (within tolerance).
+    Passes by construction: ``noisy_10`` (within tolerance).  On a case without exact Shapley values
+    (a user's model, ``pytest_xai.make_case``; interventional against its background) the mean must
+    be >= min_score (default 0.5: a sign flip scores below 0, noise about 0; exact Shapley values of
+    a gradient-boosting model about 0.9, ``tests/test_generic_checks.py``).
     """
     return _relative_verdict("faithfulness", attributions, case, conditional, max_gap,
-                             f"signed uncentred faithfulness ({conditional})")
+                             f"signed uncentred faithfulness ({conditional})", ("min_score", min_score))
 
 
-@check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05},
+@check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "min_score": 0.6},
        passes_by_construction={
            "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
            "noisy_10": _SMALL_NOISE,
@@ -1013,7 +1021,8 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
                            "the exact Shapley values of this non-additive label are barely monotone (0.67; noise 0.52): "
                            "ordering by |x_i| or by the truth plus 30 % noise scores 0.62 to 0.65, within the 0.05 "
                            "the other cases need")})
-def monotonicity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
+def monotonicity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
+                 min_score: float = 0.6) -> Score:
     """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
 
     Mean over points of the fraction of non-increasing steps (Liu et al. 2021, eq. 3; Luss et al.
@@ -1027,13 +1036,14 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
     the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Passes by
     construction ``sign_flipped``, ``scaled_negative`` and ``abs_of_exact`` (the metric reads only
     the order of |w|), ``noisy_10``, and on the piecewise-linear case, where nothing is monotone,
-    the input (centred or not) and 30 % noise.
+    the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
+    be >= min_score (default 0.6; it reads only the order of |w|, so it is the weakest of the three).
     """
     return _relative_verdict("monotonicity", attributions, case, conditional, max_gap,
-                             f"monotonicity ({conditional})")
+                             f"monotonicity ({conditional})", ("min_score", min_score))
 
 
-@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05},
+@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "max_score": 0.15},
        passes_by_construction={
            "noisy_10": _SMALL_NOISE,
            "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
@@ -1041,7 +1051,8 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
            "swapped@gaussian_linear_rho99": "at rho = 0.99 features 3 and 4 are nearly one variable, so swapping their "
                                             "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
                                             "gt_shapley catches the swap"})
-def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float) -> Score:
+def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
+               max_score: float = 0.15) -> Score:
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
     Yeh et al. 2019 (XAI-Bench §3.1, Liu et al. 2021) with subset removal: each feature removed with
@@ -1055,7 +1066,9 @@ def infidelity(attributions, case: Case, *, conditional: str = "interventional",
     0.005 to 0.09, exact values against the 100-row background at most 0.033 more (rho = 0.99), and
     the closest zoo member not declared 0.078 more (the input itself at rho = 0.99).  The value is
     1 - mean.  Passes by construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
-    and, at rho = 0.99 only, two swapped features that are nearly one variable.
+    and, at rho = 0.99 only, two swapped features that are nearly one variable.  On a case without
+    exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
+    a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).
     """
     return _relative_verdict("infidelity", attributions, case, conditional, max_gap,
-                             f"relative infidelity ({conditional})")
+                             f"relative infidelity ({conditional})", ("max_score", max_score))

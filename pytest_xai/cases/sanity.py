@@ -291,16 +291,18 @@ def similarity(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 
 
 def randomisation_score(name: str, original: np.ndarray, randomised: np.ndarray, reexplain,
-                        case: Case, midpoint: float, extra: dict[str, Any]) -> Score:
+                        case: Case, midpoint: float, extra: dict[str, Any], floor_models: Any = None) -> Score:
     """Pass when sim(original, randomised) <= floor + midpoint * (ceiling - floor).
 
     floor = sim between the explanations of two independently re-initialised models (what two
     unrelated models share: architecture, input); ceiling = sim between the original and the
     explanation of the same model with another seed (1 for deterministic explainers).  Similarity
-    is the mean per-input |·|-Spearman (Adebayo et al. §3).
+    is the mean per-input |·|-Spearman (Adebayo et al. §3).  ``floor_models`` replaces
+    ``case.meta["random_models"]`` (a user case's data randomisation: two more label permutations).
     """
-    rand_a, rand_b = (np.asarray(reexplain(m), dtype=np.float64) for m in case.meta["random_models"])
-    again = np.asarray(reexplain(case.torch_model, other_seed=True), dtype=np.float64)
+    floor_models = case.meta["random_models"] if floor_models is None else floor_models
+    rand_a, rand_b = (np.asarray(reexplain(m), dtype=np.float64) for m in floor_models)
+    again = np.asarray(reexplain(case.model, other_seed=True), dtype=np.float64)
     floor = similarity(rand_a, rand_b)["abs_spearman"]
     ceiling = similarity(original, again)["abs_spearman"]
     sims = similarity(original, randomised)
@@ -330,6 +332,17 @@ def randomisation_score(name: str, original: np.ndarray, randomised: np.ndarray,
                 f"{ceiling:.3f} from reseeding, midpoint {midpoint:g})"
                 + ("" if passed else ": the explanation survives the randomisation")),
     )
+
+
+def _variants(case: Case, kind: str, key: str) -> None:
+    """Build a user case's randomised models on first use; skip with what is missing."""
+    from pytest_xai.errors import NotApplicable
+
+    if key not in case.meta and "variants" in case.meta:
+        case.meta["variants"](case)
+    if key not in case.meta:
+        reason = case.meta.get("not_randomisable", {}).get(kind)
+        raise NotApplicable(reason or f"case {case.name!r} has no {key!r} models to compare with")
 
 
 def _check_reexplain(reexplain, name):
@@ -367,9 +380,12 @@ def model_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score
     the parameters; the output copied is constant per row).  The corrupted members (sign, scale,
     |.|, offset, swaps, shuffled rows, noise) apply a fixed corruption to a model-dependent
     explanation, so they keep its dependence on the parameters and pass by construction (declared):
-    this is a test of model dependence, not of correctness.
+    this is a test of model dependence, not of correctness.  On a user's case the cascade is one
+    step, the user's ``randomise(model, seed)`` (``pytest_xai.make_case``; a torch module's every
+    layer re-initialised when none is given), and the floor two more draws of it.
     """
     _check_reexplain(reexplain, "model_randomisation")
+    _variants(case, "model", "cascade")
     original = _original(attributions, case, "model_randomisation")
     curve, last = [], None
     for layer, model in case.meta["cascade"]:
@@ -385,10 +401,14 @@ def data_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score:
     permuted labels must be nearer the random-model floor than the ceiling.
 
     The target stays the trained model's prediction (8) for both models.  Same rule and default
-    midpoint as :func:`model_randomisation`; the same controls pass and fail it.
+    midpoint as :func:`model_randomisation`; the same controls pass and fail it.  On a user's
+    case (:func:`pytest_xai.make_case` with ``train=(X, y)``) the memorising model is a clone of
+    the user's scikit-learn or xgboost estimator refit on permuted labels, and the floor two
+    more refits on other permutations; without them the check skips with what it needs.
     """
     _check_reexplain(reexplain, "data_randomisation")
+    _variants(case, "data", "label_randomised")
     original = _original(attributions, case, "data_randomisation")
     randomised = np.asarray(reexplain(case.meta["label_randomised"]), dtype=np.float64)
     return randomisation_score("data_randomisation", original, randomised, reexplain, case, midpoint,
-                               {})
+                               {}, floor_models=case.meta.get("label_floor"))

@@ -159,11 +159,18 @@ def _cross_check(name: str, closed_form: np.ndarray, enumerated: np.ndarray) -> 
         )
 
 
+def _as_float64(module, args):
+    """Forward pre-hook: float32 (or any floating) input is computed in the network's float64, so a
+    torch explainer written the usual way (float32 tensors) works; gradients flow back to its dtype."""
+    return tuple(a.double() if hasattr(a, "is_floating_point") and a.is_floating_point() else a for a in args)
+
+
 def _case(info: CaseInfo, *, x, model, labels, feature_names, baseline, truth, meta, target=None,
           predict=None, background="baseline") -> Case:
     """The unit's case, after its self-test.  ``background="baseline"`` (the default) ships the
     baseline as the single background row, so background-based explainers use the GT's reference."""
     _self_test(info.name, model, x, labels)
+    model.register_forward_pre_hook(_as_float64)
     if isinstance(background, str):
         background = np.asarray(baseline, dtype=np.float64).reshape(1, -1)
     return Case(
