@@ -166,3 +166,16 @@ def test_unique_rows_is_numpys_row_dedup():
     wide = rng.integers(0, 2**20, size=(2000, 6)).astype(np.float32)  # codes overflow int64 if not re-keyed
     unique, inverse = unique_rows(np.concatenate([wide, wide]))
     assert len(unique) == len(np.unique(wide, axis=0)) and np.array_equal(unique[inverse[:2000]], wide)
+
+
+def test_lime_regression_weights_carry_their_own_sign():
+    """lime's regression explanations keep their weights under key 1 and the same weights negated
+    under key 0; reading key 0 inverted every LIME verdict on a regression case."""
+    import pytest_xai.explainers as ex
+
+    rng = np.random.default_rng(0)
+    weights = np.array([3.0, -2.0, 0.5, 0.0])
+    background, inputs = rng.normal(size=(200, 4)), rng.normal(size=(12, 4))
+    out = ex.lime_tabular(inputs, lambda X: np.asarray(X) @ weights, background, None, list("abcd"), seed=0)
+    exact = weights * (inputs - background.mean(axis=0))
+    assert np.corrcoef(out.ravel(), exact.ravel())[0, 1] > 0.8

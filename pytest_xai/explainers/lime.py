@@ -43,7 +43,7 @@ def lime_tabular(inputs, predict, background, target, feature_names, seed, budge
             pairs = explanation.as_map()[target]
         else:
             explanation = explainer.explain_instance(x, predict, num_features=d, num_samples=num_samples)
-            pairs = next(iter(explanation.as_map().values()))
+            pairs = explanation.as_map()[1]  # lime's regression weights; its key 0 holds them negated
         for feature, weight in pairs:
             out[row, feature] = weight
     return out
