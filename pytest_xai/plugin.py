@@ -623,7 +623,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             _record(item, explainer=item.callspec.params["xai_explainer"].name, case=info.name,
                     family=info.family, category=info.category, check=item.function.xai_check,
                     row=f"{item.function.xai_check}[{info.name}]")
-        elif getattr(getattr(item, "callspec", None), "params", {}).get("xai_explainer") is not None:
+        elif _explainer_of(item) is not None:
             _record(item, explainer=item.callspec.params["xai_explainer"].name, row=_row_of(item))
     categories = config.getoption("xai_category")
     if categories:
