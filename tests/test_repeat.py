@@ -77,3 +77,18 @@ def test_repeat_one_is_the_ordinary_run_and_bad_values_are_usage_errors(pytester
         result = pytester.runpytest(*QUIET, "--collect-only", f"--xai-explainer={REF}:random", f"--xai-repeat={bad}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([f"*--xai-repeat={bad}: give an integer from 1 to 100*"])
+
+
+def test_smoke_gate_selects_one_registered_test_per_family(pytester):
+    """-m xai_smoke collects exactly the SMOKE pairs, one per family, each a registered suite test."""
+    from pytest_xai import cases
+    from pytest_xai.plugin import SMOKE
+
+    result = pytester.runpytest(*QUIET, "--collect-only", "-q", "-m", "xai_smoke",
+                                "--xai-explainer=pytest_xai.explainers:exact_shapley")
+    selected = {line.split("::")[1] for line in result.outlines if "xai_suite.py::" in line}
+    assert selected == {f"{check}[{case}-exact_shapley]" for check, case in SMOKE}
+    families = [cases.info(case).family for _, case in SMOKE]
+    built_in = {info.family for info in cases.infos() if info.build.__module__ in cases.FAMILIES}
+    assert sorted(families) == sorted(built_in)  # every built-in family, once
+    assert all(check in cases.info(case).checks for check, case in SMOKE)
