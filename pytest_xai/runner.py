@@ -183,11 +183,9 @@ class Runner:
 
     def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None,
                    inputs: dict | None = None) -> Outcome:
-        from pytest_xai import cases, contract
+        from pytest_xai import budget, cases, contract
 
         built = cases.built_with(source)
-        from pytest_xai import budget
-
         request = {"seed": int(seed), "variant": variant, "inputs": inputs,
                    "budget": budget.for_case(case, self.budget)}
         if built is None:
