@@ -13,6 +13,7 @@ import pytest
 from pytest_xai import cases
 from pytest_xai.cache import Cache
 from pytest_xai.cases import human
+from pytest_xai.cases.human import texts
 from pytest_xai.checks import CHECKS
 
 DATA = Path(__file__).parent / "data" / "human"
@@ -292,7 +293,7 @@ def test_lexicon_oracle_background_tokens_have_exactly_zero_effect():
     docs = human.make_texts(10, seed=3)
     ids = human.encode(docs)
     oracle = human.LexiconOracle()
-    topical = np.isin(np.rint(ids), np.flatnonzero(human._TOPIC_OF > 0))
+    topical = np.isin(np.rint(ids), np.flatnonzero(texts._TOPIC_OF > 0))
     rng = np.random.default_rng(0)
     for replacement in (np.zeros_like(ids), rng.choice(human.BACKGROUND_IDS, ids.shape)):
         assert np.array_equal(oracle.predict(np.where(topical, ids, replacement)), oracle.predict(ids))
@@ -496,7 +497,7 @@ def test_the_truth_cannot_be_read_off_the_input(built, name):
             score = run_check(check, bad, case)
             assert not score.passed, (check, score.detail)
     if "text" in name:
-        lexicon = np.flatnonzero(human._TOPIC_OF > 0)
+        lexicon = np.flatnonzero(texts._TOPIC_OF > 0)
         assert lexicon.mean() < 0.8 * len(human.VOCABULARY)  # spread over the ids, not at the end
         assert human.counts(x)[:, human.BACKGROUND_IDS].sum() > 0
     else:
@@ -515,7 +516,7 @@ def test_word_level_truth_from_the_newsgroups_format_is_available(built):
 
 def test_cases_are_deterministic_and_the_shapes_cache_round_trips(tmp_path):
     info = cases.info("human_shapes_oracle")
-    direct = info.build(info, seed=5, cache=None)
+    direct = info.build(info, seed=5, cache=Cache(None))
     cached = info.build(info, seed=5, cache=Cache(tmp_path))
     again = info.build(info, seed=5, cache=Cache(tmp_path))
     assert list(tmp_path.glob("human_shapes_oracle-*.npz"))
@@ -524,7 +525,7 @@ def test_cases_are_deterministic_and_the_shapes_cache_round_trips(tmp_path):
         assert np.array_equal(case.truth["weighted_mask"], direct.truth["weighted_mask"])
         assert case.truth["segmentation"].dtype == bool
     text = cases.info("human_text_tfidf")
-    first, second = (text.build(text, seed=2, cache=None) for _ in range(2))
+    first, second = (text.build(text, seed=2, cache=Cache(None)) for _ in range(2))
     assert np.array_equal(first.predict(first.inputs), second.predict(second.inputs))
 
 
