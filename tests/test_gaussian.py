@@ -8,6 +8,7 @@ import pytest
 from pytest_xai import cases, shapley
 from pytest_xai.cache import Cache
 from pytest_xai.cases import gaussian as g
+from pytest_xai.cases.gaussian import labels
 
 W5 = g.paper_weights(5)
 GAUSSIAN_CASES = [info.name for info in cases.infos() if info.family == "gaussian"]
@@ -109,11 +110,11 @@ def test_multinomial_conditional_mean_redistributes_the_remaining_count():
 # Labels and standardisation
 
 
-def test_piecewise_constant_bins_with_the_d5_bug_fixed():
+def test_piecewise_constant_bins_with_the_xb5_bug_fixed():
     x = np.array([-0.7, -0.3, 0.2, 0.7])
-    np.testing.assert_array_equal(g._g1(x), [-2, -1, 1, 2])  # XAI-Bench maps [-0.5, 0) to 0 (D5)
-    np.testing.assert_array_equal(g._g0(np.array([-0.1, 0.0])), [-1, 1])
-    np.testing.assert_array_equal(g._g2(np.array([0.0, 0.4, 1.0, 0.5])), [2, 1, -2, 1])
+    np.testing.assert_array_equal(labels._g1(x), [-2, -1, 1, 2])  # XAI-Bench maps [-0.5, 0) to 0 (XB-5)
+    np.testing.assert_array_equal(labels._g0(np.array([-0.1, 0.0])), [-1, 1])
+    np.testing.assert_array_equal(labels._g2(np.array([0.0, 0.4, 1.0, 0.5])), [2, 1, -2, 1])
     X = np.array([[-1.0, -0.3, 1.0, 9.0, 9.0]])
     assert g.PiecewiseConstant()(X)[0] == -1 - 1 - 2
 
@@ -137,7 +138,7 @@ def test_gaussian_expectations_of_labels_match_sampling(label):
 
 
 def test_standardisation_is_one_fixed_map_so_a_single_row_works():
-    """D6 fixed: standardising per batch divides a single row by std 0."""
+    """XB-6 fixed: standardising per batch divides a single row by std 0."""
     dist = g.Gaussian.equicorrelated(5, 0.5)
     data = g.make_dataset(dist, g.NonlinearAdditive(), seed=0)
     assert np.isfinite(data.model(data.inputs[:1])).all()
@@ -245,7 +246,7 @@ def test_label_cases_are_complete_deterministic_and_exact(name):
     assert info.family == "gaussian" and info.category == "fidelity"
     assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity"}
     case = cases.get(name)
-    again = info.build(info, seed=0, cache=None)
+    again = info.build(info, seed=0, cache=Cache(None))
     np.testing.assert_array_equal(case.inputs, again.inputs)
     assert case.inputs.shape == (100, 5) and len(case.background) <= 100
     np.testing.assert_array_equal(case.baseline, case.meta["distribution"].mean)
