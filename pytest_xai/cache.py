@@ -52,12 +52,23 @@ def _versions(*modules: str) -> dict[str, str]:
 _SOURCE_HASHES: dict[str, str] = {}
 
 
+def _source(module: Any) -> bytes:
+    """A module's source; for a package (a family such as ``pytest_xai.cases.human``, whose builders
+    sit in ``__init__`` and call its submodules) every ``.py`` file under it, each with its path."""
+    if getattr(module, "__path__", None) is not None and getattr(module, "__file__", None):
+        root = Path(module.__file__).parent
+        return b"".join(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0"
+                        for path in sorted(root.rglob("*.py")))
+    return inspect.getsource(module).encode()
+
+
 def _module_hash(module_name: str) -> str:
-    """SHA-256 (16 hex digits) of a module's source, computed once per process."""
+    """SHA-256 (16 hex digits) of a module's source (a package's: all its files), computed once per
+    process."""
     if module_name not in _SOURCE_HASHES:
         module = sys.modules.get(module_name)
         try:
-            source = inspect.getsource(module).encode() if module is not None else b""
+            source = _source(module) if module is not None else b""
         except (OSError, TypeError):
             source = b""
         _SOURCE_HASHES[module_name] = hashlib.sha256(source).hexdigest()[:16] if source else "no-source"
@@ -65,8 +76,9 @@ def _module_hash(module_name: str) -> str:
 
 
 def builder_identity(*functions: Callable) -> str:
-    """``module@source-hash`` of the modules defining ``functions``: editing a builder's module
-    makes its old entries fail verification, so they are rebuilt."""
+    """``module@source-hash`` of the modules defining ``functions``: editing a builder's module (or
+    any file of the package whose ``__init__`` defines it) makes its old entries fail
+    verification, so they are rebuilt."""
     names = []
     for fn in functions:
         fn = getattr(fn, "func", fn)  # functools.partial

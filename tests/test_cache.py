@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import warnings
 
@@ -137,3 +138,37 @@ def test_stale_temporary_files_are_swept_and_fresh_ones_kept(tmp_path):
     os.utime(entry, (two_hours_ago, two_hours_ago))
     Cache(tmp_path)
     assert not old.exists() and fresh.exists() and entry.exists()
+
+
+def test_a_builder_in_a_package_init_is_invalidated_by_edits_of_its_submodules(tmp_path, monkeypatch):
+    """Families are packages whose builders (in ``__init__``) call submodules: editing a submodule
+    must make the entries of those builders fail verification, as editing a one-file family did."""
+    import importlib
+
+    from pytest_xai import cache as cache_module
+
+    package = tmp_path / "src" / "family_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from family_pkg.data import rows\n\ndef build():\n    return {'x': rows()}\n")
+    (package / "data.py").write_text("import numpy as np\n\ndef rows():\n    return np.arange(3.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.setattr(cache_module, "_SOURCE_HASHES", {})
+    family = importlib.import_module("family_pkg")
+    try:
+        store = Cache(tmp_path / "cache")
+        assert store.arrays("demo", {}, family.build)["x"].tolist() == [0, 1, 2]
+        (entry,) = (tmp_path / "cache").glob("demo-*.npz")
+        written = entry.stat().st_mtime_ns
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CacheWarning)
+            assert store.arrays("demo", {}, family.build)["x"].tolist() == [0, 1, 2]
+        assert entry.stat().st_mtime_ns == written  # read back, not rebuilt
+        (package / "data.py").write_text("import numpy as np\n\ndef rows():\n    return np.arange(4.0)\n")
+        importlib.reload(importlib.import_module("family_pkg.data"))
+        family = importlib.reload(family)
+        monkeypatch.setattr(cache_module, "_SOURCE_HASHES", {})  # a new process
+        with pytest.warns(CacheWarning, match="built by other code"):
+            assert store.arrays("demo", {}, family.build)["x"].tolist() == [0, 1, 2, 3]
+    finally:
+        for name in ("family_pkg", "family_pkg.data"):
+            sys.modules.pop(name, None)
