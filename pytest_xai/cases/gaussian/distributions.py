@@ -24,7 +24,7 @@ _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 def _normal_cdf(z: np.ndarray) -> np.ndarray:
     """Phi(z), accurate in both tails; z may be +-inf."""
-    return 0.5 * _erfc(-np.asarray(z, dtype=float) / _SQRT2).astype(float)
+    return 0.5 * np.asarray(_erfc(-np.asarray(z, dtype=float) / _SQRT2), dtype=float)
 
 
 def _normal_pdf(z: np.ndarray) -> np.ndarray:

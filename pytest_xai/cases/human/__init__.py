@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
-CHECKS = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
+CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
 
 
 @register(family="human", category="fidelity", source=f"{SOURCE}; synthetic shapes analogue (docs/human.md)",

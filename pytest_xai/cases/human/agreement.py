@@ -84,7 +84,7 @@ def select(attributions, *, top: float | None = None, threshold: float | None = 
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1] (it applies to the rescaled â), got {threshold!r}")
         return (_flat(rescale(a, policy=policy, valid=valid)) >= threshold).reshape(a.shape)
-    if not 0.0 < top <= 1.0:
+    if top is None or not 0.0 < top <= 1.0:
         raise ValueError(f"top must be a fraction in (0, 1], got {top!r}")
     s = np.where(v, _flat(_policy_scores(a, policy)), -np.inf)
     k = np.maximum(1, np.ceil(top * v.sum(axis=1) - 1e-9).astype(int))

@@ -326,7 +326,7 @@ def _child(folder: Path, *spellings: str) -> Path | None:
 def _newsgroups_index(newsgroups: Path) -> dict[tuple[str, str], Path]:
     """(topic, article id) -> file, over any layout of a 20 Newsgroups copy (``20news-bydate-*/``
     or ``20_newsgroups/``): files named by their id inside a folder named by their topic."""
-    index = {}
+    index: dict[tuple[str, str], Path] = {}
     for path in sorted(newsgroups.rglob("*")):
         if path.is_file():
             index.setdefault((path.parent.name, path.stem if path.suffix == ".txt" else path.name), path)

@@ -73,7 +73,7 @@ def _part(kind: str, r: int, cy: int, cx: int, s: np.ndarray) -> np.ndarray:
 def _smooth(rng: np.random.Generator) -> np.ndarray:
     """Smoothed uniform noise (a 5x5 box filter), min-max scaled to [0, 1]."""
     noise = rng.random((SIZE + 4, SIZE + 4))
-    smooth = sum(noise[i:i + SIZE, j:j + SIZE] for i in range(5) for j in range(5)) / 25.0
+    smooth = sum((noise[i:i + SIZE, j:j + SIZE] for i in range(5) for j in range(5)), np.zeros((SIZE, SIZE))) / 25.0
     return (smooth - smooth.min()) / (smooth.max() - smooth.min())
 
 
@@ -126,7 +126,7 @@ def make_shapes(n: int, *, seed: int, shapes: Sequence[str] = SHAPES, n_annotato
     """
     rng = np.random.default_rng(seed)
     labels = rng.integers(len(shapes), size=n)
-    out = {k: np.zeros((n, SIZE, SIZE)) for k in ("images", "weighted")}
+    out: dict[str, np.ndarray] = {k: np.zeros((n, SIZE, SIZE)) for k in ("images", "weighted")}
     out["segmentation"] = np.zeros((n, SIZE, SIZE), dtype=bool)
     out["annotators"] = np.zeros((n, n_annotators, SIZE, SIZE), dtype=bool)
     geometry = np.zeros((n, 4))

@@ -87,21 +87,21 @@ def make_texts(n: int, *, seed: int, labels: Sequence[int] | None = None, n_anno
     background = BACKGROUND_IDS
     p = 1.0 / np.arange(1, N_BACKGROUND + 1) ** zipf
     p /= p.sum()
-    labels = rng.integers(2, size=n) if labels is None else np.asarray(labels)
+    topics = rng.integers(2, size=n) if labels is None else np.asarray(labels)
     docs = []
     for i in range(n):
         length = int(rng.integers(50, 201))
         ids = rng.choice(background, size=length, p=p)
         m = int(rng.integers(3, 9))
         spots = rng.choice(length, size=m + 1, replace=False)
-        own = np.flatnonzero(_TOPIC_OF == 1 + labels[i])
-        other = np.flatnonzero(_TOPIC_OF == 2 - labels[i])
+        own = np.flatnonzero(_TOPIC_OF == 1 + topics[i])
+        other = np.flatnonzero(_TOPIC_OF == 2 - topics[i])
         ids[spots[:m]] = rng.choice(own, size=m)
         if rng.random() < 0.3:
             ids[spots[m]] = rng.choice(other)
-        planted = _TOPIC_OF[ids] == 1 + labels[i]
+        planted = _TOPIC_OF[ids] == 1 + topics[i]
         marks = rng.random((n_annotators, length)) < np.where(planted, p_hit, p_false)
-        docs.append(SyntheticDoc(f"{TOPICS[labels[i]]}-{seed}-{i}", int(labels[i]),
+        docs.append(SyntheticDoc(f"{TOPICS[topics[i]]}-{seed}-{i}", int(topics[i]),
                                  tuple(VOCABULARY[t] for t in ids), planted, marks.mean(axis=0)))
     return docs
 
