@@ -236,7 +236,7 @@ def test_nonlinear_labels_need_gaussian_conditionals():
 def test_rho_sweep_is_one_case_per_paper_value():
     assert g.RHOS == (0.0, 0.25, 0.5, 0.75, 0.99)
     sweep = [name for name in GAUSSIAN_CASES if name.startswith("gaussian_linear_rho")]
-    assert sweep == [f"gaussian_linear_rho{int(round(100 * r))}" for r in g.RHOS]
+    assert sweep == [f"gaussian_linear_rho{round(100 * r)}" for r in g.RHOS]
     assert cases.get("gaussian_linear_rho75").meta["rho"] == 0.75
 
 

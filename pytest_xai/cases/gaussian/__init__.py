@@ -23,7 +23,8 @@ The family's anatomy, one room per module:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,24 +33,71 @@ from pytest_xai.cases import register
 from pytest_xai.cases.gaussian.checks import faithfulness, gt_shapley, infidelity, monotonicity
 from pytest_xai.cases.gaussian.datasets import N_BACKGROUND, N_EXPLAINED, N_TRAIN, Dataset, make_dataset
 from pytest_xai.cases.gaussian.distributions import (
-    CONDITIONALS, STACKED_FEATURES, DistributionImputer, Gaussian, GaussianMixture, Multinomial, _Distribution,
+    CONDITIONALS,
+    STACKED_FEATURES,
+    DistributionImputer,
+    Gaussian,
+    GaussianMixture,
+    Multinomial,
+    _Distribution,
 )
 from pytest_xai.cases.gaussian.labels import (
-    LABEL_NOISE, STANDARDISATION_ROWS, STANDARDISATION_SEED, Label, Linear, NonlinearAdditive,
-    PiecewiseConstant, PiecewiseLinear, Standardised, standardise,
+    LABEL_NOISE,
+    STANDARDISATION_ROWS,
+    STANDARDISATION_SEED,
+    Label,
+    Linear,
+    NonlinearAdditive,
+    PiecewiseConstant,
+    PiecewiseLinear,
+    Standardised,
+    standardise,
 )
 from pytest_xai.cases.gaussian.truth import (
-    MAX_EXACT_FEATURES, MC_SAMPLES, coalition_values, exact_shapley, linear_interventional_shapley,
+    MAX_EXACT_FEATURES,
+    MC_SAMPLES,
+    coalition_values,
+    exact_shapley,
+    linear_interventional_shapley,
     monte_carlo_shapley,
 )
 
 __all__ = [
-    "CHECKS", "CONDITIONALS", "D", "LABEL_NOISE", "MAX_EXACT_FEATURES", "MC_SAMPLES", "N_BACKGROUND",
-    "N_EXPLAINED", "N_TRAIN", "RHOS", "SOURCE", "STACKED_FEATURES", "STANDARDISATION_ROWS",
-    "STANDARDISATION_SEED", "Dataset", "DistributionImputer", "Gaussian", "GaussianMixture", "Label", "Linear",
-    "Multinomial", "NonlinearAdditive", "PiecewiseConstant", "PiecewiseLinear", "Standardised",
-    "coalition_values", "exact_shapley", "faithfulness", "gt_shapley", "infidelity",
-    "linear_interventional_shapley", "make_dataset", "monotonicity", "monte_carlo_shapley", "paper_weights",
+    "CHECKS",
+    "CONDITIONALS",
+    "LABEL_NOISE",
+    "MAX_EXACT_FEATURES",
+    "MC_SAMPLES",
+    "N_BACKGROUND",
+    "N_EXPLAINED",
+    "N_TRAIN",
+    "RHOS",
+    "SOURCE",
+    "STACKED_FEATURES",
+    "STANDARDISATION_ROWS",
+    "STANDARDISATION_SEED",
+    "D",
+    "Dataset",
+    "DistributionImputer",
+    "Gaussian",
+    "GaussianMixture",
+    "Label",
+    "Linear",
+    "Multinomial",
+    "NonlinearAdditive",
+    "PiecewiseConstant",
+    "PiecewiseLinear",
+    "Standardised",
+    "coalition_values",
+    "exact_shapley",
+    "faithfulness",
+    "gt_shapley",
+    "infidelity",
+    "linear_interventional_shapley",
+    "make_dataset",
+    "monotonicity",
+    "monte_carlo_shapley",
+    "paper_weights",
     "standardise",
 ]
 
@@ -92,7 +140,7 @@ def paper_weights(d: int = D) -> tuple[float, ...]:
 
 
 def _rho_name(rho: float) -> str:
-    return f"rho{int(round(rho * 100))}"
+    return f"rho{round(rho * 100)}"
 
 
 def _linear_builder(rho: float) -> Callable[..., Case]:

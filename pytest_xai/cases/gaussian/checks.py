@@ -80,8 +80,8 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
     return score
 
 
-_TRUTH_SCORES: "weakref.WeakKeyDictionary[Case, dict]" = weakref.WeakKeyDictionary()
-_EFFECTS: "weakref.WeakKeyDictionary[Case, dict]" = weakref.WeakKeyDictionary()
+_TRUTH_SCORES: weakref.WeakKeyDictionary[Case, dict] = weakref.WeakKeyDictionary()
+_EFFECTS: weakref.WeakKeyDictionary[Case, dict] = weakref.WeakKeyDictionary()
 
 
 def _effects(name: str, case: Case, conditional: str) -> Any:

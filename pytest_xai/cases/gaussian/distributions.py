@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class _Distribution:
             out[rows] = (W[..., None] * M).sum(axis=2)[:, 0]
         return out
 
-    def imputer(self, conditional: str) -> "DistributionImputer":
+    def imputer(self, conditional: str) -> DistributionImputer:
         """An imputer for :mod:`pytest_xai.metrics` drawing absent features from this distribution."""
         return DistributionImputer(self, _check_conditional(conditional))
 
@@ -178,7 +179,7 @@ class Gaussian(_Distribution):
         self._stacks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
-    def equicorrelated(cls, d: int, rho: float, mean: Any = 0.0) -> "Gaussian":
+    def equicorrelated(cls, d: int, rho: float, mean: Any = 0.0) -> Gaussian:
         """Unit variances and correlation ``rho``: positive definite iff -1/(d-1) < rho < 1."""
         if d < 1:
             raise ValueError(f"d must be >= 1, got {d}")

@@ -33,20 +33,57 @@ import numpy as np
 from pytest_xai.case import Case
 from pytest_xai.cases import register
 from pytest_xai.cases.human.agreement import (
-    POLICIES, Agreement, agreement, constant_maps, human_mae, human_mask, human_precision, human_recall, mae,
-    rescale, select,
+    POLICIES,
+    Agreement,
+    agreement,
+    constant_maps,
+    human_mae,
+    human_mask,
+    human_precision,
+    human_recall,
+    mae,
+    rescale,
+    select,
 )
 from pytest_xai.cases.human.draw import draw_worst_image
 from pytest_xai.cases.human.formats import (
-    IMAGE_SUFFIXES, BenchmarkFormatError, ImageRecord, Loaded, Skipped, TextRecord, decode_weighted, load_images,
-    load_texts, parse_imdb, parse_newsgroups,
+    IMAGE_SUFFIXES,
+    BenchmarkFormatError,
+    ImageRecord,
+    Loaded,
+    Skipped,
+    TextRecord,
+    decode_weighted,
+    load_images,
+    load_texts,
+    parse_imdb,
+    parse_newsgroups,
 )
 from pytest_xai.cases.human.shapes import (
-    GATE, RADII, SHAPES, SHAPES_VERSION, SIZE, ShapesOracle, gate, make_shapes,
+    GATE,
+    RADII,
+    SHAPES,
+    SHAPES_VERSION,
+    SIZE,
+    ShapesOracle,
+    gate,
+    make_shapes,
 )
 from pytest_xai.cases.human.texts import (
-    BACKGROUND_IDS, LEXICONS, PAD, TOPICS, VOCABULARY, LexiconOracle, SyntheticDoc, counts, encode, make_texts,
-    to_imdb_json, to_newsgroups_json, train_tfidf_lr, write_text_benchmark,
+    BACKGROUND_IDS,
+    LEXICONS,
+    PAD,
+    TOPICS,
+    VOCABULARY,
+    LexiconOracle,
+    SyntheticDoc,
+    counts,
+    encode,
+    make_texts,
+    to_imdb_json,
+    to_newsgroups_json,
+    train_tfidf_lr,
+    write_text_benchmark,
 )
 
 __all__ = [

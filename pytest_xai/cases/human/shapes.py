@@ -3,7 +3,7 @@ oracle whose output depends only on the object (``docs/human.md`` "Synthetic ima
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -5,9 +5,10 @@ lexicon-counting oracle, TF-IDF + logistic regression) (``docs/human.md`` "Synth
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
