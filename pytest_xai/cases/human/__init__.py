@@ -88,13 +88,12 @@ from pytest_xai.cases.human.texts import (
 
 __all__ = [
     "BACKGROUND_IDS", "CHECKS", "GATE", "IMAGE_SUFFIXES", "LEXICONS", "PAD", "POLICIES", "RADII", "SHAPES",
-    "SHAPES_VERSION", "SIZE", "SOURCE", "TOPICS", "VOCABULARY", "Agreement", "BenchmarkFormatError",
-    "ImageRecord", "LexiconOracle", "Loaded", "ShapesOracle", "Skipped", "SyntheticDoc", "TextRecord",
-    "agreement", "constant_maps", "counts", "decode_weighted", "draw_worst_image", "encode", "gate",
-    "human_mae", "human_mask", "human_precision", "human_recall", "human_shapes_oracle", "human_text_lexicon",
-    "human_text_tfidf", "load_images", "load_texts", "mae", "make_shapes", "make_texts", "parse_imdb",
-    "parse_newsgroups", "rescale", "select", "to_imdb_json", "to_newsgroups_json", "train_tfidf_lr",
-    "write_text_benchmark",
+    "SHAPES_VERSION", "SIZE", "SOURCE", "TOPICS", "VOCABULARY", "Agreement", "BenchmarkFormatError", "ImageRecord",
+    "LexiconOracle", "Loaded", "ShapesOracle", "Skipped", "SyntheticDoc", "TextRecord", "agreement",
+    "constant_maps", "counts", "decode_weighted", "draw_worst_image", "encode", "gate", "human_mae", "human_mask",
+    "human_precision", "human_recall", "human_shapes_oracle", "human_text_lexicon", "human_text_tfidf",
+    "load_images", "load_texts", "mae", "make_shapes", "make_texts", "parse_imdb", "parse_newsgroups", "rescale",
+    "select", "to_imdb_json", "to_newsgroups_json", "train_tfidf_lr", "write_text_benchmark",
 ]
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
