@@ -26,7 +26,10 @@ STANDARDISATION_ROWS = 1 << 17
 class Label:
     """A raw label function with its exact expectation under a Gaussian."""
 
-    formula: str
+    @property
+    def formula(self) -> str:
+        """The label in words, for the case's metadata."""
+        raise NotImplementedError
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
