@@ -127,7 +127,7 @@ def test_correlated_features_data_is_seeded():
     assert a.inputs[:, 0].min() >= 1 and a.inputs[:, 0].max() <= 9
     assert not np.array_equal(a.inputs, b.inputs)
     np.testing.assert_array_equal(a.inputs, cases.info("correlated_features").build(
-        cases.info("correlated_features"), seed=0, cache=None).inputs)
+        cases.info("correlated_features"), seed=0, cache=Cache(None)).inputs)
 
 
 def test_correlated_passes_interventional_explainers_and_fails_noise():

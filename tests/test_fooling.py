@@ -27,7 +27,7 @@ def score(attributions, case, **overrides):
     return info.func(attributions, case, **{**info.thresholds, **case.info.checks["fooling"], **overrides})
 
 
-def _small(name, n_rows, cache=None, rows=20, background=None):
+def _small(name, n_rows, cache=Cache(None), rows=20, background=None):
     info = cases.info(name)
     case = info.build(info, seed=0, cache=cache, n_rows=n_rows)
     bg = case.background if background is None else case.background[:background]
@@ -226,7 +226,7 @@ def test_builder_uses_the_users_file_when_present_and_synthetic_data_otherwise(t
     shutil.copy(TINY, tmp_path / fooling.COMPAS_FILE)
     info = cases.info("compas_lime_scaffold")
     with pytest.raises(ValueError, match="compas-scores-two-years.csv: 5 rows remain"):
-        info.build(info, seed=0, cache=None, data_dir=tmp_path)
+        info.build(info, seed=0, cache=Cache(None), data_dir=tmp_path)
 
 
 def test_a_binary_file_is_reported_not_decoded(tmp_path):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pytest_xai import metrics
+from pytest_xai.cache import Cache
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
@@ -459,7 +460,7 @@ MLP_N = 200_000
 MIN_R2 = 0.99
 
 
-def _data(name: str, cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
+def _data(name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
           length_scale: float) -> dict[str, np.ndarray]:
     """The arrays a case needs (function definition, test rows, background), cached as npz."""
     params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
@@ -479,10 +480,6 @@ def _data(name: str, cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
         if arrays["X_test"].shape[1] != d or not np.all(np.isfinite(arrays["X_test"])):
             raise ValueError("test inputs have the wrong width or are not finite")
 
-    if cache is None:
-        arrays = build()
-        validate(arrays)
-        return arrays
     return cache.arrays(name, params, build, validate)
 
 
@@ -518,7 +515,7 @@ def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
 
 
 def build_oracle_case(
-    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = ORACLE_N, d: int = PAPER_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = Cache(None), n_samples: int = ORACLE_N, d: int = PAPER_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L,
 ) -> Case:
     """The analytic ``F`` as the model: numpy ``predict`` (float64) and its exact torch twin.
@@ -559,7 +556,7 @@ def _load_shipped(model, params: dict) -> bool:
 
 
 def build_mlp_case(
-    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = MLP_N, d: int = MLP_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = Cache(None), n_samples: int = MLP_N, d: int = MLP_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L, epochs: int = MLP_EPOCHS,
     min_r2: float = MIN_R2, recipe: str = "cpu",
 ) -> Case:
@@ -605,13 +602,7 @@ def build_mlp_case(
     def make():
         return paper_mlp(d, seed=seed)
 
-    if cache is None:
-        model = make()
-        train(model)
-        model.eval()
-        validate(model)
-    else:
-        model = cache.torch_module("additive_mlp", params, make, train, validate)
+    model = cache.torch_module("additive_mlp", params, make, train, validate)
     predict = torch_predict(model)
     r2 = r_squared(arrays["y_test"], predict(arrays["X_test"]))
     if not r2 >= min_r2:

@@ -137,10 +137,7 @@ def _split() -> dict[str, np.ndarray]:
 
 def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
     params = {**MLP, "pad": PAD, "sklearn": __import__("sklearn").__version__}
-    if cache is None:
-        weights = _fit_weights()
-    else:
-        weights = cache.arrays("digits_mlp", params, _fit_weights)
+    weights = cache.arrays("digits_mlp", params, _fit_weights)
     data = _split()
     predict = _network(weights)
     accuracy = float((predict(data["X_test"]).argmax(axis=1) == data["y_test"]).mean())

@@ -339,11 +339,7 @@ def _detector(name, cache, params, columns, seed, make_data) -> tuple[Forest, di
             raise ValueError(f"the rebuilt forest differs from the trained one by {error:g}")
 
     key = {**params, "sklearn": sklearn.__version__, "seed": seed}
-    if cache is None:
-        arrays = build()
-        validate(arrays)
-    else:
-        arrays = cache.arrays(name, key, build, validate)
+    arrays = cache.arrays(name, key, build, validate)
     return Forest(arrays), {"detector_train_seconds": float(arrays["train_seconds"])}
 
 

@@ -131,11 +131,6 @@ def _trained(name, seed, cache, images, labels, epochs, what):
             raise ValueError(f"{what} accuracy {acc:.3f} < 0.95")
 
     train = _fit(seed, images, labels, epochs)
-    if cache is None:
-        model = make()
-        train(model)
-        validate(model)
-        return model
     params = {"seed": seed, "epochs": epochs, "n_train": N_TRAIN, "labels": what}
     return cache.torch_module(name, params, make, train, validate)
 

@@ -136,11 +136,7 @@ def stress_nb_features(info, *, seed, cache) -> Case:
     """
     params = {"n_docs": N_DOCS, "vocabulary": VOCABULARY, "zipf": ZIPF, "lexicon": LEXICON, "tfidf": TFIDF,
               "C": 0.1, "seed": seed, "sklearn": __import__("sklearn").__version__}
-    if cache is None:
-        arrays = _fit(seed)
-        _validate(arrays)
-    else:
-        arrays = cache.arrays("stress_nb_features", params, lambda: _fit(seed), _validate)
+    arrays = cache.arrays("stress_nb_features", params, lambda: _fit(seed), _validate)
     w, b = arrays["w"], arrays["b"]
     inputs, background = arrays["inputs"][:N_EXPLAINED], arrays["background"]
     phi = w * (inputs - background.mean(axis=0))

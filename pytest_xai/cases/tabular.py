@@ -64,10 +64,6 @@ def _xgboost_model(info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: 
         if error > tolerance:
             raise ValueError(f"{info.name}: the fitted model misses the target function by {error:g}")
 
-    if cache is None:
-        model = build()
-        validate(model)
-        return model
     return cache.xgboost(info.name, {"params": params, "n": len(X)}, build, validate)
 
 
