@@ -115,16 +115,6 @@ def importance_of(explanation: Any):
     return np.abs(attributions_of(explanation)).mean(axis=0)
 
 
-def ranks(values):
-    """0-based descending ranks of ``values`` along the last axis, ties sharing their average rank."""
-    import numpy as np
-
-    values = np.asarray(values, dtype=float)
-    greater = (values[..., None, :] > values[..., :, None]).sum(axis=-1)
-    equal = (values[..., None, :] == values[..., :, None]).sum(axis=-1)
-    return greater + (equal - 1) / 2.0
-
-
 def _flat(array):
     return array.reshape(array.shape[0], -1) if array.ndim > 1 else array
 
@@ -348,12 +338,14 @@ def ranking(attributions, case: Case, *, feature, rows=(), max_rank: float) -> S
     """
     import numpy as np
 
+    from pytest_xai.stats import descending_ranks
+
     A = _flat(attributions_of(attributions))
     I = _flat(importance_of(attributions)[None])[0]
     n = I.shape[0]
-    where = {"global importance": float(ranks(I)[feature])}
+    where = {"global importance": float(descending_ranks(I)[feature])}
     for r in rows:
-        where[f"row {r}"] = float(ranks(np.abs(A[r]))[feature])
+        where[f"row {r}"] = float(descending_ranks(np.abs(A[r]))[feature])
     label, rank = max(where.items(), key=lambda kv: kv[1])
     params = {"feature": int(feature), "rows": tuple(rows), "max_rank": max_rank}
     nothing = explains_nothing(attributions, case, range(n))
@@ -516,16 +508,6 @@ def _follows_own_effect(column, case: Case, feature: int) -> float | None:
     return float(np.corrcoef(column, effect)[0, 1])
 
 
-def _spearman(a, b) -> float:
-    """Spearman correlation with average ranks for ties; NaN when either side is constant."""
-    import numpy as np
-
-    ra, rb = ranks(a), ranks(b)
-    if np.ptp(ra) == 0 or np.ptp(rb) == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def quartile_score(rank: float, n: int) -> float:
     """Compare-xAI stress_nb_features' original score of a 0-based rank among n (kept for comparison)."""
     if rank < n // 4:
@@ -569,6 +551,8 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
     """
     import numpy as np
 
+    from pytest_xai.stats import descending_ranks, spearman
+
     I = _flat(importance_of(attributions)[None])[0]
     truth = np.asarray(case.truth["importance"], dtype=float)
     n = I.shape[0]
@@ -576,11 +560,11 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
     missing = [t for t in tokens if t not in index]
     if missing:
         raise ValueError(f"case {case.name!r}: planted tokens {missing} are not features of the case")
-    r = ranks(I)
+    r = descending_ranks(I)
     token_ranks = {t: float(r[index[t]]) for t in tokens}
     token, rank = max(token_ranks.items(), key=lambda kv: kv[1])
     top = np.argsort(-truth, kind="stable")[:top_k]
-    rho = _spearman(I[top], truth[top])
+    rho = spearman(I[top], truth[top])
     params = {"tokens": tuple(tokens), "top_k": int(top_k), "max_rank": max_rank, "min_spearman": min_spearman}
     worst = {"token": token, "rank": rank, "spearman": None if np.isnan(rho) else rho,
              "quartile_score": quartile_score(rank, n)}

@@ -30,6 +30,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from pytest_xai.stats import pearson_rows
+
 
 _ROWS_PER_CALL = 1 << 15
 
@@ -111,19 +113,9 @@ def _constant(v: np.ndarray) -> np.ndarray:
     return spread <= 1e-12 * np.maximum(np.abs(v).max(axis=-1), 1e-300)
 
 
-def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``a`` with the same row of ``b`` (NaN for a constant row)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-    return np.clip(r, -1.0, 1.0)
-
-
 def _correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
                         params: Mapping[str, Any]) -> MetricResult:
-    return _result(name, rowwise_pearson(a, b), True,
+    return _result(name, pearson_rows(a, b), True,
                    [(_constant(a), f"{what_a} is constant: correlation undefined"),
                     (_constant(b), f"{what_b} is constant: correlation undefined")], params)
 

@@ -81,10 +81,6 @@ def test_ranking_tie_is_not_a_win():
     assert not result.passed and result.worst["rank"] == pytest.approx(1.0)  # a three-way tie: average rank 1
 
 
-def test_ranks_use_average_ties():
-    np.testing.assert_allclose(checks.ranks([3.0, 1.0, 3.0, 0.0]), [0.5, 2.0, 0.5, 3.0])
-
-
 def test_score_value_must_be_in_unit_interval():
     with pytest.raises(ValueError):
         checks.Score("x", float("nan"), False, 0.0, "")

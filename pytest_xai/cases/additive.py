@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai import metrics
+from pytest_xai import metrics, stats
 from pytest_xai.cache import Cache
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
@@ -340,27 +340,11 @@ def train_mlp(
 TRUTHS = ("contribution", "contribution_centred", "contribution_positive", "contribution_absolute")
 
 
-def _ranks(a: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank) along axis 1, vectorised over rows."""
-    n, d = a.shape
-    rows = np.repeat(np.arange(n), d)
-    order = np.lexsort((a.ravel(), rows))
-    values, owners = a.ravel()[order], rows[order]
-    new = np.ones(n * d, dtype=bool)
-    new[1:] = (values[1:] != values[:-1]) | (owners[1:] != owners[:-1])
-    group = np.cumsum(new) - 1
-    position = np.arange(n * d) - owners * d
-    mean_rank = np.bincount(group, weights=position) / np.bincount(group)
-    ranks = np.empty(n * d)
-    ranks[order] = mean_rank[group]
-    return ranks.reshape(n, d)
-
-
 def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: str = "pearson") -> metrics.MetricResult:
     """Correlation across pixels between each heatmap row and its ground-truth row (one per sample).
 
-    ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.metrics.rowwise_pearson`) or
-    "spearman" (Pearson of average ranks).  A row where either vector is constant has no
+    ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.stats.pearson_rows`) or
+    "spearman" (Pearson of average ranks, :func:`pytest_xai.stats.average_ranks`).  A row where either vector is constant has no
     correlation: NaN, with the reason recorded in the result.
     """
     a = np.asarray(heatmaps, dtype=float).reshape(len(heatmaps), -1)
@@ -368,7 +352,7 @@ def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: s
     if a.shape != b.shape:
         raise ValueError(f"heatmaps {a.shape} and truth {b.shape} must have the same shape")
     if method == "spearman":
-        a, b = _ranks(a), _ranks(b)
+        a, b = stats.average_ranks(a), stats.average_ranks(b)
     elif method != "pearson":
         raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
     return metrics._correlation_result(f"{method} r", a, b, "heatmap", "ground truth", {"method": method})

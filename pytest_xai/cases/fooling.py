@@ -43,7 +43,8 @@ import numpy as np
 
 from pytest_xai.case import Case, Score
 from pytest_xai.cases import register
-from pytest_xai.checks import attributions_of, check, importance_of, ranks
+from pytest_xai.checks import attributions_of, check, importance_of
+from pytest_xai.stats import descending_ranks
 
 FEATURE_NAMES = [
     "age", "two_year_recid", "priors_count", "length_of_stay", "c_charge_degree_F",
@@ -499,12 +500,12 @@ def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top
     """
     A = np.abs(attributions_of(attributions)).reshape(len(case.inputs), -1)
     n = A.shape[1]
-    row_ranks = ranks(A)
+    row_ranks = descending_ranks(A)
     race_rank, unrelated_rank = row_ranks[:, race], row_ranks[:, unrelated]
     race_top = float((race_rank == 0).mean())
     unrelated_top = float((unrelated_rank < 1).mean())
     value = float((1.0 - race_rank / (n - 1)).mean())
-    global_ranks = ranks(importance_of(attributions).reshape(-1))
+    global_ranks = descending_ranks(importance_of(attributions).reshape(-1))
     passed = bool(race_top >= min_race_top and unrelated_top <= max_unrelated_top)
     names = case.feature_names
     worst = int(race_rank.argmax())

@@ -48,6 +48,7 @@ import numpy as np
 from pytest_xai.case import Case, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check
+from pytest_xai.stats import spearman_rows
 
 SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
 
@@ -222,19 +223,6 @@ def _maps(a: np.ndarray) -> np.ndarray:
     """Channel-reduced maps: (n, C, H, W) -> sum over C; (n, H, W) and (n, d) unchanged."""
     a = np.asarray(a, dtype=np.float64)
     return a.sum(axis=1) if a.ndim == 4 else a
-
-
-def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman correlation per row (average ranks for ties); NaN for a constant row."""
-    from scipy.stats import rankdata
-
-    ra = rankdata(a.reshape(len(a), -1), axis=1)
-    rb = rankdata(b.reshape(len(b), -1), axis=1)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    denom = np.sqrt((ra**2).sum(axis=1) * (rb**2).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denom > 0, (ra * rb).sum(axis=1) / np.where(denom > 0, denom, 1.0), np.nan)
 
 
 def _normalised(maps: np.ndarray) -> np.ndarray:
