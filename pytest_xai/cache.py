@@ -238,7 +238,7 @@ class Cache:
             model = xgboost.XGBRegressor()
             model.load_model(path)
             model.get_booster().set_attr(**{META: None})
-            # One thread per process (DESIGN: contention slowed explainers 25-100x).
+            # One thread per process (docs/design.md, "Speed rules": contention slowed explainers 25-100x).
             return model.set_params(n_jobs=1)
 
         def save(model: Any, path: Path) -> None:

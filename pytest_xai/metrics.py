@@ -277,7 +277,7 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     order (:func:`importance_order`), never by index: delta_k = |E_{S+(k)}[f] - E_{S+(k-1)}[f]|,
     k = 1..d, and mono(x) = (1/(d-1)) sum_k 1[delta_k >= delta_{k+1}] (tie rule >=, with ``rtol``
     times the largest delta absorbing float noise).  The differences are taken in insertion order
-    (XAI-Bench D1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
+    (XAI-Bench XB-1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
     such a row orders nothing.  Sign plays no part: -w gives the same order as w.
     """
     A, X = _pair(attributions, inputs)

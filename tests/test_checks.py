@@ -49,7 +49,7 @@ def test_saabas_breaks_symmetry_on_cough_and_fever():
 
 @pytest.mark.parametrize("check", CONTROLS)
 def test_verdicts_do_not_depend_on_the_output_scale(check):
-    """Multiplying the model by 100 changes no score (D3: relative tolerances)."""
+    """Multiplying the model by 100 changes no score (CX-3: relative tolerances)."""
     case = cases.get(CONTROLS[check][0])
     scaled = replace(case, predict=lambda X, f=case.predict: 100.0 * f(X))
     for attributions in (case.truth["shapley"], baselines.random(case.inputs, 0)):

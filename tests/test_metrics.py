@@ -90,7 +90,7 @@ def test_signed_faithfulness_uses_the_signed_output_drop():
 @pytest.mark.parametrize("attributions,expected", [
     ([3.0, 2.0, 1.0], 1.0),   # gains 3, 2, 1: both steps non-increasing
     ([1.0, 2.0, 3.0], 0.0),   # order 2, 1, 0: gains 1, 2, 3
-    ([2.0, 3.0, 1.0], 0.5),   # order 1, 0, 2: gains 2, 3, 1 (D1 would read 3, 2, 1 -> 1.0)
+    ([2.0, 3.0, 1.0], 0.5),   # order 1, 0, 2: gains 2, 3, 1 (XB-1 would read 3, 2, 1 -> 1.0)
 ])
 def test_monotonicity_by_hand_in_insertion_order(attributions, expected):
     X = np.ones((1, 3))

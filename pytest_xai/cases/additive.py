@@ -54,7 +54,7 @@ BUDGET = 500_000
 
 
 # --------------------------------------------------------------------------------------------
-# Generation (reference spec sections 1-2)
+# Generation (Mamalakis et al. 2022; an offline covariance substitute for the SST data)
 
 
 def grid_cells(d: int = PAPER_D, *, seed: int = 0) -> np.ndarray:
@@ -147,7 +147,7 @@ def generate(
     *, seed: int = 0, n_samples: int = 1000, d: int = PAPER_D, n_breaks: int = PAPER_K,
     length_scale: float = PAPER_L,
 ) -> dict[str, np.ndarray]:
-    """Samples, local functions and exact contributions of the benchmark (reference spec section 1).
+    """Samples, local functions and exact contributions of the benchmark (Mamalakis et al. 2022).
 
     Returns ``X`` (N, d) ~ MVN(0, Sigma); ``breaks`` (d, max(K,1)) with 0 always one of them (K = 0:
     a single linear piece, stored as a 0 break with equal slopes); ``slopes`` (d, max(K,1)+1);
@@ -189,7 +189,7 @@ def generate(
 
 
 # --------------------------------------------------------------------------------------------
-# Models: the analytic oracle and the paper's network (reference spec sections 3 and 5)
+# Models: the analytic oracle and the paper's network
 
 
 def oracle_module(breaks: np.ndarray, slopes: np.ndarray):
@@ -335,7 +335,7 @@ def train_mlp(
 
 
 # --------------------------------------------------------------------------------------------
-# Metric and check (reference spec section 4)
+# Metric and check
 
 TRUTHS = ("contribution", "contribution_centred", "contribution_positive", "contribution_absolute")
 
@@ -436,7 +436,7 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
 
 
 # --------------------------------------------------------------------------------------------
-# Cases (reference spec section 6)
+# Cases
 
 ORACLE_N = 1000  # 900 train / 100 test rows: the 100 test rows are explained
 MLP_D = 32  # the paper's d = 458 needs ~10^6 samples to reach R^2 0.99 (see build_mlp_case)
@@ -596,14 +596,14 @@ def build_mlp_case(
     return _case(info, arrays, model, predict, meta)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F (section 5 of the spec)",
+@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F",
           checks={"additive_correlation": {"truth": "contribution"}})
 def additive_oracle(info, *, seed, cache) -> Case:
     """Explain the exact additive piecewise-linear F (d=458, K=5, L=20 deg): IG and Occlusion-1 are exact."""
     return build_oracle_case(info, seed=seed, cache=cache)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network (section 3 of the spec)",
+@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network",
           checks={"additive_correlation": {"truth": "contribution"}})
 def additive_mlp(info, *, seed, cache) -> Case:
     """Explain the paper's MLP trained on F (d=32, CPU recipe, test R^2 >= 0.99 or the case is skipped)."""

@@ -356,7 +356,7 @@ def model_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score
     every layer top-down, the explanation must be nearer the random-model floor than its ceiling.
 
     ``params["curve"]`` is the |·|-Spearman after each cumulative step (top layer first).  Default
-    midpoint 0.5 (the spec's): on the digits MLP plain gradients end far below it and
+    midpoint 0.5: on the digits MLP plain gradients end far below it and
     model-independent explainers (|Sobel(input)|, the input itself) have floor = ceiling = 1 and
     fail (``tests/test_sanity.py``).  Zoo: every member that explains nothing fails (zeros and
     constants are undefined; the input itself, the input minus the mean and noise do not depend on
