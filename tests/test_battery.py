@@ -89,9 +89,9 @@ def test_baseline_zero_attributions_pass_the_effect_check():
 
 
 def test_observational_shapley_is_not_importance_symmetric_on_dependent_data():
-    """A theory-derived expectation (Janzing et al. 2020): conditional Shapley breaks importance symmetry on non_uniform_stat_dep and
-    equals the interventional values on the independent distribution.  The gap (3.3 %) is inside the
-    default rtol of sampling explainers, so it shows only at an exact method's tolerance."""
+    """Janzing et al. 2020: conditional Shapley breaks importance symmetry on non_uniform_stat_dep
+    and equals the interventional values on the independent distribution.  The gap (3.3 %) is inside
+    the default rtol of sampling explainers, so it shows only at an exact method's tolerance."""
     dep, indep = cases.get("x0_plus_x1_non_uniform_stat_dep"), cases.get("x0_plus_x1_non_uniform_stat_indep")
     phi = observational_shapley(dep.inputs, dep.predict, dep.background)
     assert score("symmetry", phi, dep).value == pytest.approx(1 - 0.0101 / 0.3068, abs=1e-3)

@@ -139,9 +139,10 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     """Build (or return the memoised) case ``name``.
 
     ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
-    keeps everything in memory (the builder receives ``Cache(None)``, which builds without storing).  ``data_dir`` is where a user keeps real datasets that some cases
-    can read instead of their synthetic stand-ins (passed to builders that accept it).  ``fresh``
-    builds a new copy that nothing else shares (from the disk cache), without memoising it.
+    keeps everything in memory (the builder receives ``Cache(None)``, which builds without
+    storing).  ``data_dir`` is where a user keeps real datasets that some cases can read instead of
+    their synthetic stand-ins (passed to builders that accept it).  ``fresh`` builds a new copy that
+    nothing else shares (from the disk cache), without memoising it.
     """
     from pytest_xai.cache import Cache
 

@@ -344,8 +344,8 @@ def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: s
     """Correlation across pixels between each heatmap row and its ground-truth row (one per sample).
 
     ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.stats.pearson_rows`) or
-    "spearman" (Pearson of average ranks, :func:`pytest_xai.stats.average_ranks`).  A row where either vector is constant has no
-    correlation: NaN, with the reason recorded in the result.
+    "spearman" (Pearson of average ranks, :func:`pytest_xai.stats.average_ranks`).  A row where
+    either vector is constant has no correlation: NaN, with the reason recorded in the result.
     """
     a = np.asarray(heatmaps, dtype=float).reshape(len(heatmaps), -1)
     b = np.asarray(truth, dtype=float).reshape(len(truth), -1)

@@ -2,8 +2,8 @@
 
 Slack, Hilgard, Jia, Singh & Lakkaraju 2020, "Fooling LIME and SHAP: Adversarial Attacks on Post hoc
 Explanation Methods" (AIES), as used by Compare-xAI's ``fooling_perturbation_alg`` (Belaid et al. 2022, test 2.9), with
-the corrections (``docs/defects.md``) CX-2 (ranks, not argsort), CX-5 (everything seeded) and CX-12 (>= 50 explained rows, the
-attack verified at build time).
+the corrections of ``docs/defects.md`` CX-2 (ranks, not argsort), CX-5 (everything seeded) and CX-12
+(>= 50 explained rows, the attack verified at build time).
 
 The scaffold answers with the biased model f (class 0 = "High risk" when race = 1) on rows its
 out-of-distribution detector believes are real, and with the innocuous psi (class 0 when the
