@@ -283,3 +283,8 @@ class Cache:
 
         path = self.path(name, params, ".pt", libs=("torch",))
         return self._load_or_build(path, load, save, build, validate)
+
+
+#: The no-op cache: every entry is built (and validated) each time, nothing is stored.  Builders
+#: receive it when there is no disk cache, so they never branch on ``cache is None``.
+NO_CACHE = Cache(None)

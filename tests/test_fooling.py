@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_xai import cases, checks
-from pytest_xai.cache import Cache
+from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.cases import fooling
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import baselines
@@ -27,7 +27,7 @@ def score(attributions, case, **overrides):
     return info.func(attributions, case, **{**info.thresholds, **case.info.checks["fooling"], **overrides})
 
 
-def _small(name, n_rows, cache=Cache(None), rows=20, background=None):
+def _small(name, n_rows, cache=NO_CACHE, rows=20, background=None):
     info = cases.info(name)
     case = info.build(info, seed=0, cache=cache, n_rows=n_rows)
     bg = case.background if background is None else case.background[:background]

@@ -144,9 +144,9 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     their synthetic stand-ins (passed to builders that accept it).  ``fresh`` builds a new copy that
     nothing else shares (from the disk cache), without memoising it.
     """
-    from pytest_xai.cache import Cache
+    from pytest_xai.cache import NO_CACHE
 
-    cache = Cache(None) if cache is None else cache
+    cache = NO_CACHE if cache is None else cache
     key = (name, seed, cache.root, data_dir)
     if fresh or key not in _BUILT:
         case_info = info(name)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from pytest_xai import metrics, stats
-from pytest_xai.cache import Cache
+from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
@@ -499,7 +499,7 @@ def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
 
 
 def build_oracle_case(
-    info: CaseInfo, *, seed: int = 0, cache: Cache = Cache(None), n_samples: int = ORACLE_N, d: int = PAPER_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = ORACLE_N, d: int = PAPER_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L,
 ) -> Case:
     """The analytic ``F`` as the model: numpy ``predict`` (float64) and its exact torch twin.
@@ -540,7 +540,7 @@ def _load_shipped(model, params: dict) -> bool:
 
 
 def build_mlp_case(
-    info: CaseInfo, *, seed: int = 0, cache: Cache = Cache(None), n_samples: int = MLP_N, d: int = MLP_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = MLP_N, d: int = MLP_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L, epochs: int = MLP_EPOCHS,
     min_r2: float = MIN_R2, recipe: str = "cpu",
 ) -> Case:
