@@ -286,5 +286,5 @@ class Cache:
 
 
 #: The no-op cache: every entry is built (and validated) each time, nothing is stored.  Builders
-#: receive it when there is no disk cache, so they never branch on ``cache is None``.
+#: receive it when there is no disk cache, so none of them tests for a missing cache.
 NO_CACHE = Cache(None)
