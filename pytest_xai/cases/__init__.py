@@ -139,13 +139,14 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     """Build (or return the memoised) case ``name``.
 
     ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
-    keeps everything in memory (the builder receives ``Cache(None)``, which builds without storing).  ``data_dir`` is where a user keeps real datasets that some cases
-    can read instead of their synthetic stand-ins (passed to builders that accept it).  ``fresh``
-    builds a new copy that nothing else shares (from the disk cache), without memoising it.
+    keeps everything in memory (the builder receives ``Cache(None)``, which builds without
+    storing).  ``data_dir`` is where a user keeps real datasets that some cases can read instead of
+    their synthetic stand-ins (passed to builders that accept it).  ``fresh`` builds a new copy that
+    nothing else shares (from the disk cache), without memoising it.
     """
-    from pytest_xai.cache import Cache
+    from pytest_xai.cache import NO_CACHE
 
-    cache = Cache(None) if cache is None else cache
+    cache = NO_CACHE if cache is None else cache
     key = (name, seed, cache.root, data_dir)
     if fresh or key not in _BUILT:
         case_info = info(name)
