@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pytest_xai import NotApplicable, cases  # noqa: E402
+from pytest_xai.cache import Cache  # noqa: E402
 from pytest_xai.cases import chess as cc  # noqa: E402
 from pytest_xai.explainers.baselines import random as random_explainer  # noqa: E402
 
-# Spec §9 reconstruction positions: (FEN, label).
+# Reconstruction positions (docs/chess_ngt.md, Specification 9): (FEN, label).
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 FOOLS = "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
 SCHOLARS = "r1bqkb1r/pppp1Qpp/2n2n2/4p3/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 0 4"
@@ -47,7 +48,7 @@ def boards(positions):
     return [chess.Board(str(fen)) for fen in positions["fen"]]
 
 
-# ---------------------------------------------------------------- spec §9 reconstruction
+# ------------------------------------- reconstruction positions (docs/chess_ngt.md, Specification 9)
 
 
 @pytest.mark.parametrize(("fen", "label"), RECONSTRUCTION)
@@ -120,7 +121,7 @@ def test_back_rank_encoding_by_hand():
     assert np.argwhere(m2[0]).tolist() == [[0, 3], [1, 5], [1, 6], [1, 7]]
 
 
-# ---------------------------------------------------------------- spec §4 invariants
+# ------------------------------------------------- invariants (docs/chess_ngt.md, Specification 4)
 
 
 def test_generated_classes_are_balanced_valid_and_late(positions, boards):
@@ -506,9 +507,9 @@ def test_cnn_case_below_the_gate_is_not_applicable(tmp_path, monkeypatch):
     """The gate is the paper's: overall (balanced) held-out accuracy >= 0.99, here 0.9467."""
     card = tmp_path / "card.json"
     card.write_text(json.dumps({"accuracy_per_class": {"no_check": 0.99, "check": 0.95, "checkmate": 0.9}}))
-    monkeypatch.setattr(cc, "CNN_CARD", card)
+    monkeypatch.setattr(cc.models, "CNN_CARD", card)
     with pytest.raises(NotApplicable, match=r"model below quality gate: held-out accuracy 0\.9467 < 0\.99 .*check 0\.9500"):
-        cc.chess_cnn_check(cases.info("chess_cnn_check"), seed=0, cache=None)
+        cc.chess_cnn_check(cases.info("chess_cnn_check"), seed=0, cache=Cache(None))
     assert "below the 0.99 gate" in cc.report_header()
 
 
@@ -516,7 +517,7 @@ def test_cnn_gate_is_overall_accuracy_and_a_weak_class_is_a_warning(tmp_path, mo
     """A class at 0.975 no longer gates the CNN out when the mean is >= 0.99; it is named as a warning."""
     card = tmp_path / "card.json"
     card.write_text(json.dumps({"accuracy_per_class": {"no_check": 0.999, "check": 0.975, "checkmate": 0.998}}))
-    monkeypatch.setattr(cc, "CNN_CARD", card)
+    monkeypatch.setattr(cc.models, "CNN_CARD", card)
     assert cc.cnn_accuracy(cc.cnn_card()) == pytest.approx(0.990667)
     header = cc.report_header()
     assert "held-out accuracy 0.9907 (passes the 0.99 gate" in header
