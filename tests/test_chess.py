@@ -618,3 +618,83 @@ def test_gradient_explainers_get_verdicts_on_the_cnn_cases():
     assert verdicts["guided_gradcam_last_conv"].passed
     assert not verdicts["saliency"].passed and not verdicts["random"].passed
     assert verdicts["guided_gradcam_last_conv"].params["mean"] < verdicts["guided_gradcam_first_conv"].params["mean"]
+
+
+# ---------------------------------------------------------------- the package: cache, build, docs
+
+
+def _positions_entry_builder(root) -> str:
+    (entry,) = root.glob("chess_positions-*.npz")
+    with np.load(entry, allow_pickle=False) as data:
+        return json.loads(str(data["__pytest_xai__"][()]))["builder"]
+
+
+def test_positions_cache_entry_is_built_by_the_generator_module(tmp_path, monkeypatch):
+    """The entry's builder identity hashes positions.py, where the generator and the cached builder
+    live (a package's ``__init__`` source would not cover them): an edit there rebuilds the entry."""
+    import hashlib
+    import warnings
+
+    from pytest_xai.cache import CacheWarning
+    from pytest_xai.cases.chess import positions
+
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    first = cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    digest = hashlib.sha256(open(positions.__file__, encoding="utf-8").read().encode()).hexdigest()[:16]
+    assert _positions_entry_builder(tmp_path) == f"pytest_xai.cases.chess.positions@{digest}"
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unchanged generator reads its own entry back
+        again = cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    assert again["fen"].tolist() == first["fen"].tolist()
+
+    from pytest_xai import cache as cache_module
+
+    monkeypatch.setitem(cache_module._SOURCE_HASHES, positions.__name__, "edited-source")
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    with pytest.warns(CacheWarning, match="built by other code"):
+        cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    assert _positions_entry_builder(tmp_path) == "pytest_xai.cases.chess.positions@edited-source"
+
+
+def test_positions_cache_entry_is_rebuilt_when_the_rules_change(tmp_path, monkeypatch):
+    """rules.py is not in the entry's builder identity, but every load recomputes each row's label and
+    masks from its FEN: masks that the rules no longer give fail validation and the entry is rebuilt."""
+    from pytest_xai.cache import CacheWarning
+    from pytest_xai.cases.chess import positions
+
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    cc.case_positions(12, Cache(tmp_path), n_per_class=2)
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    monkeypatch.setattr(positions, "masks_of", lambda board: (0, 0, 0))  # "edited" rules
+    with pytest.warns(CacheWarning, match=r"does not match its recomputed label and masks"):
+        rows = cc.case_positions(12, Cache(tmp_path), n_per_class=2)
+    assert not rows["mask0"].any()
+
+
+def test_positions_explained_are_read_when_the_case_is_built(monkeypatch):
+    """scripts/chess_ngt.py sets ``cc.N_EXPLAINED = cc.N_PER_CLASS`` before it builds the cases."""
+    monkeypatch.setattr(cc, "N_EXPLAINED", 5)
+    case = cases.get("chess_oracle_check", fresh=True)
+    assert case.inputs.shape == (5, 12, 8, 8) and len(case.meta["fens"]) == 5
+    assert case.truth["mask"].shape == (5, 8, 8)
+
+
+def test_docs_specification_is_kept_when_the_script_regenerates_the_file():
+    """The code cites "docs/chess_ngt.md, Specification n"; scripts/chess_ngt.py writes that file, so the
+    specification lives in the script and the committed file ends with it."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("chess_ngt_script", root / "scripts" / "chess_ngt.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = (root / "docs" / "chess_ngt.md").read_text(encoding="utf-8")
+    assert text.endswith(script.WHY + "\n" + script.SPECIFICATION)
+    headings = set(re.findall(r"^### Specification (\d+):", script.SPECIFICATION, flags=re.M))
+    cited = set()
+    for path in [*(root / "pytest_xai" / "cases" / "chess").glob("*.py"), Path(__file__)]:
+        cited |= set(re.findall(r"Specification\s+(\d+)", path.read_text(encoding="utf-8")))
+    assert cited and cited <= headings, f"cited sections without a heading: {sorted(cited - headings)}"
