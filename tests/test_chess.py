@@ -634,13 +634,14 @@ def test_positions_cache_entry_is_built_by_the_generator_module(tmp_path, monkey
     live (a package's ``__init__`` source would not cover them): an edit there rebuilds the entry."""
     import hashlib
     import warnings
+    from pathlib import Path
 
     from pytest_xai.cache import CacheWarning
     from pytest_xai.cases.chess import positions
 
     monkeypatch.setattr(positions, "_POSITIONS", {})
     first = cc.case_positions(11, Cache(tmp_path), n_per_class=2)
-    digest = hashlib.sha256(open(positions.__file__, encoding="utf-8").read().encode()).hexdigest()[:16]
+    digest = hashlib.sha256(Path(positions.__file__).read_bytes()).hexdigest()[:16]
     assert _positions_entry_builder(tmp_path) == f"pytest_xai.cases.chess.positions@{digest}"
     monkeypatch.setattr(positions, "_POSITIONS", {})
     with warnings.catch_warnings():
@@ -693,7 +694,7 @@ def test_docs_specification_is_kept_when_the_script_regenerates_the_file():
     spec.loader.exec_module(script)
     text = (root / "docs" / "chess_ngt.md").read_text(encoding="utf-8")
     assert text.endswith(script.WHY + "\n" + script.SPECIFICATION)
-    headings = set(re.findall(r"^### Specification (\d+):", script.SPECIFICATION, flags=re.M))
+    headings = set(re.findall(r"^### Specification (\d+):", script.SPECIFICATION, flags=re.MULTILINE))
     cited = set()
     for path in [*(root / "pytest_xai" / "cases" / "chess").glob("*.py"), Path(__file__)]:
         cited |= set(re.findall(r"Specification\s+(\d+)", path.read_text(encoding="utf-8")))

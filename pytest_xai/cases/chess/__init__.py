@@ -59,7 +59,6 @@ import numpy as np
 from pytest_xai.cache import Cache
 from pytest_xai.case import Case
 from pytest_xai.cases import register
-from pytest_xai.cases.chess import models
 from pytest_xai.cases.chess.csvio import (
     USER_CSV,
     CsvProblem,
@@ -83,11 +82,11 @@ from pytest_xai.cases.chess.models import (
     DATA,
     QUALITY_GATE,
     ChessOracle,
-    _per_class,
     cnn,
     cnn_accuracy,
     cnn_card,
     cnn_warnings,
+    gated_cnn_card,
     load_cnn,
     report_header,
 )
@@ -119,65 +118,17 @@ from pytest_xai.cases.chess.rules import (
     masks_of,
     reference_masks,
 )
-from pytest_xai.errors import NotApplicable
 
 __all__ = [
-    "BETA",
-    "BUDGET",
-    "CLASSES",
-    "CLASS_WARNING",
-    "CNN_CARD",
-    "CNN_WEIGHTS",
-    "COLUMNS",
-    "DATA",
-    "GAMMA",
-    "MAX_DISTANCE",
-    "METRICS",
-    "METRIC_RANGE",
-    "MIN_FULLMOVE",
-    "N_EXPLAINED",
-    "N_PER_CLASS",
-    "PLANES",
-    "QUALITY_GATE",
-    "SOURCE",
-    "USER_CSV",
-    "ChessOracle",
-    "CsvProblem",
-    "array_to_mask",
-    "board_heatmap_png",
-    "case_positions",
-    "chess_cnn_check",
-    "chess_cnn_mate",
-    "chess_cnn_no_check",
-    "chess_oracle_check",
-    "chess_oracle_mate",
-    "chess_oracle_no_check",
-    "cnn",
-    "cnn_accuracy",
-    "cnn_card",
-    "cnn_warnings",
-    "decode",
-    "distances",
-    "draw_worst_board",
-    "encode",
-    "feature_names",
-    "from_perspective",
-    "generate_positions",
-    "invariant_violations",
-    "label_of",
-    "load_cnn",
-    "mask_reference",
-    "mask_to_array",
-    "masks_of",
-    "ngt",
-    "position_key",
-    "read_csv",
-    "reduce_attributions",
-    "reference_masks",
-    "report_header",
-    "square_groups",
-    "user_positions",
-    "write_csv",
+    "BETA", "BUDGET", "CLASSES", "CLASS_WARNING", "CNN_CARD", "CNN_WEIGHTS", "COLUMNS", "DATA", "GAMMA",
+    "MAX_DISTANCE", "METRICS", "METRIC_RANGE", "MIN_FULLMOVE", "N_EXPLAINED", "N_PER_CLASS", "PLANES",
+    "QUALITY_GATE", "SOURCE", "USER_CSV", "ChessOracle", "CsvProblem", "array_to_mask", "board_heatmap_png",
+    "case_positions", "chess_cnn_check", "chess_cnn_mate", "chess_cnn_no_check", "chess_oracle_check",
+    "chess_oracle_mate", "chess_oracle_no_check", "cnn", "cnn_accuracy", "cnn_card", "cnn_warnings", "decode",
+    "distances", "draw_worst_board", "encode", "feature_names", "from_perspective", "gated_cnn_card",
+    "generate_positions", "invariant_violations", "label_of", "load_cnn", "mask_reference", "mask_to_array",
+    "masks_of", "ngt", "position_key", "read_csv", "reduce_attributions", "reference_masks", "report_header",
+    "square_groups", "user_positions", "write_csv",
 ]
 
 SOURCE = "Mücke & Pfahler 2022, 'Check Mate', LWDA (CEUR-WS Vol-3341)"
@@ -214,12 +165,7 @@ def _oracle_case(info, label: int, seed: int, cache: Cache, data_dir) -> Case:
 
 
 def _cnn_case(info, label: int, seed: int, cache: Cache, data_dir) -> Case:
-    card = cnn_card()
-    overall = cnn_accuracy(card)
-    if overall < QUALITY_GATE:
-        raise NotApplicable(
-            f"model below quality gate: held-out accuracy {overall:.4f} < {QUALITY_GATE} "
-            f"(the paper's 99.02 %); per class {_per_class(card)} ({models.CNN_CARD.name})")
+    card = gated_cnn_card()
     import torch
 
     torch.set_num_threads(1)

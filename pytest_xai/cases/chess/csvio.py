@@ -77,7 +77,7 @@ def _parse_row(fields: list[str], chess) -> tuple[str, int, int, int, int]:
         if actual != label:
             errors.append(f"label {label} inconsistent with the FEN: python-chess says "
                           f"{actual} ({CLASSES[actual]})")
-    if errors:
+    if errors or board is None or label is None:  # board and label are None only with errors
         raise ValueError("; ".join(errors))
     return (board.fen(), label, *masks)
 

@@ -6,7 +6,7 @@ input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ def _planes_of(board, chess) -> list[int]:
     return bbs
 
 
-def encode(fens: Sequence[str], *masks) -> Any:
+def encode(fens: Iterable[str], *masks) -> Any:
     """Planes (n, 12, 8, 8) float32 in the side-to-move frame, and each mask array in that frame.
 
     ``encode(fens)`` returns the planes; ``encode(fens, mask0, ...)`` returns

@@ -14,6 +14,7 @@ import numpy as np
 
 from pytest_xai.cases.chess.encoding import _board_from_bitboards, _decode_bitboards
 from pytest_xai.cases.chess.rules import _chess, label_of
+from pytest_xai.errors import NotApplicable
 
 # The CNN quality gate is the paper's own figure: Mücke & Pfahler 2022 (§3) report one number, 99.02 %
 # accuracy on 10,000 hold-out positions of their (approximately class-balanced) data, so the CNN
@@ -100,6 +101,17 @@ def cnn_warnings(card: dict[str, Any]) -> list[str]:
     """One warning per class whose held-out accuracy is below :data:`CLASS_WARNING`."""
     return [f"{k} accuracy {v:.4f} < {CLASS_WARNING}" for k, v in card["accuracy_per_class"].items()
             if v < CLASS_WARNING]
+
+
+def gated_cnn_card() -> dict[str, Any]:
+    """The card of the shipped CNN, or :class:`NotApplicable` when the CNN is below the quality gate."""
+    card = cnn_card()
+    overall = cnn_accuracy(card)
+    if overall < QUALITY_GATE:
+        raise NotApplicable(
+            f"model below quality gate: held-out accuracy {overall:.4f} < {QUALITY_GATE} "
+            f"(the paper's 99.02 %); per class {_per_class(card)} ({CNN_CARD.name})")
+    return card
 
 
 def _per_class(card: dict[str, Any]) -> str:
