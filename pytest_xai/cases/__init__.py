@@ -142,7 +142,10 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     can read instead of their synthetic stand-ins (passed to builders that accept it).  ``fresh``
     builds a new copy that nothing else shares (from the disk cache), without memoising it.
     """
-    key = (name, seed, getattr(cache, "root", None), data_dir)
+    from pytest_xai.cache import Cache
+
+    cache = Cache(None) if cache is None else cache
+    key = (name, seed, cache.root, data_dir)
     if fresh or key not in _BUILT:
         case_info = info(name)
         given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}
