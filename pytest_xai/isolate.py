@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_xai import wire
-from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.worker import ARRAYS
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -41,14 +41,6 @@ IDLE_SHARE = 0.05
 LOADING_WALL = 600.0
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class ExplainerRaised(ExplainerError):
-    """The explainer raised; ``.traceback`` holds the worker's formatted traceback."""
-
-    def __init__(self, message: str, traceback_text: str):
-        super().__init__(message)
-        self.traceback = traceback_text
 
 
 @dataclass(frozen=True)
@@ -268,7 +260,7 @@ class Worker:
                 reply, arrays = wire.read(self._reply, tick, names=ARRAYS)
                 if reply.get("token") != token:
                     self.kill()
-                    raise ExplainerError("sent a result that does not answer the call (a forged or stale message "
+                    raise ExplainerCrash("sent a result that does not answer the call (a forged or stale message "
                                          "on the worker's result channel); the worker was replaced")
                 if reply.get("kind") != "started":
                     return reply, arrays
@@ -281,7 +273,7 @@ class Worker:
             raise self._died("before replying") from None
         except wire.WireError as exc:
             self.kill()
-            raise ExplainerError(f"sent a malformed result ({exc}); did the explainer write to the worker's "
+            raise ExplainerCrash(f"sent a malformed result ({exc}); did the explainer write to the worker's "
                                  f"result channel?") from None
         except ExplainerError:
             raise
@@ -289,7 +281,7 @@ class Worker:
             self.kill()
             raise
 
-    def _died(self, when: str) -> ExplainerError:
+    def _died(self, when: str) -> ExplainerCrash:
         status = self.wait(5)
         printed = self.output()
         self.kill()
@@ -306,7 +298,7 @@ class Worker:
         else:
             how = f"exited with status {status}"
             why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
-        return ExplainerError(f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else ""))
+        return ExplainerCrash(f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else ""))
 
     def kill(self) -> None:
         """Stop the worker and everything in its session, at once."""
@@ -407,7 +399,7 @@ def _raise_for(reply: dict, during: str) -> None:
     if kind == "raised":
         raise ExplainerRaised(f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}",
                               wire.clip(reply.get("traceback", "")))
-    raise ExplainerError(f"{message or 'the worker sent an unknown reply'}{where}")
+    raise ExplainerCrash(f"{message or 'the worker sent an unknown reply'}{where}")  # "case", "internal"
 
 
 @atexit.register

@@ -17,6 +17,7 @@ import pytest
 from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import NotApplicable, SpecError
+from pytest_xai.record import Record
 from pytest_xai.runner import derive_seed  # noqa: F401 - public name, used in examples
 
 DEFAULT_TIMEOUT = 120.0
@@ -31,6 +32,7 @@ CATEGORY_MARKERS = {
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey["XaiCi"]()
 xai_repeats = pytest.StashKey[tuple]()
+xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 #: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
 #: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
 #: that chooses it (docs/ci.md).
@@ -63,7 +65,7 @@ class XaiState:
         self.wall_timeout = wall_timeout if wall_timeout is not None else WALL_FACTOR * timeout
         data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
         self.data_dir = None if data_dir is None else str(data_dir)
-        self.records: list[dict] = []
+        self.records: list[Record] = []
         self.markers: set[str] = set()
         self.families_loaded = False
         self._cache = None
@@ -104,12 +106,10 @@ class XaiState:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            from pytest_xai import report as xai_report
-
-            properties = list(report.user_properties)
-            if report.skipped and isinstance(report.longrepr, tuple):
-                properties.append(("xai_skip", report.longrepr[2].removeprefix("Skipped: ")))
-            rec = xai_report.record(report.nodeid, report.outcome, report.duration, properties)
+            reason = (report.longrepr[2].removeprefix("Skipped: ")
+                      if report.skipped and isinstance(report.longrepr, (tuple, list)) else None)
+            rec = Record.from_properties(report.nodeid, report.outcome, report.duration, report.user_properties,
+                                         skipped_because=reason)
             if rec is not None:
                 self.records.append(rec)
 
@@ -432,15 +432,23 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     return get
 
 
-def _record(node: pytest.Item, **values: Any) -> None:
-    """Store values as ``xai_*`` user properties, once each (builtin types only: numpy floats crash
-    xdist); a value recorded again replaces the first."""
-    for key, value in values.items():
-        if hasattr(value, "item"):
-            value = value.item()
-        key = f"xai_{key}"
-        node.user_properties[:] = [(k, v) for k, v in node.user_properties if k != key]
-        node.user_properties.append((key, value))
+def _rec(node: pytest.Item) -> Record:
+    """The record of the test ``node``, filled as it runs."""
+    rec = node.stash.get(xai_record, None)
+    if rec is None:
+        rec = node.stash[xai_record] = Record()
+    return rec
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """Send the test's record with each of its reports as ``xai_*`` user properties: builtin values,
+    which survive xdist and show in JUnit XML (``Record.to_properties``)."""
+    rec = item.stash.get(xai_record, None)
+    if rec is not None:
+        names = Record.property_names()
+        item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
+    return (yield)
 
 
 @pytest.fixture
@@ -461,8 +469,9 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
             explainer = contract.load(explainer, option="xai_explain")
         repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
-        _record(request.node, explainer=explainer.name, case=case.name, family=case.info.family,
-                category=case.info.category, seed=seed)
+        rec = _rec(request.node)
+        rec.explainer, rec.case, rec.family, rec.category = explainer.name, case.name, case.info.family, case.info.category
+        rec.seed = seed
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         run = lambda: state.runner.explain(explainer, case, seed=seed)  # noqa: E731
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
@@ -473,14 +482,12 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
             outcome, cached = run()
         if repeat > 1 and outcome.status == "ok":
             outcome = _run_repeats(request.node, state, explainer, case, repeat)
-        _record(request.node, seconds=outcome.seconds, cpu_seconds=outcome.cpu_seconds, cached=cached)
-        where = f"{explainer.name} on {case.name}"
+        rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
         if outcome.status == "skip":
-            _record(request.node, skip=outcome.message)
-            pytest.skip(f"{where}: {outcome.message}")
-        if outcome.status in ("error", "timeout"):
+            pytest.skip(f"{explainer.name} on {case.name}: {outcome.message}")
+        if outcome.status == "error":
             failure = f"explainer {explainer.name!r} on case {case.name!r}: {outcome.message}"
-            _record(request.node, error=failure, status=outcome.status.upper(), passed=False, score=0.0)
+            rec.error, rec.kind, rec.passed, rec.score = failure, outcome.kind, False, 0.0
             pytest.fail(failure + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
         return outcome.explanation
 
@@ -521,10 +528,10 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             score = info.func(explanation, case, **params)
             score = _score_repeats(request.node, info.func, explanation, case, params, score)
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
-            _record(request.node, skip=str(exc))
             pytest.skip(f"{name} on {case.name}: {exc}")
-        _record(request.node, check=name, score=round(float(score.value), 6), passed=bool(score.passed),
-                threshold=float(score.threshold), threshold_sources=sources, detail=score.detail)
+        rec = _rec(request.node)
+        rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
+        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, score.detail
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
@@ -556,7 +563,7 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
                       f"{type(exc).__name__}: {exc}", stacklevel=2)
         return
     if path:
-        _record(request.node, picture=path)
+        _rec(request.node).picture = path
 
 
 def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:
@@ -619,12 +626,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     for item in items:  # suite identity, so that even a setup error or skip reaches the table
         if getattr(getattr(item, "function", None), "xai_check", None):
-            info = cases.info(item.callspec.params["xai_case_name"])
-            _record(item, explainer=item.callspec.params["xai_explainer"].name, case=info.name,
-                    family=info.family, category=info.category, check=item.function.xai_check,
-                    row=f"{item.function.xai_check}[{info.name}]")
+            info, check = cases.info(item.callspec.params["xai_case_name"]), item.function.xai_check
+            item.stash[xai_record] = Record(explainer=item.callspec.params["xai_explainer"].name, case=info.name,
+                                            family=info.family, category=info.category, check=check,
+                                            row=f"{check}[{info.name}]")
         elif _explainer_of(item) is not None:
-            _record(item, explainer=item.callspec.params["xai_explainer"].name, row=_row_of(item))
+            item.stash[xai_record] = Record(explainer=item.callspec.params["xai_explainer"].name, row=_row_of(item))
     categories = config.getoption("xai_category")
     if categories:
         keep, drop = [], []
@@ -660,80 +667,47 @@ class XaiCi:
         if factor is not None and not 1 <= factor < float("inf"):
             raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
                                     f"e.g. 3 to fail a test whose explainer became 3 times slower")
-        self.seconds_factor = factor
-        self.baseline_path = config.getoption("xai_baseline")
-        self.baseline = self.tolerances = None
-        if self.baseline_path:
-            self._load_baseline()
+        self.baseline = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
 
-    def _load_baseline(self) -> None:
+    def _load_gate(self, config: pytest.Config, factor: float | None) -> Any:
         from pytest_xai import baseline, cases, checks
+        from pytest_xai.report import versions
 
         try:
-            self.baseline = baseline.load(self.baseline_path)
+            gate = baseline.Gate(config.getoption("xai_baseline"), {}, factor)
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.baseline_index = baseline.index(self.baseline)
-        entries = [("--xai-baseline-tolerance", self.config.getoption("xai_baseline_tolerance")),
-                   ("ini xai_baseline_tolerance", self.config.getini("xai_baseline_tolerance"))]
-        self.tolerances = {}
-        for source, given in reversed(entries):  # the command line wins over the ini file
-            if given:
+        for source, given in (("ini xai_baseline_tolerance", config.getini("xai_baseline_tolerance")),
+                              ("--xai-baseline-tolerance", config.getoption("xai_baseline_tolerance"))):
+            if given:  # the command line wins over the ini file
                 cases.infos()  # family modules register their checks
-                self.tolerances.update(_checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
+                gate.tolerances.update(_checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
                                                 given, source))
-        if hasattr(self.config, "workerinput"):
-            return  # the controller warns once
-        from pytest_xai.report import _versions
+        if not hasattr(config, "workerinput"):  # the controller warns once
+            for warning in gate.warnings(versions(), self.state.seed):
+                config.issue_config_time_warning(baseline.BaselineWarning(warning), stacklevel=2)
+        return gate
 
-        ident = baseline.identity(self.baseline, self.baseline_path, _versions())
-        if ident["changed_versions"]:
-            changed = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}"
-                                for k, (a, b) in ident["changed_versions"].items())
-            self.config.issue_config_time_warning(baseline.BaselineWarning(
-                f"baseline {self.baseline_path} was made with other library versions ({changed}); scores are "
-                f"compared anyway: refresh it with --xai-save-baseline once the change is understood"), stacklevel=2)
-        if self.baseline.get("seed") != self.state.seed:
-            self.config.issue_config_time_warning(baseline.BaselineWarning(
-                f"baseline {self.baseline_path} has seed {self.baseline.get('seed')}, this run {self.state.seed}: "
-                f"stochastic explainers' scores move with the seed"), stacklevel=2)
-
-    def gate(self, node: pytest.Item, check: str, score) -> None:
+    def gate(self, node: pytest.Item, check: str, score: Any) -> None:
         """Fail a test that passed its check but regressed against the baseline."""
         if self.baseline is None:
             return
-        from pytest_xai import baseline
-
-        props = {k[4:]: v for k, v in node.user_properties if k.startswith("xai_")}
-        before = self.baseline_index.get((props.get("row") or node.nodeid, props.get("explainer")))
-        if before is None:
-            return
-        now = {"status": "PASS", "score": float(score.value), "seconds": props.get("seconds")}
-        reasons = baseline.regressions(now, before, tol=baseline.tolerance(check, self.tolerances),
-                                       seconds_factor=self.seconds_factor)
+        rec = _rec(node)
+        reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
+                                         rec.seconds)
         if reasons:
-            _record(node, regression="; ".join(reasons))
-            pytest.fail(f"{check} on case {props.get('case')!r} regressed against the baseline "
-                        f"{self.baseline_path}: {'; '.join(reasons)}", pytrace=False)
+            rec.regression = "; ".join(reasons)
+            pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
+                        f"{self.baseline.path}: {rec.regression}", pytrace=False)
 
-    def diff(self, records: list[dict]) -> dict | None:
-        if self.baseline is None:
-            return None
-        from pytest_xai import baseline
-
-        return baseline.compare(records, self.baseline, tolerances=self.tolerances, seconds_factor=self.seconds_factor)
-
-    def report_sections(self, records: list[dict]) -> dict:
+    def report_sections(self, records: list[Record]) -> dict:
         """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
         shards must agree on them) and, with a baseline, ``baseline``."""
         out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None)}
         if self.baseline is not None:
-            from pytest_xai import baseline
-            from pytest_xai.report import _versions
+            from pytest_xai.report import versions
 
-            out["baseline"] = {**baseline.identity(self.baseline, self.baseline_path, _versions()),
-                               "tolerances": self.tolerances, "seconds_factor": self.seconds_factor,
-                               "diff": self.diff(records)}
+            out["baseline"] = self.baseline.section(records, versions())
         return out
 
     def write_documents(self, doc: dict, session: pytest.Session) -> None:
@@ -762,9 +736,7 @@ class XaiCi:
         if self.state.explainers and self.repeat > 1:
             lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by majority of seeds")
         if self.baseline is not None:
-            tol = ", ".join(f"{k}={v:g}" for k, v in self.tolerances.items()) or "0.05"
-            lines.append(f"xai: baseline {self.baseline_path} (created {self.baseline.get('created')}, seed "
-                         f"{self.baseline.get('seed')}), tolerance {tol}")
+            lines.append(f"xai: {self.baseline.header()}")
         return lines
 
     @pytest.hookimpl(tryfirst=True)
@@ -784,24 +756,24 @@ class XaiCi:
             return
         from pytest_xai import htmlreport
 
-        props = {k[4:]: v for k, v in item.user_properties if isinstance(k, str) and k.startswith("xai_")}
-        if "explainer" in props:
+        rec = item.stash.get(xai_record, None)
+        if rec is not None and rec.explainer is not None:
             import pytest_html
 
             extras = getattr(report, "extras", [])
-            extras.append(pytest_html.extras.html(htmlreport.extra_html(props)))
-            picture = props.get("picture")
+            extras.append(pytest_html.extras.html(htmlreport.extra_html(rec)))
+            picture = rec.picture
             if picture and os.path.exists(picture):
                 extras.append(pytest_html.extras.png(htmlreport.png_base64(picture), name="worst example"))
             report.extras = extras
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        diff = self.diff(self.state.records) if self.state.records else None
+        diff = self.baseline.diff(self.state.records) if self.baseline is not None and self.state.records else None
         if diff is not None:
             from pytest_xai import baseline
 
-            terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline_path}")
+            terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
             for line in baseline.table(diff):
                 terminalreporter.write_line(line)
         for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
@@ -821,27 +793,14 @@ def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
 
 
 def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score):
-    """With ``--xai-repeat``: score every seed's explanation; the score is the mean (spread
-    recorded), the verdict the majority of seeds (a tie fails), FLAKY when the seeds disagree."""
+    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``)."""
     runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
     if not runs or runs[0][1] is not explanation:
         return score  # the test scored an explanation of its own
-    import dataclasses
-    import statistics
+    from pytest_xai.runner import combine_repeats
 
     scores = [score] + [func(expl, case, **params) for _, expl in runs[1:]]
-    values = [float(s.value) for s in scores]
-    passed = [bool(s.passed) for s in scores]
-    mean, spread = statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
-    flaky = len(set(passed)) > 1
-    _record(node, flaky=flaky, repeat={
-        "n": n, "runs": len(runs), "deterministic": deterministic, "seeds": [seed for seed, _ in runs],
-        "scores": [round(v, 6) for v in values], "passed": passed, "mean": round(mean, 6),
-        "std": round(spread, 6), "min": round(min(values), 6), "max": round(max(values), 6)})
-    if deterministic:
-        return score
-    verdict = 2 * sum(passed) > len(passed)
-    seeds = f"{sum(passed)}/{len(passed)} seeds passed{' (FLAKY)' if flaky else ''}"
-    return dataclasses.replace(score, value=mean, passed=verdict,
-                               detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {seeds}; "
-                                      f"first seed: {score.detail}")
+    score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
+    rec = _rec(node)
+    rec.repeat, rec.flaky = repeat, flaky
+    return score

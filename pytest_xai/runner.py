@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import (ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout,
+                               NotApplicable)
 
 #: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -49,7 +50,8 @@ def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping | None = 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one explainer call gave: ``status`` is ok, skip, error or timeout."""
+    """What one explainer call gave: ``status`` is ok, skip or error; an error's ``kind`` is one of
+    :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail)."""
 
     status: str
     explanation: Any = None
@@ -57,6 +59,12 @@ class Outcome:
     traceback: str = ""
     seconds: float | None = None
     cpu_seconds: float | None = None
+    kind: str | None = None
+
+    def error(self) -> ExplainerError:
+        """The exception of an error outcome, of the class of its kind."""
+        classes = {"timeout": ExplainerTimeout, "crash": ExplainerCrash, "raised": ExplainerRaised}
+        return classes.get(self.kind or "", ExplainerError)(self.message)
 
 
 def _number(value: Any) -> float | None:
@@ -145,13 +153,13 @@ class Runner:
                   rows: list | None = None, perturb: tuple | None = None) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
-        checks; ``case.meta["with_model"]``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
+        checks; ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
         (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
         ``other_seed`` gives the explainer another seed."""
         seed = self.seed_for(case) + (1 if other_seed else 0)
         swap = model is not None and model is not case.model
         variant = _variant(case, model) if swap else None
-        changed = case.meta["with_model"](case, model) if swap else case
+        changed = case.with_model(model) if swap else case
         inputs = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None} or None
         if inputs:
             from pytest_xai.cases.generic import variant_inputs
@@ -164,7 +172,7 @@ class Runner:
             raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
                                  f"{outcome.message}")
         if outcome.status != "ok":
-            raise (ExplainerTimeout if outcome.status == "timeout" else ExplainerError)(outcome.message)
+            raise outcome.error()
         return outcome.explanation.attributions
 
     def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None,
@@ -176,10 +184,8 @@ class Runner:
             return self._in_worker(explainer, base if base is not None else case, case, seed, variant, inputs)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
-        except ExplainerTimeout as exc:
-            return Outcome("timeout", message=str(exc))
         except ExplainerError as exc:
-            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""))
+            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
     def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None,
                    inputs: dict | None = None) -> Outcome:
@@ -189,7 +195,7 @@ class Runner:
         request = {"seed": int(seed), "variant": variant, "inputs": inputs,
                    "budget": budget.for_case(case, self.budget)}
         if built is None:
-            reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
+            reply, arrays = self.pool.explain(explainer.spec, request, case=case.without_hooks())
         else:
             name, case_seed, root, data_dir = built
             request.update(case=name, case_seed=case_seed, cache_root=None if root is None else str(root),
@@ -203,7 +209,6 @@ class Runner:
 
     def _in_process(self, explainer: Any, case: Any, seed: int) -> Any:
         from pytest_xai import budget, cases, contract
-        from pytest_xai.isolate import ExplainerRaised
         from pytest_xai.wire import clip
 
         built = cases.built_with(case)
@@ -291,23 +296,16 @@ def _modules_of(case: Any) -> list:
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 
 
-def _picklable(case: Any) -> Any:
-    """A copy of a hand-made case without its builder (builders are often lambdas)."""
-    import dataclasses
-
-    return dataclasses.replace(case, info=dataclasses.replace(case.info, build=None))
-
-
 def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any, score: Any) -> str | None:
     """Draw the worst example of ``score`` next to the JSON report; the path, or None.
 
-    Only cases that know how to draw (``case.meta["draw"]``) and scores that name a row draw.
+    Only cases that know how to draw (``Case.draw``) and scores that name a row draw.
     """
     import re
 
     from pytest_xai.checks import attributions_of
 
-    draw = case.meta.get("draw")
+    draw = case.draw
     row = (score.worst or {}).get("row")
     if draw is None or row is None:
         return None
@@ -317,3 +315,28 @@ def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any
     path.parent.mkdir(parents=True, exist_ok=True)
     draw(path, case, attributions_of(explanation), int(row))
     return str(path)
+
+
+def combine_repeats(scores: list[Any], *, seeds: list[int], n: int, deterministic: bool) -> tuple[Any, dict, bool]:
+    """``--xai-repeat``: one score from the scores of every seed's explanation (the first seed's
+    first), the mean with its spread, the verdict by majority of seeds (a tie fails), flaky when the
+    seeds disagree; a deterministic explainer's one score stands.  Returns ``(score, repeat, flaky)``,
+    ``repeat`` the summary the JSON report records."""
+    import dataclasses
+    import statistics
+
+    values = [float(s.value) for s in scores]
+    passed = [bool(s.passed) for s in scores]
+    mean, spread = statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
+    flaky = len(set(passed)) > 1
+    repeat = {"n": n, "runs": len(scores), "deterministic": deterministic, "seeds": seeds,
+              "scores": [round(v, 6) for v in values], "passed": passed, "mean": round(mean, 6),
+              "std": round(spread, 6), "min": round(min(values), 6), "max": round(max(values), 6)}
+    first = scores[0]
+    if deterministic:
+        return first, repeat, flaky
+    verdict = 2 * sum(passed) > len(passed)
+    tally = f"{sum(passed)}/{len(passed)} seeds passed{' (FLAKY)' if flaky else ''}"
+    return dataclasses.replace(first, value=mean, passed=verdict,
+                               detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {tally}; "
+                                      f"first seed: {first.detail}"), repeat, flaky

@@ -89,13 +89,13 @@ class Worker:
                                         data_dir=header["data_dir"])
         case = self.cases[key]
         variant = header.get("variant")
-        if variant and variant[0] == "meta" and variant[1] not in case.meta and "variants" in case.meta:
-            case.meta["variants"](case)  # randomised models a user case builds on first use
+        if variant and variant[0] == "meta" and variant[1] not in case.meta:
+            case.build_variants()  # randomised models a user case builds on first use
         if variant:
             model = case.torch_model if variant == ["torch_model"] else case.meta
             for part in variant[1:]:  # ["meta", key, index, ...]: where runner._variant found it
                 model = model[part]
-            case = case.meta["with_model"](case, model)
+            case = case.with_model(model)
         if header.get("inputs"):
             from pytest_xai.cases.generic import variant_inputs
 

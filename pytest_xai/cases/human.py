@@ -1251,9 +1251,9 @@ def human_shapes_oracle(info, *, seed, cache) -> Case:
         torch_model=oracle.torch_module() if importlib.util.find_spec("torch") else None,
         truth={"weighted_mask": data["weighted"], "segmentation": data["segmentation"]},
         meta={"ids": [f"cross-{seed}-{i}" for i in range(n)], "classes": SHAPES, "gate": GATE,
-              "draw": draw_worst_image,
               # feature groups (contract name ``groups``): 4x4 superpixels, 64 ids, row-major
               "groups": np.kron(np.arange(64).reshape(8, 8), np.ones((SIZE // 8, SIZE // 8), dtype=int))},
+        draw=draw_worst_image,
     )
 
 

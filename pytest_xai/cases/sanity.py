@@ -210,11 +210,12 @@ def sanity_digits_mlp(info, *, seed, cache):
         baseline=np.zeros(inputs.shape[1:], dtype=np.float32), truth={},
         meta={
             "cascade": cascade, "random_models": floor, "label_randomised": memoriser,
-            "layers_top_down": layers, "with_model": with_model,
+            "layers_top_down": layers,
             "test_accuracy": _accuracy(model, images[test_rows], labels[test_rows]),
             "train_accuracy": _accuracy(model, images[train_rows], labels[train_rows]),
             "label_randomised_train_accuracy": _accuracy(memoriser, images[train_rows], permuted),
         },
+        swap_model=with_model,
     )
 
 
@@ -338,8 +339,8 @@ def _variants(case: Case, kind: str, key: str) -> None:
     """Build a user case's randomised models on first use; skip with what is missing."""
     from pytest_xai.errors import NotApplicable
 
-    if key not in case.meta and "variants" in case.meta:
-        case.meta["variants"](case)
+    if key not in case.meta:
+        case.build_variants()
     if key not in case.meta:
         reason = case.meta.get("not_randomisable", {}).get(kind)
         raise NotApplicable(reason or f"case {case.name!r} has no {key!r} models to compare with")
