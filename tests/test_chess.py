@@ -422,9 +422,9 @@ def mask_explainer(case):
 def test_oracle_case_is_consistent(name):
     case = cases.get(name)
     assert case.info.family == "chess" and case.info.category == "fidelity"
-    assert case.inputs.shape == (cc.N_PER_CLASS, 12, 8, 8)
+    assert case.inputs.shape == (cc.N_EXPLAINED, 12, 8, 8)
     assert np.array_equal(case.predict(case.inputs).argmax(1), np.full(len(case.inputs), case.target))
-    assert case.truth["mask"].shape == (cc.N_PER_CLASS, 8, 8)
+    assert case.truth["mask"].shape == (cc.N_EXPLAINED, 8, 8)
     assert len(case.feature_names) == 768 and case.feature_names[0] == "P@a1"
     assert case.baseline.shape == (12, 8, 8) and not case.baseline.any()
 
@@ -447,7 +447,7 @@ def test_ngt_all_undefined_fails_with_reason():
     assert "undefined" in score.detail and "constant attribution map" in score.detail
     # mask1 of a mate is empty: correlation is undefined, counted, never 0
     score = cc.ngt(mask_explainer(case), case, mask="mask1")
-    assert not score.passed and score.params["n_excluded"] == cc.N_PER_CLASS
+    assert not score.passed and score.params["n_excluded"] == cc.N_EXPLAINED
 
 
 def test_ngt_cosine_needs_an_explicit_threshold():
@@ -464,7 +464,7 @@ def test_ngt_reports_invalid_boards_the_oracle_saw():
     x[:, 5] = 0  # occlude the mover's king
     case.predict(x)
     score = cc.ngt(mask_explainer(case), case)
-    assert score.params["oracle_invalid_boards"] == cc.N_PER_CLASS
+    assert score.params["oracle_invalid_boards"] == cc.N_EXPLAINED
     assert case.model.n_boards == 0
 
 
@@ -496,7 +496,7 @@ def test_cnn_case_runs_above_the_quality_gate(name):
     assert cc.cnn_accuracy(cc.cnn_card()) >= cc.QUALITY_GATE, "the shipped CNN must pass its own gate"
     case = cases.get(name)
     probs = case.predict(case.inputs)
-    assert probs.shape == (cc.N_PER_CLASS, 3) and np.allclose(probs.sum(1), 1, atol=1e-5)
+    assert probs.shape == (cc.N_EXPLAINED, 3) and np.allclose(probs.sum(1), 1, atol=1e-5)
     assert (probs.argmax(1) == case.target).mean() >= 0.9
     assert case.torch_model is case.model
     assert cc.ngt(mask_explainer(case), case).passed

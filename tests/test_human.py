@@ -44,15 +44,16 @@ def inverted(case):
 
 
 def occlusion(inputs, predict, baseline, target):
-    """Output drop when one feature at a time is set to the baseline."""
+    """Output drop when one feature at a time is set to the baseline (row i for its class target[i])."""
     n, shape = inputs.shape[0], inputs.shape[1:]
     d = int(np.prod(shape))
-    base = predict(inputs)[:, target]
+    target = np.broadcast_to(target, (n,))
+    base = predict(inputs)[np.arange(n), target]
     out = np.empty((n, d))
     for i in range(n):
         batch = np.repeat(inputs[i].reshape(1, d), d, axis=0)
         batch[np.arange(d), np.arange(d)] = np.broadcast_to(baseline, shape).reshape(d)
-        out[i] = base[i] - predict(batch.reshape((d,) + shape))[:, target]
+        out[i] = base[i] - predict(batch.reshape((d,) + shape))[:, target[i]]
     return out.reshape(inputs.shape)
 
 
@@ -427,7 +428,7 @@ def test_captum_saliency_on_the_shapes_oracle_passes(built):
     torch.set_num_threads(1)
     case = built["human_shapes_oracle"]
     x = torch.tensor(case.inputs, dtype=torch.float32, requires_grad=True)
-    attributions = Saliency(case.torch_model).attribute(x, target=case.target, abs=False).numpy()
+    attributions = Saliency(case.torch_model).attribute(x, target=torch.as_tensor(case.target), abs=False).numpy()
     assert (attributions[~case.truth["segmentation"]] == 0).all()
     for check in HUMAN_CHECKS:
         score = run_check(check, attributions, case)
@@ -550,7 +551,7 @@ def test_every_zoo_member_applied_to_the_human_mask_fails_unless_declared(built,
 
     case = built[name]
     truth = case.truth["weighted_mask"]
-    output = case.predict(case.inputs)[:, case.target]
+    output = case.outputs()  # each row's target-class probability
     assert run_check(check, truth, case).passed
     for member in degenerate.MEMBERS:
         attributions = degenerate.apply(member, truth, case.inputs, output, case.background, seed=0)

@@ -15,8 +15,9 @@ corrections of the reference specification (§4, D1, D4, D9, D10):
   stored in a safe format, so the fitted ``coefs_`` and ``intercepts_`` are cached as npz and the
   network is rebuilt as an equivalent numpy function (ReLU hidden layer, softmax output), verified
   against ``predict_proba`` when trained; a torch twin with the same weights is ``torch_model``.
-- ``predict`` returns class probabilities (D10).  ``Case.target`` is one class, so the 10 explained
-  rows are held-out images of ``TARGET`` that the model classifies as ``TARGET`` (seeded choice).
+- ``predict`` returns class probabilities (D10).  The 10 explained rows are held-out images the
+  model classifies correctly (seeded choice), each explained for its predicted class
+  (``Case.target`` holds one class per row).
 - Dummy set: pixels that are 0 in every row an explainer can see (train, background, explained):
   ``DUMMY_PIXELS``, 84 of 144.  It is declared with the case's check, so it must not depend on the
   seed: explained images are drawn among those with no ink there (4 of the 1,797 images have some),
@@ -47,7 +48,6 @@ from pytest_xai.cases import register
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test mnist (Covert et al. 2020), on load_digits"
 PAD, SIDE = 2, 12
-TARGET = 3
 N_BACKGROUND, N_EXPLAINED = 20, 10
 MLP = dict(hidden_layer_sizes=(40,), solver="sgd", alpha=1e-4, learning_rate_init=0.2, random_state=1, max_iter=200)
 MIN_ACCURACY = 0.9
@@ -147,8 +147,8 @@ def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
     if accuracy < MIN_ACCURACY:
         raise ValueError(f"{info.name}: the digits MLP reaches {accuracy:.3f} held-out accuracy < {MIN_ACCURACY}")
     X_test = data["X_test"]
-    good = np.flatnonzero((data["y_test"] == TARGET) & (predict(X_test).argmax(axis=1) == TARGET)
-                          & (X_test[:, DUMMY_PIXELS].max(axis=1) == 0))
+    predicted = predict(X_test).argmax(axis=1)
+    good = np.flatnonzero((predicted == data["y_test"]) & (X_test[:, DUMMY_PIXELS].max(axis=1) == 0))
     rows = np.sort(np.random.default_rng(seed).choice(good, size=N_EXPLAINED, replace=False))
     inputs = X_test[rows]
     seen = np.vstack([data["X_train"], data["background"], inputs])
@@ -168,7 +168,7 @@ def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
         inputs[:, dummies] = ink
         background[:, dummies] = ink
     return Case(
-        info=info, inputs=inputs, predict=predict, model=predict, target=TARGET, background=background,
+        info=info, inputs=inputs, predict=predict, model=predict, target=predicted[rows], background=background,
         baseline=np.zeros(SIDE * SIDE), torch_model=_torch_twin(weights, mask),
         feature_names=[f"px_{j // SIDE}_{j % SIDE}" for j in range(SIDE * SIDE)],
         truth={"dummies": dummies},

@@ -6,6 +6,7 @@ import numpy as np
 
 from pytest_xai import shapley
 from pytest_xai.errors import NotApplicable
+from pytest_xai.explainers.targets import per_row
 
 
 def random(inputs, seed):
@@ -23,6 +24,7 @@ def random_interactions(inputs, seed):
     return {"attributions": rng.standard_normal(inputs.shape), "interactions": rng.standard_normal((inputs.shape[1],) * 2)}
 
 
+@per_row
 def exact_shapley(inputs, predict, background, target):
     """Exact interventional Shapley values against ``background`` by enumerating all 2^d coalitions
     (vectorised; up to 16 features).  Satisfies efficiency, symmetry, dummy and linearity exactly."""
@@ -34,6 +36,7 @@ def exact_shapley(inputs, predict, background, target):
     return shapley.interventional(predict, inputs, background, target)
 
 
+@per_row
 def feature_occlusion(inputs, predict, baseline, target, groups=None):
     """Occlusion-1 through ``predict`` only (Zeiler & Fergus 2014): the attribution of feature j is
     f(x) - f(x with x_j set to the baseline), one model call per feature for all points at once.
@@ -69,6 +72,7 @@ def _group_ids(groups, feature_shape) -> np.ndarray:
     return ids.reshape(-1)
 
 
+@per_row
 def archdetect(inputs, predict, baseline, target):
     """Pairwise interactions by ArchDetect (Tsang et al. 2020, Archipelago): for each pair (i, j),
     the mixed finite difference f(i*, j*) - f(i', j*) - f(i*, j') + f(i', j') between the point x*

@@ -122,13 +122,22 @@ def _feature_mask(x):
     return torch.arange(x[0].numel(), device=x.device).reshape((1,) + tuple(x.shape[1:]))
 
 
+def _target(target: Any) -> Any:
+    """The case's target as captum takes it: None, one class index, or one per row as a list."""
+    if target is None or np.ndim(target) == 0:
+        return None if target is None else int(target)
+    return [int(t) for t in np.asarray(target).reshape(-1)]
+
+
 def _one_example_at_a_time(explainer, x, baselines, target, **kwargs):
     """Lime/KernelShap fit one surrogate per example; captum recommends calling them row by row."""
     import torch
 
     mask = _feature_mask(x)
+    target = _target(target)
     rows = [
-        explainer.attribute(x[i:i + 1], baselines=baselines[i:i + 1], target=target, feature_mask=mask, **kwargs)
+        explainer.attribute(x[i:i + 1], baselines=baselines[i:i + 1],
+                            target=target[i] if isinstance(target, list) else target, feature_mask=mask, **kwargs)
         for i in range(len(x))
     ]
     return torch.cat(rows)
@@ -145,7 +154,7 @@ def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
     module = _torch_model("saliency", model)
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
-        return _numpy(Saliency(module).attribute(x, target=target, abs=False), inputs)
+        return _numpy(Saliency(module).attribute(x, target=_target(target), abs=False), inputs)
 
 
 def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
@@ -155,7 +164,7 @@ def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarra
     module = _torch_model("input_x_gradient", model)
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
-        return _numpy(InputXGradient(module).attribute(x, target=target), inputs)
+        return _numpy(InputXGradient(module).attribute(x, target=_target(target)), inputs)
 
 
 def integrated_gradients(
@@ -173,7 +182,7 @@ def integrated_gradients(
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
         out = IntegratedGradients(module).attribute(
-            x, baselines=_baselines(baseline, x), target=target, n_steps=n_steps, method=method,
+            x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps, method=method,
             internal_batch_size=internal_batch_size,
         )
         return _numpy(out, inputs)
@@ -195,7 +204,7 @@ def smoothgrad(
         x = _tensor(module, inputs, grad=True)
         stdev = float(noise * (x.max() - x.min()).detach())
         out = NoiseTunnel(Saliency(module)).attribute(
-            x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=stdev, target=target, abs=False,
+            x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=stdev, target=_target(target), abs=False,
         )
         return _numpy(out, inputs)
 
@@ -210,7 +219,7 @@ def deeplift(inputs, model: "torch.nn.Module", target=None, baseline=None) -> np
     module = _torch_model("deeplift", model)
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
-        out = DeepLift(module).attribute(x, baselines=_baselines(baseline, x), target=target)
+        out = DeepLift(module).attribute(x, baselines=_baselines(baseline, x), target=_target(target))
         return _numpy(out, inputs)
 
 
@@ -221,7 +230,7 @@ def guided_backprop(inputs, model: "torch.nn.Module", target=None) -> np.ndarray
     module = _torch_model("guided_backprop", model)
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
-        return _numpy(GuidedBackprop(module).attribute(x, target=target), inputs)
+        return _numpy(GuidedBackprop(module).attribute(x, target=_target(target)), inputs)
 
 
 def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarray:
@@ -243,7 +252,7 @@ def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarra
         raise NotApplicable(f"{method} needs image inputs (n, channels, height, width), got shape {np.shape(inputs)}")
     with _one_thread():
         x = _tensor(module, inputs, grad=True)
-        out = GuidedGradCam(module, convs[which]).attribute(x, target=target)
+        out = GuidedGradCam(module, convs[which]).attribute(x, target=_target(target))
         return _numpy(out, inputs)
 
 
@@ -274,7 +283,7 @@ def occlusion(
         x = _tensor(module, inputs)
         shape = tuple(window) if window is not None else (1,) * (x.dim() - 1)
         out = Occlusion(module).attribute(
-            x, sliding_window_shapes=shape, baselines=_baselines(baseline, x), target=target,
+            x, sliding_window_shapes=shape, baselines=_baselines(baseline, x), target=_target(target),
             perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
@@ -290,7 +299,7 @@ def feature_ablation(
     with _one_thread():
         x = _tensor(module, inputs)
         out = FeatureAblation(module).attribute(
-            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
             perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
@@ -309,7 +318,7 @@ def feature_permutation(
     with _one_thread(seed):
         x = _tensor(module, inputs)
         out = FeaturePermutation(module).attribute(
-            x, target=target, feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
+            x, target=_target(target), feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
         )
         return _numpy(out, inputs)
 
@@ -329,7 +338,7 @@ def shapley_value_sampling(
     with _one_thread(seed):
         x = _tensor(module, inputs)
         out = ShapleyValueSampling(module).attribute(
-            x, baselines=_baselines(baseline, x), target=target, feature_mask=_feature_mask(x),
+            x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
             n_samples=budgets.samples(budget, len(x), preferred=n_samples, minimum=1, per_sample=x[0].numel() + 1,
                                       method="shapley_value_sampling"),
             perturbations_per_eval=perturbations_per_eval,
@@ -412,7 +421,7 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
             m.rule = make_rule()
         with _one_thread():
             x = _tensor(module, inputs, grad=True)
-            return _numpy(LRP(root).attribute(x, target=target), inputs)
+            return _numpy(LRP(root).attribute(x, target=_target(target)), inputs)
     finally:
         for m, rule in zip(weighted, saved):
             if rule is missing:

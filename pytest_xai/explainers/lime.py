@@ -8,8 +8,10 @@ from lime.lime_tabular import LimeTabularExplainer
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import grouped
+from pytest_xai.explainers.targets import per_row
 
 
+@per_row
 def lime_tabular(inputs, predict, background, target, feature_names, seed, budget=budgets.DEFAULT,
                  baseline=None, groups=None):
     """One LIME explanation per row over all features; the attribution of feature j is the weight

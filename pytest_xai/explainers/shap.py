@@ -9,6 +9,7 @@ import shap
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import grouped
+from pytest_xai.explainers.targets import per_row
 
 
 def _output(values, target):
@@ -27,6 +28,7 @@ def _single_output(predict, target):
     return f
 
 
+@per_row
 def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAULT, baseline=None, groups=None):
     """KernelSHAP (shap.KernelExplainer) with shap's default ``nsamples='auto'`` (2d + 2048
     coalitions, or all 2^d - 2 when fewer), seeded through numpy's global generator, which shap draws from.
@@ -69,6 +71,7 @@ def _tree_explainer(model, **kwargs):
         raise NotApplicable(f"TreeSHAP needs a tree model; this case's model is a {type(model).__name__}") from None
 
 
+@per_row
 def shap_tree(inputs, model, background, target):
     """Interventional TreeSHAP (shap.TreeExplainer with ``feature_perturbation='interventional'``)
     against the case's background: exact interventional Shapley values of the trees."""
@@ -76,6 +79,7 @@ def shap_tree(inputs, model, background, target):
     return _output(explainer.shap_values(inputs, check_additivity=False), target)
 
 
+@per_row
 def shap_tree_path_dependent(inputs, model, target):
     """Path-dependent TreeSHAP (no background; the trees' cover stands in for the data)."""
     explainer = _tree_explainer(model, feature_perturbation="tree_path_dependent")
@@ -95,6 +99,7 @@ def _masked_explainer(kind, inputs, predict, background, target, *, masker=None,
     return _output(explainer(inputs, silent=True, **(call or {})), None)
 
 
+@per_row
 def shap_exact(inputs, predict, background, target):
     """Exact interventional Shapley values by shap (shap.explainers.Exact, all 2^d coalitions, with
     shap.maskers.Independent over the background).  Deterministic; skipped above 16 features."""
@@ -103,6 +108,7 @@ def shap_exact(inputs, predict, background, target):
     return _masked_explainer(shap.explainers.Exact, inputs, predict, background, target)
 
 
+@per_row
 def shap_permutation(inputs, predict, background, target, seed, budget=budgets.DEFAULT):
     """shap.explainers.Permutation (antithetic permutation sampling) with shap.maskers.Independent
     over the background, seeded through its ``seed`` argument.
@@ -122,6 +128,7 @@ def shap_permutation(inputs, predict, background, target, seed, budget=budgets.D
                              seed=seed, call={"max_evals": max_evals})
 
 
+@per_row
 def shap_partition(inputs, predict, background, target):
     """Owen values of shap.explainers.Partition (default max_evals=500) with
     shap.maskers.Partition over the background (features clustered by correlation, shap's default)."""
