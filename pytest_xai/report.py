@@ -91,14 +91,16 @@ def _aggregate_cell(agg: dict) -> str:
     return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}, {agg['mean_score']:.3f}{seconds}{timeouts}"
 
 
-def table(records: list[Record]) -> list[str]:
+def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
-    explainer); columns: explainers; cells: verdict, score, seconds.
+    explainer); columns: explainers, those named in ``order`` first and in that order (the order
+    records arrive in changes under xdist); cells: verdict, score, seconds.
 
     Below, per explainer and per category: passed/judged, mean score, mean seconds per call, and
     timeouts (which have no verdict).
     """
-    explainers = list(dict.fromkeys(r.explainer or "" for r in records))
+    seen = set(r.explainer or "" for r in records)
+    explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))
     rows: dict[str, dict[str, Record]] = defaultdict(dict)
     for rec in sorted(records, key=lambda r: (r.category or "", r.check or r.test or "", r.case or "")):
         rows[rec.row or rec.nodeid][rec.explainer or ""] = rec

@@ -89,7 +89,7 @@ class XaiState:
         from pytest_xai import report as xai_report
 
         terminalreporter.write_sep("=", "xai scores")
-        for line in xai_report.table(self.records):
+        for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
             terminalreporter.write_line(line)
         path = self.config.getoption("xai_report")
         if path:
