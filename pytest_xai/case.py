@@ -17,19 +17,19 @@ _HOOKS = {"draw": "draw", "with_model": "swap_model", "variants": "variants"}
 class Draw(Protocol):
     """Draws the worst example of a test: ``draw(path, case, attributions, row)`` writes a PNG."""
 
-    def __call__(self, path: Path, case: "Case", attributions: Any, row: int) -> Any: ...
+    def __call__(self, path: Path, case: Case, attributions: Any, row: int) -> Any: ...
 
 
 class SwapModel(Protocol):
     """``swap(case, model)``: ``case`` with ``model`` in place of its own (randomisation checks)."""
 
-    def __call__(self, case: "Case", model: Any) -> "Case": ...
+    def __call__(self, case: Case, model: Any) -> Case: ...
 
 
 class Variants(Protocol):
     """``variants(case)`` builds the case's randomised models into ``case.meta`` on first use."""
 
-    def __call__(self, case: "Case") -> None: ...
+    def __call__(self, case: Case) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class CaseInfo:
     category: str
     source: str
     checks: Mapping[str, Mapping[str, Any]]
-    build: Callable[..., "Case"] | None
+    build: Callable[..., Case] | None
     description: str = ""
 
 
@@ -92,7 +92,7 @@ class Case:
     def name(self) -> str:
         return self.info.name
 
-    def with_model(self, model: Any) -> "Case":
+    def with_model(self, model: Any) -> Case:
         """This case with ``model`` in place of its own (itself for its own model or None)."""
         if model is None or model is self.model:
             return self
@@ -105,7 +105,7 @@ class Case:
         if self.variants is not None:
             self.variants(self)
 
-    def without_hooks(self) -> "Case":
+    def without_hooks(self) -> Case:
         """A copy without hooks or builder (often lambdas): what a worker process needs, picklable."""
         return replace(self, info=replace(self.info, build=None), draw=None, swap_model=None, variants=None)
 

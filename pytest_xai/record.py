@@ -63,7 +63,7 @@ class Record:
 
     @classmethod
     def from_properties(cls, nodeid: str, outcome: str, duration: float, properties: Iterable[tuple[str, Any]],
-                        skipped_because: str | None = None) -> "Record | None":
+                        skipped_because: str | None = None) -> Record | None:
         """The record of one test report, or None when the test is not an xai test (no explainer).
 
         A test that passes without calling ``xai_check`` is a PASS; ``skipped_because`` is the
@@ -94,7 +94,7 @@ class Record:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Record":
+    def from_dict(cls, data: Mapping[str, Any]) -> Record:
         """A record of a JSON report; fields it lacks (older reports) are None, unknown keys ignored."""
         return cls(**{f.name: data.get(f.name) for f in fields(cls)})
 

@@ -20,10 +20,24 @@ from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import SpecError
 from pytest_xai.plugin.ci import SMOKE, XaiCi  # noqa: F401 - SMOKE: public, docs/ci.md
-from pytest_xai.plugin.fixtures import (pytest_runtest_makereport, xai_case, xai_check,  # noqa: F401 - the
-                                        xai_explain, xai_explainer)  # plugin's namespace is what pytest registers
-from pytest_xai.plugin.state import (DEFAULT_TIMEOUT, WALL_FACTOR, XaiState, _checked, _state, xai_ci,
-                                     xai_record, xai_state)
+# pytest registers this module's namespace: the fixtures and hooks of the submodules are named here
+from pytest_xai.plugin.fixtures import (  # noqa: F401
+    pytest_runtest_makereport,
+    xai_case,
+    xai_check,
+    xai_explain,
+    xai_explainer,
+)
+from pytest_xai.plugin.state import (
+    DEFAULT_TIMEOUT,
+    WALL_FACTOR,
+    XaiState,
+    _checked,
+    _state,
+    xai_ci,
+    xai_record,
+    xai_state,
+)
 from pytest_xai.record import Record
 from pytest_xai.runner import derive_seed  # noqa: F401 - public name, used in examples
 
@@ -144,7 +158,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_xai.isolate import THREAD_VARIABLES
 
         for var in THREAD_VARIABLES:
-            os.environ.setdefault(var, "1")  # DESIGN §6: contention made captum 25-100x slower
+            os.environ.setdefault(var, "1")  # docs/design.md "Speed rules": contention made captum 25-100x slower
     loaded = []
     for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
                           ("ini xai_explainers", config.getini("xai_explainers"))):

@@ -12,7 +12,14 @@ from typing import Any, Callable
 import pytest
 
 from pytest_xai.errors import NotApplicable
-from pytest_xai.plugin.state import XaiState, _rec, _state, xai_ci, xai_record, xai_repeats
+from pytest_xai.plugin.state import (
+    XaiState,
+    _rec,
+    _state,
+    xai_ci,
+    xai_record,
+    xai_repeats,
+)
 from pytest_xai.record import Record
 
 
