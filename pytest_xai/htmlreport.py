@@ -324,5 +324,5 @@ def extra_html(rec: Record) -> str:
     """The pytest-html extra of one test: its score, threshold, seconds and detail."""
     rows = [[escape(k), escape(str(getattr(rec, k)))] for k in ("explainer", "case", "check", "score", "threshold",
                                                               "passed", "seconds", "flaky", "detail", "regression",
-                                                              "error") if getattr(rec, k) is not None]
+                                                              "kind", "error") if getattr(rec, k) is not None]
     return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'
