@@ -48,11 +48,15 @@ def test_each_row_is_explained_for_its_own_class(name):
         rows = np.flatnonzero(targets == label)
         alone = make_case(X[rows], predict=softmax_predict, model=model, background=BACKGROUND, target=label,
                           baseline=np.zeros(4))
-        # captum's KernelShap draws its coalitions row after row from one seeded stream: rows agree to sampling noise
-        atol = 5e-3 if name == "captum_kernel_shap" else 1e-5
-        np.testing.assert_allclose(got[rows], attributions(name, alone), rtol=1e-4, atol=atol)
+        expected = attributions(name, alone)
+        if name == "captum_kernel_shap":  # one seeded stream of coalitions, row after row: only row 0 draws alike
+            np.testing.assert_allclose(got[rows], expected, atol=3e-2)
+            if label == 0:
+                np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-6)
+        else:
+            np.testing.assert_allclose(got[rows], expected, rtol=1e-4, atol=1e-5)
     fixed = make_case(X, predict=softmax_predict, model=model, background=BACKGROUND, target=0, baseline=np.zeros(4))
-    assert not np.allclose(got, attributions(name, fixed), atol=2e-2)
+    assert not np.allclose(got, attributions(name, fixed), atol=5e-2)
 
 
 def test_per_row_shares_the_budget_in_proportion_to_rows():
