@@ -115,7 +115,7 @@ class Case:
         out = self.outputs()
         return float(out.max() - out.min())
 
-    def outputs(self, inputs: Any = None):
+    def outputs(self, inputs: Any = None) -> Any:
         """The explained output per row of ``inputs`` (default: the case's): the regression output,
         or the probability of the target class (one class, or one per row)."""
         import numpy as np

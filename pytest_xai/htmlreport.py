@@ -116,15 +116,15 @@ class _Axes:
 
 def score_seconds_chart(records: list[Record], explainer: str, colour: str) -> str:
     """Each test of ``explainer`` a point: its score against its explainer's seconds."""
-    points = [r for r in records if r.explainer == explainer and isinstance(r.score, (int, float))
-              and isinstance(r.seconds, (int, float))]
-    axes = _Axes([r.seconds for r in points])
+    points = [(r, float(r.score), float(r.seconds)) for r in records if r.explainer == explainer
+              and isinstance(r.score, (int, float)) and isinstance(r.seconds, (int, float))]
+    axes = _Axes([seconds for _, _, seconds in points])
     out = axes.frame(f"score against seconds, {explainer}")
-    for r in points:
+    for r, score, seconds in points:
         fill = STATUS_COLOURS.get(r.status or "", colour)
-        out.append(f'<circle cx="{axes.x(r.seconds):.1f}" cy="{axes.y(r.score):.1f}" r="4" fill="{fill}" '
+        out.append(f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
                    f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {r.status} '
-                   f'{r.score:.3f} in {r.seconds:.3g} s</title></circle>')
+                   f'{score:.3f} in {seconds:.3g} s</title></circle>')
     out.append("</svg>")
     return (f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
             f"</figcaption></figure>")

@@ -46,10 +46,11 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
 
 
 def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | None:
-    bases = [doc.get("baseline") for _, doc in docs]
-    if not any(bases):
+    given = [doc.get("baseline") for _, doc in docs]
+    if not any(given):
         return None
-    if not all(bases) or len({b.get("path") for b in bases}) > 1:
+    bases: list[Mapping[str, Any]] = [b for b in given if b]
+    if len(bases) < len(given) or len({b.get("path") for b in bases}) > 1:
         raise MergeError("only some shards were compared with a baseline, or with different ones; compare every "
                          "shard with the same --xai-baseline")
     diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "unchanged": 0}

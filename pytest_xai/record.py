@@ -96,7 +96,8 @@ class Record:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Record:
         """A record of a JSON report; fields it lacks (older reports) are None, unknown keys ignored."""
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
 
     def key(self) -> tuple[str, str]:
         """What identifies a test across runs (baselines): ``(row, explainer)``."""

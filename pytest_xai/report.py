@@ -40,7 +40,7 @@ def _cell(rec: Record) -> str:
     return f"{rec.status}{score}{seconds}"
 
 
-def summary(records: list[Record]) -> dict[str, dict]:
+def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
     """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
 
     Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
@@ -49,7 +49,7 @@ def summary(records: list[Record]) -> dict[str, dict]:
     of a case share it (``cached``).
     """
 
-    def aggregate(recs: list[Record]) -> dict:
+    def aggregate(recs: list[Record]) -> dict[str, Any]:
         ran = [r for r in recs if r.status != "SKIP"]
         judged = [r for r in ran if r.status != "TIMEOUT"]
         timed = [r.seconds for r in judged if r.seconds is not None and r.status != "ERROR" and not r.cached]
@@ -81,7 +81,7 @@ def _grid(header: list[str], body: list[list[str]], footer: list[list[str]]) -> 
     return [line(header), rule, *(line(r) for r in body), *([rule] if footer else []), *(line(r) for r in footer)]
 
 
-def _aggregate_cell(agg: dict) -> str:
+def _aggregate_cell(agg: dict[str, Any]) -> str:
     if not agg["ran"]:
         return f"skip x{agg['skipped']}" if agg["skipped"] else ""
     timeouts = f", {agg['timeouts']} TIMEOUT" if agg["timeouts"] else ""
@@ -129,7 +129,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-def document(records: list[Record], *, options: dict, seed: int, exitstatus: int) -> dict:
+def document(records: list[Record], *, options: dict[str, Any], seed: int, exitstatus: int) -> dict[str, Any]:
     """The JSON report: versioned, self-describing, one entry per xai test."""
     return {
         "schema": SCHEMA,
@@ -159,7 +159,7 @@ def _finite(value: float) -> float | str:
     return float(value)
 
 
-def jsonable(value: Any, _seen: frozenset = frozenset()) -> Any:
+def jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
     """``value`` as strict JSON types: non-finite floats become the strings ``"inf"``, ``"-inf"``
     and ``"nan"`` (what ``float()`` reads back); tuples and sets become lists; numpy scalars and
     arrays their Python values; dict keys strings; anything else its ``str``.  Never raises."""
@@ -204,7 +204,7 @@ def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
             continue
 
 
-def write_json(path: str | os.PathLike, doc: dict) -> None:
+def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
     """Write ``doc`` atomically (a reader sees the old file or the complete new one, never a part)
     as strict JSON: every value is passed through :func:`jsonable`, so no value makes it raise."""
     path = os.fspath(path)
