@@ -10,8 +10,9 @@ those written before a field existed included.  Pure Python: no pytest, no numpy
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 PREFIX = "xai_"
 #: Fields only the test report knows: never sent as properties.

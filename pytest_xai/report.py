@@ -99,7 +99,7 @@ def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     Below, per explainer and per category: passed/judged, mean score, mean seconds per call, and
     timeouts (which have no verdict).
     """
-    seen = set(r.explainer or "" for r in records)
+    seen = {r.explainer or "" for r in records}
     explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))
     rows: dict[str, dict[str, Record]] = defaultdict(dict)
     for rec in sorted(records, key=lambda r: (r.category or "", r.check or r.test or "", r.case or "")):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import SpecError
 from pytest_xai.plugin.ci import SMOKE, XaiCi  # noqa: F401 - SMOKE: public, docs/ci.md
+
 # pytest registers this module's namespace: the fixtures and hooks of the submodules are named here
 from pytest_xai.plugin.fixtures import (  # noqa: F401
     pytest_runtest_makereport,

@@ -7,7 +7,8 @@ Part of the plugin (the only package that imports pytest).
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
