@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +214,11 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
         raise KeyboardInterrupt(f"received signal {signal.Signals(signum).name}")
 
     previous = signal.signal(signal.SIGTERM, interrupt)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    config.add_cleanup(restore)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -292,9 +296,14 @@ def _direct_params(metafunc: pytest.Metafunc) -> set[str]:
     return {name.strip() for name in names}
 
 
-def _row_of(item: pytest.Item) -> str:
+def _params(item: pytest.Function) -> Mapping[str, Any]:
+    """The parameters of a test (its explainer, the suite's case name)."""
+    return item.callspec.params
+
+
+def _row_of(item: pytest.Function) -> str:
     """A user test's row in the table: its node id without the explainer's part of the id."""
-    explainer = item.callspec.params["xai_explainer"].name
+    explainer = _params(item)["xai_explainer"].name
     rest = [part for part in item.callspec.id.split("-") if part != explainer]
     base = item.nodeid.partition("[")[0]
     return f"{base}[{'-'.join(rest)}]" if rest else base
@@ -334,16 +343,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from pytest_xai import cases
 
     for item in items:  # suite identity, so that even a setup error or skip reaches the table
-        if getattr(getattr(item, "function", None), "xai_check", None):
-            info, check = cases.info(item.callspec.params["xai_case_name"]), item.function.xai_check
-            item.stash[xai_record] = Record(explainer=item.callspec.params["xai_explainer"].name, case=info.name,
+        if not isinstance(item, pytest.Function):
+            continue
+        if getattr(item.function, "xai_check", None):
+            info, check = cases.info(_params(item)["xai_case_name"]), item.function.xai_check
+            item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, case=info.name,
                                             family=info.family, category=info.category, check=check,
                                             row=f"{check}[{info.name}]")
         elif _explainer_of(item) is not None:
-            item.stash[xai_record] = Record(explainer=item.callspec.params["xai_explainer"].name, row=_row_of(item))
+            item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, row=_row_of(item))
     categories = config.getoption("xai_category")
     if categories:
-        keep, drop = [], []
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
         for item in items:
             suite = getattr(getattr(item, "function", None), "xai_check", None)
             wanted = any(item.get_closest_marker(f"xai_{c}") for c in categories)
@@ -353,5 +365,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = keep
     if config.getoption("xai_benchmark"):
         for item in items:
-            if getattr(getattr(item, "function", None), "xai_check", None) and "benchmark" not in item.fixturenames:
+            if (isinstance(item, pytest.Function) and getattr(item.function, "xai_check", None)
+                    and "benchmark" not in item.fixturenames):
                 item.fixturenames.append("benchmark")

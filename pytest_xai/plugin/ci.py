@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_xai.plugin.state import XaiState, _checked, _rec, xai_record
 from pytest_xai.record import Record
+
+if TYPE_CHECKING:
+    from pytest_xai.baseline import Gate
 
 #: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
 #: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
@@ -49,9 +52,9 @@ class XaiCi:
         if factor is not None and not 1 <= factor < float("inf"):
             raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
                                     f"e.g. 3 to fail a test whose explainer became 3 times slower")
-        self.baseline = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
+        self.baseline: Gate | None = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
 
-    def _load_gate(self, config: pytest.Config, factor: float | None) -> Any:
+    def _load_gate(self, config: pytest.Config, factor: float | None) -> Gate:
         from pytest_xai import baseline, cases, checks
         from pytest_xai.report import versions
 
@@ -127,7 +130,8 @@ class XaiCi:
         smoke = set(SMOKE)
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
-            if check and (check, item.callspec.params.get("xai_case_name")) in smoke:
+            if (check and isinstance(item, pytest.Function)
+                    and (check, item.callspec.params.get("xai_case_name")) in smoke):
                 item.add_marker(pytest.mark.xai_smoke)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -151,10 +155,10 @@ class XaiCi:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        diff = self.baseline.diff(self.state.records) if self.baseline is not None and self.state.records else None
-        if diff is not None:
+        if self.baseline is not None and self.state.records:
             from pytest_xai import baseline
 
+            diff = self.baseline.diff(self.state.records)
             terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
             for line in baseline.table(diff):
                 terminalreporter.write_line(line)

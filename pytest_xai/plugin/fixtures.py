@@ -168,7 +168,7 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
 
     try:
         path = draw_picture(report, request.node.name, case, explanation, score)
-    except Exception as exc:  # a picture is a convenience: never fail the test for it
+    except Exception as exc:  # noqa: BLE001 - a picture is a convenience: never fail the test for it
         warnings.warn(f"pytest-xai: could not draw the worst example of {request.node.name}: "
                       f"{type(exc).__name__}: {exc}", stacklevel=2)
         return
