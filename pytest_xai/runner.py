@@ -31,19 +31,22 @@ def derive_seed(base: int, *parts: str) -> int:
     return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
 
 
-def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping | None = None,
-                       marker: Mapping | None = None, command_line: Mapping | None = None,
-                       ini: Mapping | None = None, case: Mapping | None = None) -> tuple[dict, dict]:
+def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping[str, Any] | None = None,
+                       marker: Mapping[str, Any] | None = None, command_line: Mapping[str, Any] | None = None,
+                       ini: Mapping[str, Any] | None = None,
+                       case: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """Each threshold of a check from the strongest level that sets it, in the order of
     :data:`LEVELS`: ``xai_check`` kwargs > marker kwargs > ``--xai-threshold`` > ini
     ``xai_thresholds`` > the case's own value > the check's default.
 
     Returns ``(values, sources)``; ``sources`` names the level each value came from.
     """
-    given = dict(zip(LEVELS, (call, marker, command_line, ini, case, defaults)))
-    values, sources = {}, {}
+    given: dict[str, Mapping[str, Any]] = {level: mapping or {} for level, mapping in
+                                           zip(LEVELS, (call, marker, command_line, ini, case, defaults))}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for name in defaults:
-        level = next(level for level in LEVELS if given[level] and name in given[level])
+        level = next(level for level in LEVELS if name in given[level])
         values[name], sources[name] = given[level][name], level
     return values, sources
 
@@ -63,7 +66,8 @@ class Outcome:
 
     def error(self) -> ExplainerError:
         """The exception of an error outcome, of the class of its kind."""
-        classes = {"timeout": ExplainerTimeout, "crash": ExplainerCrash, "raised": ExplainerRaised}
+        classes: dict[str, type[ExplainerError]] = {"timeout": ExplainerTimeout, "crash": ExplainerCrash,
+                                                    "raised": ExplainerRaised}
         return classes.get(self.kind or "", ExplainerError)(self.message)
 
 
@@ -82,12 +86,12 @@ class Runner:
     def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None, budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
-        self.memo: dict[tuple, tuple[Any, Outcome]] = {}
+        self.memo: dict[tuple[str, Any, int], tuple[Any, Outcome]] = {}
         self.prepared: set[str] = set()
-        self._pool = None
+        self._pool: Any = None
 
     @property
-    def pool(self):
+    def pool(self) -> Any:
         if self._pool is None:
             from pytest_xai.isolate import Pool
 
@@ -110,7 +114,7 @@ class Runner:
 
     # ------------------------------------------------------------------------------ one call
 
-    def _key(self, explainer: Any, case: Any, seed: int) -> tuple:
+    def _key(self, explainer: Any, case: Any, seed: int) -> tuple[str, Any, int]:
         from pytest_xai import cases
 
         return explainer.spec, cases.built_with(case) or id(case), seed
@@ -150,7 +154,7 @@ class Runner:
         return runs, False
 
     def reexplain(self, explainer: Any, case: Any, model: Any = None, *, other_seed: bool = False,
-                  rows: list | None = None, perturb: tuple | None = None) -> Any:
+                  rows: list[int] | None = None, perturb: tuple[int, float] | None = None) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
         checks; ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
@@ -160,7 +164,8 @@ class Runner:
         swap = model is not None and model is not case.model
         variant = _variant(case, model) if swap else None
         changed = case.with_model(model) if swap else case
-        inputs = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None} or None
+        inputs: dict[str, Any] | None = {k: v for k, v in (("rows", rows), ("perturb", perturb))
+                                         if v is not None} or None
         if inputs:
             from pytest_xai.cases.generic import variant_inputs
 
@@ -175,8 +180,8 @@ class Runner:
             raise outcome.error()
         return outcome.explanation.attributions
 
-    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None,
-              inputs: dict | None = None) -> Outcome:
+    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list[Any] | None = None,
+              inputs: dict[str, Any] | None = None) -> Outcome:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
@@ -187,12 +192,12 @@ class Runner:
         except ExplainerError as exc:
             return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
-    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None,
-                   inputs: dict | None = None) -> Outcome:
+    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list[Any] | None,
+                   inputs: dict[str, Any] | None = None) -> Outcome:
         from pytest_xai import budget, cases, contract
 
         built = cases.built_with(source)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs,
+        request: dict[str, Any] = {"seed": int(seed), "variant": variant, "inputs": inputs,
                    "budget": budget.for_case(case, self.budget)}
         if built is None:
             reply, arrays = self.pool.explain(explainer.spec, request, case=case.without_hooks())
@@ -237,13 +242,13 @@ class Runner:
 class _real_interrupts:
     """Tell a real SIGINT from a KeyboardInterrupt the explainer raised itself."""
 
-    def __enter__(self) -> list:
-        self.flag: list = []
+    def __enter__(self) -> list[int]:
+        self.flag: list[int] = []
         self.previous = None
         if threading.current_thread() is threading.main_thread():
             previous = signal.getsignal(signal.SIGINT)
 
-            def handler(signum, frame):
+            def handler(signum: int, frame: Any) -> None:
                 self.flag.append(signum)
                 raise KeyboardInterrupt
 
@@ -266,12 +271,12 @@ def _same_explanation(a: Any, b: Any) -> bool:
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
-def _variant(case: Any, model: Any) -> list | None:
+def _variant(case: Any, model: Any) -> list[Any] | None:
     """Where ``model`` sits in ``case`` (so a worker can find its own copy), or None."""
     if model is case.torch_model:
         return ["torch_model"]
 
-    def search(obj: Any, path: list, depth: int) -> list | None:
+    def search(obj: Any, path: list[Any], depth: int) -> list[Any] | None:
         if obj is model:
             return path
         if depth == 0:
@@ -286,7 +291,7 @@ def _variant(case: Any, model: Any) -> list | None:
     return search(case.meta, ["meta"], 3)
 
 
-def _modules_of(case: Any) -> list:
+def _modules_of(case: Any) -> list[list[str | None]]:
     """The module that registers ``case`` when it is not a built-in family (a user's conftest)."""
     from pytest_xai import cases
 
@@ -317,7 +322,8 @@ def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any
     return str(path)
 
 
-def combine_repeats(scores: list[Any], *, seeds: list[int], n: int, deterministic: bool) -> tuple[Any, dict, bool]:
+def combine_repeats(scores: list[Any], *, seeds: list[int], n: int,
+                    deterministic: bool) -> tuple[Any, dict[str, Any], bool]:
     """``--xai-repeat``: one score from the scores of every seed's explanation (the first seed's
     first), the mean with its spread, the verdict by majority of seeds (a tie fails), flaky when the
     seeds disagree; a deterministic explainer's one score stands.  Returns ``(score, repeat, flaky)``,
