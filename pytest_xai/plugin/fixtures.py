@@ -80,8 +80,8 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
         rec = _rec(request.node)
-        rec.explainer, rec.case, rec.family, rec.category = explainer.name, case.name, case.info.family, case.info.category
-        rec.seed = seed
+        rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
+        rec.family, rec.category = case.info.family, case.info.category
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         run = lambda: state.runner.explain(explainer, case, seed=seed)  # noqa: E731
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
