@@ -1,4 +1,4 @@
-"""Speed of the three chess NGT masks (Mücke & Pfahler 2022, §3): bitboard fast path
+"""Speed of the three chess NGT masks (Mücke & Pfahler 2022, §2.1): bitboard fast path
 (``masks_of``) against the straightforward per-square python-chess reading
 (``reference_masks``: ``SquareSet`` and ``board.attacks`` per square, ``board.attackers`` per
 neighbour square) on the same generated positions.

@@ -238,7 +238,7 @@ class Cache:
             model = xgboost.XGBRegressor()
             model.load_model(path)
             model.get_booster().set_attr(**{META: None})
-            # One thread per process (DESIGN: contention slowed explainers 25-100x).
+            # One thread per process (docs/design.md, "Speed rules": contention slowed explainers 25-100x).
             return model.set_params(n_jobs=1)
 
         def save(model: Any, path: Path) -> None:
@@ -283,3 +283,8 @@ class Cache:
 
         path = self.path(name, params, ".pt", libs=("torch",))
         return self._load_or_build(path, load, save, build, validate)
+
+
+#: The no-op cache: every entry is built (and validated) each time, nothing is stored.  Builders
+#: receive it when there is no disk cache, so none of them tests for a missing cache.
+NO_CACHE = Cache(None)

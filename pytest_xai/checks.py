@@ -115,16 +115,6 @@ def importance_of(explanation: Any):
     return np.abs(attributions_of(explanation)).mean(axis=0)
 
 
-def ranks(values):
-    """0-based descending ranks of ``values`` along the last axis, ties sharing their average rank."""
-    import numpy as np
-
-    values = np.asarray(values, dtype=float)
-    greater = (values[..., None, :] > values[..., :, None]).sum(axis=-1)
-    equal = (values[..., None, :] == values[..., :, None]).sum(axis=-1)
-    return greater + (equal - 1) / 2.0
-
-
 def _flat(array):
     return array.reshape(array.shape[0], -1) if array.ndim > 1 else array
 
@@ -236,7 +226,7 @@ _BLIND_TO_SIGN = "importance is mean |attribution| over rows, blind to sign and 
 def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) -> Score:
     """Two features the model treats symmetrically get equal importance and mirrored attributions.
 
-    Compare-xAI cough_and_fever, corrected (D3): delta_I = |I_i - I_j| / max(I_i, I_j) and, when the
+    Compare-xAI cough_and_fever, corrected (CX-3): delta_I = |I_i - I_j| / max(I_i, I_j) and, when the
     case gives the row permutation ``mirror`` that swaps the two features' values,
     delta_A = max_r |A[r, i] - A[mirror[r], j]| / max(R, max |A|), with R the output range.  Both
     are scale-free; pass when max(delta_I, delta_A) <= rtol.  The default 0.05 admits sampling
@@ -292,7 +282,7 @@ def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) ->
 def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
     """Features the model does not use (dummies) get zero importance (the dummy axiom).
 
-    Compare-xAI counterexample_dummy_axiom and mnist, corrected (D1, D4): a feature counts as zero
+    Compare-xAI counterexample_dummy_axiom and mnist, corrected (CX-1, CX-4): a feature counts as zero
     when its importance is within tau = rtol * max_k I_k + 1e-12 * R of zero (not ``== 0``, which fails
     every float computation), scored over the dummy set only.  A guard requires some non-dummy
     feature above tau, so an all-zero explainer fails.  rtol = 1e-3 passes exact Shapley values
@@ -337,7 +327,7 @@ def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
 def ranking(attributions, case: Case, *, feature, rows=(), max_rank: float) -> Score:
     """A feature known to matter most is ranked first, globally and at the given rows.
 
-    Compare-xAI cough_and_fever_10_90 and a_and_b_or_c, corrected (D8): ranks are on |I| (and
+    Compare-xAI cough_and_fever_10_90 and a_and_b_or_c, corrected (CX-8): ranks are on |I| (and
     |A| per row) with ties sharing their average rank, so a tie is not a win.  The value is
     1 - r / (n - 1) for the worst rank r; pass when every rank is <= max_rank (0 = strictly first).
     Ranks read magnitudes only, so the check also applies the "explains nothing" guard to every
@@ -348,12 +338,14 @@ def ranking(attributions, case: Case, *, feature, rows=(), max_rank: float) -> S
     """
     import numpy as np
 
+    from pytest_xai.stats import descending_ranks
+
     A = _flat(attributions_of(attributions))
     I = _flat(importance_of(attributions)[None])[0]
     n = I.shape[0]
-    where = {"global importance": float(ranks(I)[feature])}
+    where = {"global importance": float(descending_ranks(I)[feature])}
     for r in rows:
-        where[f"row {r}"] = float(ranks(np.abs(A[r]))[feature])
+        where[f"row {r}"] = float(descending_ranks(np.abs(A[r]))[feature])
     label, rank = max(where.items(), key=lambda kv: kv[1])
     params = {"feature": int(feature), "rows": tuple(rows), "max_rank": max_rank}
     nothing = explains_nothing(attributions, case, range(n))
@@ -391,7 +383,7 @@ def _pairs_flipping(X, feature: int):
 def symmetric_effect(attributions, case: Case, *, features, rtol: float) -> Score:
     """Two features with the same effect on the model get the same offset-free attribution effect.
 
-    Compare-xAI x0_plus_x1 (Janzing et al. 2020; Sundararajan & Najmi 2020), corrected (D6).  For
+    Compare-xAI x0_plus_x1 (Janzing et al. 2020; Sundararajan & Najmi 2020), corrected (CX-6).  For
     f = x0 + x1 "symmetric attribution" depends on the value function: interventional (marginal)
     Shapley gives phi_i(x) = x_i - E[x_i], baseline-0 methods phi_i = x_i, and observational
     (conditional) Shapley on dependent data yet other values, so the original mirrored comparison
@@ -442,7 +434,7 @@ def symmetric_effect(attributions, case: Case, *, features, rtol: float) -> Scor
 def correlated(attributions, case: Case, *, used, twin, rtol: float) -> Score:
     """Of two identical columns, only the one the model uses gets credit (interventional convention).
 
-    Compare-xAI correlated_features (Kumar et al. 2020), corrected (D11).  The model is the plain
+    Compare-xAI correlated_features (Kumar et al. 2020), corrected (CX-11).  The model is the plain
     function f = a + b handed to every explainer, so the used twin (b) is known and the unused one
     (c, a copy of b in the data) must get zero credit: interventional Shapley gives phi_c = 0 and
     phi_b = b - E[b].  Under observational (conditional) Shapley b and c are exchangeable players
@@ -516,16 +508,6 @@ def _follows_own_effect(column, case: Case, feature: int) -> float | None:
     return float(np.corrcoef(column, effect)[0, 1])
 
 
-def _spearman(a, b) -> float:
-    """Spearman correlation with average ranks for ties; NaN when either side is constant."""
-    import numpy as np
-
-    ra, rb = ranks(a), ranks(b)
-    if np.ptp(ra) == 0 or np.ptp(rb) == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def quartile_score(rank: float, n: int) -> float:
     """Compare-xAI stress_nb_features' original score of a 0-based rank among n (kept for comparison)."""
     if rank < n // 4:
@@ -545,7 +527,7 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
                 min_spearman: float, min_cosine: float) -> Score:
     """With many features, the planted tokens stay on top and the top of the true ranking is kept.
 
-    Compare-xAI stress_nb_features, corrected (D13): the truth is the model's own importance
+    Compare-xAI stress_nb_features, corrected (CX-13): the truth is the model's own importance
     ``case.truth["importance"]`` (I*_j = mean |w_j (x_j - mu_j)|, exact interventional SHAP of the
     logistic model on the logit scale), not an assumption.  Two subtests: every planted token (e.g.
     "best") has 0-based rank <= max_rank in |I| (average ranks for ties), and Spearman(I, I*) over
@@ -569,6 +551,8 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
     """
     import numpy as np
 
+    from pytest_xai.stats import descending_ranks, spearman
+
     I = _flat(importance_of(attributions)[None])[0]
     truth = np.asarray(case.truth["importance"], dtype=float)
     n = I.shape[0]
@@ -576,11 +560,11 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
     missing = [t for t in tokens if t not in index]
     if missing:
         raise ValueError(f"case {case.name!r}: planted tokens {missing} are not features of the case")
-    r = ranks(I)
+    r = descending_ranks(I)
     token_ranks = {t: float(r[index[t]]) for t in tokens}
     token, rank = max(token_ranks.items(), key=lambda kv: kv[1])
     top = np.argsort(-truth, kind="stable")[:top_k]
-    rho = _spearman(I[top], truth[top])
+    rho = spearman(I[top], truth[top])
     params = {"tokens": tuple(tokens), "top_k": int(top_k), "max_rank": max_rank, "min_spearman": min_spearman}
     worst = {"token": token, "rank": rank, "spearman": None if np.isnan(rho) else rho,
              "quartile_score": quartile_score(rank, n)}
@@ -646,7 +630,7 @@ def roc_auc(scores, labels) -> float:
 def interaction_detection(attributions, case: Case, *, min_score: float, rtol: float) -> Score:
     """Returned pairwise interactions single out the pairs that truly interact, and only those.
 
-    Compare-xAI detect_interaction (Archipelago functions, Tsang et al. 2020), corrected (D14).  The
+    Compare-xAI detect_interaction (Archipelago functions, Tsang et al. 2020), corrected (CX-14).  The
     explainer must return ``interactions`` (d x d or n x d x d; otherwise the check raises
     :class:`pytest_xai.NotApplicable`).  They are canonicalised to all d(d-1)/2 unordered pairs with
     |strength| (:func:`interaction_strengths`).  With true pairs (``case.truth["interaction_pairs"]``)

@@ -1,7 +1,7 @@
 """The explainer contract: loading a spec, injecting arguments by name, validating the output.
 
 An explainer is any callable that asks for what it needs by parameter name, the way a pytest test
-asks for fixtures (DESIGN §3)::
+asks for fixtures (``docs/design.md``, "Explainer contract")::
 
     def explain(inputs, predict, background, seed): ...       # model-agnostic
     def explain(model: torch.nn.Module, inputs, target): ...  # gradient-based; skipped on xgboost cases

@@ -5,11 +5,12 @@ callable (numpy rows in, (n,) outputs or (n, classes) probabilities out), so it 
 model.  Each returns a :class:`MetricResult`: one value per explained point, NaN where the metric
 is undefined with the reason recorded, the direction, and the parameters used.  NaN values are
 excluded from :attr:`MetricResult.mean` / :attr:`MetricResult.median` and counted in
-:attr:`MetricResult.n_undefined`; they are never silently replaced by 0 (XAI-Bench defect D9).
+:attr:`MetricResult.n_undefined`; they are never silently replaced by 0 (``docs/defects.md`` XB-9).
 
-Sources: Liu et al. 2021 (XAI-Bench) §3 for faithfulness, monotonicity, ROAR, GT-Shapley and
-infidelity; Yeh et al. 2019 for infidelity; Agarwal et al. 2022 (OpenXAI) for FA/RA/SA/SRA/RC/PRA
-and PGI/PGU; Hedström et al. 2023 (Quantus) for the localisation metrics.
+Sources: Liu et al. 2021 (XAI-Bench) §3 for faithfulness, monotonicity, GT-Shapley and infidelity;
+Yeh et al. 2019 for infidelity.  These are the metrics the checks use (the Gaussian family's
+faithfulness, monotonicity, infidelity and GT-Shapley error, the generic checks' faithfulness);
+a metric no check reaches is not kept here.
 
 Expectations E_S[f] = E[f(x')], x' agreeing with x on the "present" set S, are computed by a
 ``reference``:
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+from pytest_xai.stats import pearson_rows
 
 
 _ROWS_PER_CALL = 1 << 15
@@ -111,19 +114,9 @@ def _constant(v: np.ndarray) -> np.ndarray:
     return spread <= 1e-12 * np.maximum(np.abs(v).max(axis=-1), 1e-300)
 
 
-def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``a`` with the same row of ``b`` (NaN for a constant row)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-    return np.clip(r, -1.0, 1.0)
-
-
 def _correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
                         params: Mapping[str, Any]) -> MetricResult:
-    return _result(name, rowwise_pearson(a, b), True,
+    return _result(name, pearson_rows(a, b), True,
                    [(_constant(a), f"{what_a} is constant: correlation undefined"),
                     (_constant(b), f"{what_b} is constant: correlation undefined")], params)
 
@@ -284,7 +277,7 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     order (:func:`importance_order`), never by index: delta_k = |E_{S+(k)}[f] - E_{S+(k-1)}[f]|,
     k = 1..d, and mono(x) = (1/(d-1)) sum_k 1[delta_k >= delta_{k+1}] (tie rule >=, with ``rtol``
     times the largest delta absorbing float noise).  The differences are taken in insertion order
-    (XAI-Bench D1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
+    (XAI-Bench XB-1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
     such a row orders nothing.  Sign plays no part: -w gives the same order as w.
     """
     A, X = _pair(attributions, inputs)
@@ -395,61 +388,6 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
                     "conditional": _conditional_name(reference) if perturbation == "subset" else "noise"})
 
 
-def roar(make_model: Callable[[], Any], train_X: Any, train_y: Any, test_X: Any, test_y: Any,
-         train_attributions: Any, test_attributions: Any, *, fill: Any = "mean", ks: Any = None,
-         loss: str = "mae") -> MetricResult:
-    """Remove-and-retrain, AUC version (Hooker et al. 2019; XAI-Bench App. E), higher is better.
-
-    For k in ``ks`` (default 0..d): from every train and test row remove the k features with the
-    largest |w| of *that row's own* attribution (D3 fixed), replacing them with the train mean
-    (``fill="mean"``, interventional) or with E[x_T | x_S] (``fill`` = an object with
-    ``conditional_mean_rows(X, present_masks)``, observational, e.g. a
-    :class:`pytest_xai.cases.gaussian.Gaussian`); fit ``make_model()`` (a fresh, unfitted
-    estimator with ``fit``/``predict``) on the modified train set and record the test loss L_k
-    (MAE or MSE).  Score = trapezoidal area under (k/d, L_k): a good attribution removes useful
-    features first, so the loss rises early.  One value (the whole test set); the curve is in
-    ``params["losses"]``.  Slow: d + 1 retrainings and attributions for every train row.
-    """
-    Atr, Xtr = _pair(train_attributions, train_X)
-    Ate, Xte = _pair(test_attributions, test_X)
-    ytr, yte = np.asarray(train_y, dtype=float), np.asarray(test_y, dtype=float)
-    d = Xtr.shape[1]
-    ks = np.arange(d + 1) if ks is None else np.asarray(ks, dtype=int)
-    if ks.min() < 0 or ks.max() > d:
-        raise ValueError(f"ks must be within 0..{d}, got {ks.tolist()}")
-    if loss not in ("mae", "mse"):
-        raise ValueError(f"loss must be 'mae' or 'mse', got {loss!r}")
-    mean = Xtr.mean(axis=0)
-
-    def remove(X, A, k):
-        present = np.ones_like(X, dtype=bool)
-        np.put_along_axis(present, importance_order(A)[:, :k], False, axis=1)  # ties: seeded random
-        if isinstance(fill, str):
-            if fill != "mean":
-                raise ValueError(f"fill must be 'mean' or a distribution, got {fill!r}")
-            return np.where(present, X, mean)
-        return fill.conditional_mean_rows(X, present)
-
-    losses = []
-    for k in ks:
-        model = make_model().fit(remove(Xtr, Atr, k), ytr)
-        err = np.asarray(model.predict(remove(Xte, Ate, k)), dtype=float).reshape(-1) - yte
-        losses.append(float(np.mean(np.abs(err)) if loss == "mae" else np.mean(err**2)))
-    x = ks / d
-    auc = float(np.sum((x[1:] - x[:-1]) * (np.array(losses[1:]) + np.array(losses[:-1])) / 2))
-    return _result("roar", np.array([auc]), True, [],
-                   {"ks": ks.tolist(), "losses": losses, "loss": loss,
-                    "conditional": "interventional" if isinstance(fill, str) else "observational"})
-
-
-def gt_shapley_mse(attributions: Any, shapley: Any) -> MetricResult:
-    """GT-Shapley MSE (XAI-Bench §3.1), lower is better, >= 0: mean over features of (w - phi*)^2
-    per point.  Scale-dependent: compare in the output space (probability or logit) of phi*.
-    Always defined."""
-    A, S = _pair(attributions, shapley)
-    return _result("gt_shapley_mse", ((A - S) ** 2).mean(axis=1), False, [], {})
-
-
 def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
     """Normalised GT-Shapley error, lower is better, in [0, 1] on average: the squared error of the
     attributions, rescaled by one common beta* = max(0, <w, phi*> / <w, w>) over the whole matrix,
@@ -457,7 +395,7 @@ def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
     ||phi*_m||^2, so the mean over points is ||beta* W - Phi*||^2 / ||Phi*||^2 = 1 - cos^2(W, Phi*)
     (uncentred cosine over all points and features jointly; 1 when cos <= 0).
 
-    Unlike the per-row Pearson of :func:`gt_shapley_corr` it sees a per-row offset w_n + c_n, a
+    Unlike XAI-Bench's per-row Pearson of w and phi* (its GT-Shapley correlation) it sees a per-row offset w_n + c_n, a
     per-row rescaling and a sign flip (beta* >= 0: -phi* explains nothing, error 1), and it stays free
     of the scale of w (100 phi* scores 0).  NaN for every point when the truth is all zero.
     ``params["beta"]`` is the fitted scale."""
@@ -468,282 +406,3 @@ def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
     values = ((beta * A - S) ** 2).sum(axis=1) / scale
     return _result("gt_shapley_error", values, False, [(np.full(len(S), energy_s == 0), "the truth is all zero")],
                    {"beta": beta})
-
-
-def gt_shapley_corr(attributions: Any, shapley: Any) -> MetricResult:
-    """GT-Shapley correlation (XAI-Bench's primary form), higher is better, in [-1, 1]: Pearson of
-    w and phi* per point.  NaN when either row is constant (D9: never mapped to 0)."""
-    A, S = _pair(attributions, shapley)
-    return _correlation_result("gt_shapley_corr", A, S, "attribution", "ground-truth Shapley row", {})
-
-
-# ---------------------------------------------------------------------------------------------
-# OpenXAI ground-truth agreement (Agarwal et al. 2022) and predictive faithfulness
-
-
-def _k_of(k: Any, d: int) -> int:
-    """k as an int in 1..d; a float in (0, 1) is a fraction of d (rounded up)."""
-    if isinstance(k, float) and 0 < k < 1:
-        k = math.ceil(k * d)
-    if int(k) != k or not 1 <= int(k) <= d:
-        raise ValueError(f"k must be an int in 1..{d} or a fraction in (0, 1), got {k!r}")
-    return int(k)
-
-
-def _truth_rows(truth: Any, n: int, d: int) -> np.ndarray:
-    g = np.asarray(truth, dtype=float)
-    g = np.broadcast_to(g.reshape(-1) if g.ndim == 1 else g.reshape(len(g), -1), (n, d))
-    return np.asarray(g)
-
-
-def dense_ranks(v: Any) -> np.ndarray:
-    """Dense ranks of -|v| per row: 1 = largest |v|, equal values share a rank."""
-    a = -np.abs(np.asarray(v, dtype=float))
-    order = np.argsort(a, axis=1, kind="stable")
-    s = np.take_along_axis(a, order, axis=1)
-    dense = np.cumsum(np.concatenate([np.ones((len(a), 1), bool), np.diff(s, axis=1) > 0], axis=1), axis=1)
-    out = np.empty_like(dense)
-    np.put_along_axis(out, order, dense, axis=1)
-    return out
-
-
-def _agreement(explanations: Any, truth: Any, k: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    E = _flat(explanations, "explanations")
-    n, d = E.shape
-    G = _truth_rows(truth, n, d)
-    k = _k_of(k, d)
-    return E, G, importance_order(E)[:, :k], importance_order(G)[:, :k], k
-
-
-def feature_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
-    """FA, higher is better, in [0, 1]: |top_k(e) ∩ top_k(g)| / k (top-k by |.|).  Ties at the k-th
-    place are averaged: the expected overlap over uniformly random tie-breaks (:func:`top_k_weights`),
-    so a constant explanation gets k/d, what a random one gets on average, and never a win by
-    feature position.  ``truth`` is one row (shared) or one row per explanation.  Always defined."""
-    E, G, te, tg, k = _agreement(explanations, truth, k)
-    overlap = (top_k_weights(np.abs(E), k) * top_k_weights(np.abs(G), k)).sum(axis=1)
-    return _result("feature_agreement", overlap / k, True, [], {"k": k})
-
-
-def rank_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
-    """RA, higher is better, in [0, 1]: fraction of positions r <= k holding the same feature in both
-    top-k lists (ordered by |.|, ties broken in a seeded random order, :func:`importance_order`)."""
-    E, G, te, tg, k = _agreement(explanations, truth, k)
-    return _result("rank_agreement", (te == tg).mean(axis=1), True, [], {"k": k})
-
-
-def _signs_at(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return np.sign(np.take_along_axis(V, idx, axis=1))
-
-
-def sign_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
-    """SA, higher is better, in [0, 1]: (1/k) |{i in top_k(e) ∩ top_k(g): sign e_i = sign g_i}|."""
-    E, G, te, tg, k = _agreement(explanations, truth, k)
-    inter = (te[:, :, None] == tg[:, None, :]).any(axis=2)
-    same = _signs_at(E, te) == _signs_at(G, te)
-    return _result("sign_agreement", (inter & same).sum(axis=1) / k, True, [], {"k": k})
-
-
-def signed_rank_agreement(explanations: Any, truth: Any, k: Any) -> MetricResult:
-    """SRA, higher is better, in [0, 1]: fraction of positions r <= k with the same feature in both
-    top-k lists and the same sign."""
-    E, G, te, tg, k = _agreement(explanations, truth, k)
-    same = (te == tg) & (_signs_at(E, te) == _signs_at(G, te))
-    return _result("signed_rank_agreement", same.mean(axis=1), True, [], {"k": k})
-
-
-def rank_correlation(explanations: Any, truth: Any) -> MetricResult:
-    """RC, higher is better, in [-1, 1]: Pearson of the dense ranks of |e| and |g| over all
-    features (Spearman-like).  NaN when all |e| (or all |g|) are equal."""
-    E = _flat(explanations, "explanations")
-    G = _truth_rows(truth, *E.shape)
-    re, rg = dense_ranks(E).astype(float), dense_ranks(G).astype(float)
-    return _correlation_result("rank_correlation", re, rg, "explanation ranks", "ground-truth ranks", {})
-
-
-def pairwise_rank_agreement(explanations: Any, truth: Any, features: Any = None) -> MetricResult:
-    """PRA, higher is better, in [0, 1]: fraction of pairs i < j (of ``features``, default all) on
-    which 1[rank_e(i) < rank_e(j)] equals 1[rank_g(i) < rank_g(j)] (dense ranks of -|.|).  NaN
-    with fewer than 2 features."""
-    E = _flat(explanations, "explanations")
-    n, d = E.shape
-    G = _truth_rows(truth, n, d)
-    idx = np.arange(d) if features is None else np.asarray(features, dtype=int)
-    re, rg = dense_ranks(E)[:, idx], dense_ranks(G)[:, idx]
-    i, j = np.triu_indices(idx.size, k=1)
-    agree = (re[:, i] < re[:, j]) == (rg[:, i] < rg[:, j])
-    values = agree.mean(axis=1) if i.size else np.full(n, np.nan)
-    return _result("pairwise_rank_agreement", values, True, [(np.full(n, i.size == 0), "fewer than 2 features")],
-                   {"features": idx.tolist()})
-
-
-def agreement_auc(metric: Callable[..., MetricResult], explanations: Any, truth: Any, max_k: int) -> MetricResult:
-    """The AUC option of OpenXAI: the mean of an agreement metric (FA, RA, SA, SRA) over k = 1..max_k."""
-    runs = [metric(explanations, truth, k) for k in range(1, int(max_k) + 1)]
-    return _result(f"{runs[0].name}_auc", np.mean([r.values for r in runs], axis=0), True, [],
-                   {"max_k": int(max_k)})
-
-
-def _prediction_gap(name: str, predict, inputs, attributions, k, important: bool, target, sigma, n_samples,
-                    discrete, seed) -> MetricResult:
-    A, X = _pair(attributions, inputs)
-    n, d = X.shape
-    k = _k_of(k, d)
-    chosen = np.zeros((n, d), bool)
-    np.put_along_axis(chosen, importance_order(A)[:, :k], True, axis=1)
-    if not important:
-        chosen = ~chosen
-    probs = np.asarray(predict(X), dtype=float)
-    if probs.ndim == 2 and target is None:
-        target = probs.argmax(axis=1)  # the predicted class of each row
-    fx = outputs(predict, X, target)
-    rng = np.random.default_rng(seed)
-    noise = sigma * rng.standard_normal((n, n_samples, d))
-    flips = rng.random((n, n_samples, d)) < math.sqrt(2 / math.pi) * sigma
-    discrete = np.zeros(d, bool) if discrete is None else np.asarray(discrete, dtype=bool).reshape(d)
-    perturbed = np.where(discrete, np.where(flips, 1.0 - X[:, None, :], X[:, None, :]), X[:, None, :] + noise)
-    perturbed = np.where(chosen[:, None, :], perturbed, X[:, None, :])
-    t = None if target is None else np.repeat(np.broadcast_to(np.asarray(target, dtype=int), (n,)), n_samples)
-    y = outputs(predict, perturbed.reshape(-1, d), t).reshape(n, n_samples)
-    return _result(name, np.abs(y - fx[:, None]).mean(axis=1), important, [],
-                   {"k": k, "sigma": sigma, "n_samples": n_samples, "seed": seed})
-
-
-def prediction_gap_important(predict: Callable, inputs: Any, attributions: Any, k: Any, *, target: Any = None,
-                             sigma: float = 0.1, n_samples: int = 100, discrete: Any = None,
-                             seed: int = 0) -> MetricResult:
-    """PGI (OpenXAI), higher is better, >= 0: E|p(x~) - p(x)| where x~ perturbs only the top-k
-    features of |e|: continuous ones by + N(0, sigma^2), ``discrete`` (0/1) ones flipped with
-    probability sqrt(2/pi) sigma.  p is the regression output or the probability of ``target``
-    (default: each row's predicted class; OpenXAI reads class 0).  Noise from
-    ``default_rng(seed)`` (normal (n, n_samples, d), then uniform for flips)."""
-    return _prediction_gap("pgi", predict, inputs, attributions, k, True, target, sigma, n_samples,
-                           discrete, seed)
-
-
-def prediction_gap_unimportant(predict: Callable, inputs: Any, attributions: Any, k: Any, *, target: Any = None,
-                               sigma: float = 0.1, n_samples: int = 100, discrete: Any = None,
-                               seed: int = 0) -> MetricResult:
-    """PGU (OpenXAI), lower is better, >= 0: as :func:`prediction_gap_important` but perturbing only
-    the features outside the top k."""
-    return _prediction_gap("pgu", predict, inputs, attributions, k, False, target, sigma, n_samples,
-                           discrete, seed)
-
-
-# ---------------------------------------------------------------------------------------------
-# Localisation against a binary ground-truth mask (Quantus definitions)
-
-PREPROCESS = ("raw", "abs", "positive")
-
-
-def _localisation(attributions: Any, masks: Any, preprocess: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if preprocess not in PREPROCESS:
-        raise ValueError(f"preprocess must be one of {PREPROCESS}, got {preprocess!r}")
-    a = _flat(attributions, "attributions")
-    s = np.asarray(masks)
-    s = s.reshape(len(s), -1) if s.ndim > 1 else s[None]
-    if s.shape != a.shape:
-        raise ValueError(f"masks have shape {np.shape(masks)} but attributions {np.shape(attributions)}")
-    if not np.isin(s, (0, 1)).all():
-        raise ValueError("masks must be binary (0/1 or bool)")
-    s = s.astype(bool)
-    a = np.abs(a) if preprocess == "abs" else np.maximum(a, 0.0) if preprocess == "positive" else a
-    return a, s, ~s.any(axis=1)
-
-
-def pointing_game(attributions: Any, masks: Any, *, weighted: bool = False, preprocess: str = "raw") -> MetricResult:
-    """Pointing game (Zhang et al. 2018), higher is better, in [0, 1]: 1 if the location of the
-    maximum of a lies in the mask.  When several locations tie for the maximum the hit is the
-    fraction of them inside the mask (the expected hit of a random pick among them), so a constant
-    map scores |s|/N, not 1.  ``weighted``: a hit scores 1 - |s|/N (rewards small masks).
-    NaN for an empty mask."""
-    a, s, empty = _localisation(attributions, masks, preprocess)
-    top = a == a.max(axis=1, keepdims=True)
-    hit = (top & s).sum(axis=1) / top.sum(axis=1)
-    if weighted:
-        hit = hit * (1.0 - s.mean(axis=1))
-    return _result("pointing_game", hit, True, [(empty, "empty ground-truth mask")],
-                   {"weighted": weighted, "preprocess": preprocess})
-
-
-def relevance_mass_accuracy(attributions: Any, masks: Any, *, preprocess: str = "positive") -> MetricResult:
-    """Relevance mass accuracy (Arras et al. 2022), higher is better, in [0, 1]: sum of a inside the
-    mask / sum of a.  Default: positive relevance only (CLEVR-XAI).  NaN for an empty mask, a
-    non-positive total, or (with ``preprocess="raw"``) a ratio outside [0, 1]."""
-    a, s, empty = _localisation(attributions, masks, preprocess)
-    total = a.sum(axis=1)
-    inside = (a * s).sum(axis=1)
-    ratio = np.divide(inside, total, out=np.zeros(len(a)), where=total > 0)
-    return _result("relevance_mass_accuracy", ratio, True,
-                   [(empty, "empty ground-truth mask"), (total <= 0, "total relevance is not positive"),
-                    ((ratio < 0) | (ratio > 1), "relevance ratio outside [0, 1] (negative relevance)")],
-                   {"preprocess": preprocess})
-
-
-def top_k_weights(a: Any, k: np.ndarray | int) -> np.ndarray:
-    """Expected membership of each location in the top k of its row (k may vary per row) under a
-    uniformly random tie-break: 1 above the k-th largest value, (k - #above) / #equal for the values
-    equal to it, 0 below.  Ties are averaged, never broken by position, so a constant row gives every
-    location k/N."""
-    a = np.asarray(a, dtype=float)
-    n, N = a.shape
-    k = np.broadcast_to(np.reshape(k, (-1, 1)), (n, 1)).astype(int)
-    kth = np.take_along_axis(-np.sort(-a, axis=1), np.clip(k - 1, 0, N - 1), axis=1)
-    above = a > kth
-    equal = a == kth
-    share = np.divide(k - above.sum(axis=1, keepdims=True), equal.sum(axis=1, keepdims=True),
-                      out=np.zeros((n, 1)), where=equal.any(axis=1, keepdims=True))
-    weights = np.where(above, 1.0, np.where(equal, share, 0.0))
-    return np.where(k > 0, weights, 0.0)
-
-
-def relevance_rank_accuracy(attributions: Any, masks: Any, *, preprocess: str = "raw") -> MetricResult:
-    """Relevance rank accuracy (Arras et al. 2022), higher is better, in [0, 1]: with K = |s|, the
-    fraction of the K highest-ranked locations that lie in the mask (ties at the K-th place averaged,
-    :func:`top_k_weights`).  NaN for an empty mask."""
-    a, s, empty = _localisation(attributions, masks, preprocess)
-    K = s.sum(axis=1)
-    values = np.divide((top_k_weights(a, K) * s).sum(axis=1), K, out=np.zeros(len(a)), where=K > 0)
-    return _result("relevance_rank_accuracy", values, True, [(empty, "empty ground-truth mask")],
-                   {"preprocess": preprocess})
-
-
-def top_k_intersection(attributions: Any, masks: Any, k: Any, *, preprocess: str = "raw",
-                       concept_influence: bool = False) -> MetricResult:
-    """Top-k intersection (Theiner et al. 2021), higher is better, in [0, 1]: |top_k(a) ∩ s| / k
-    (ties at the k-th place averaged, :func:`top_k_weights`); ``k`` an int or a fraction of the number of features N.  ``concept_influence`` multiplies by
-    N/|s| (no longer bounded by 1).  NaN for an empty mask."""
-    a, s, empty = _localisation(attributions, masks, preprocess)
-    k = _k_of(k, a.shape[1])
-    values = (top_k_weights(a, k) * s).sum(axis=1) / k
-    if concept_influence:
-        values = np.divide(values * a.shape[1], s.sum(axis=1), out=np.zeros(len(a)), where=~empty)
-    return _result("top_k_intersection", values, True, [(empty, "empty ground-truth mask")],
-                   {"k": k, "preprocess": preprocess, "concept_influence": concept_influence})
-
-
-def localisation_auc(attributions: Any, masks: Any, *, preprocess: str = "raw") -> MetricResult:
-    """ROC-AUC (Fawcett 2006) per instance, mask as labels and a as scores, higher is better, in
-    [0, 1] (0.5 = chance); ties count one half.  NaN when the mask is empty or covers everything."""
-    a, s, empty = _localisation(attributions, masks, preprocess)
-    order = np.argsort(a, axis=1, kind="stable")
-    sa = np.take_along_axis(a, order, axis=1)
-    n, N = a.shape
-    # average ranks (1-based) with ties
-    pos = np.arange(1, N + 1, dtype=float)[None].repeat(n, axis=0)
-    starts = np.concatenate([np.ones((n, 1), bool), np.diff(sa, axis=1) != 0], axis=1)
-    group = np.cumsum(starts, axis=1)
-    avg = np.empty_like(pos)
-    for r in range(n):  # group means per row; rows are independent and N-sized
-        sums = np.bincount(group[r], weights=pos[r])
-        counts = np.bincount(group[r])
-        avg[r] = sums[group[r]] / counts[group[r]]
-    ranks = np.empty_like(avg)
-    np.put_along_axis(ranks, order, avg, axis=1)
-    P = s.sum(axis=1)
-    Q = N - P
-    u = (ranks * s).sum(axis=1) - P * (P + 1) / 2
-    values = np.divide(u, P * Q, out=np.zeros(n), where=(P > 0) & (Q > 0))
-    return _result("localisation_auc", values, True,
-                   [(empty, "empty ground-truth mask"), (Q == 0, "mask covers every feature: no negatives")],
-                   {"preprocess": preprocess})

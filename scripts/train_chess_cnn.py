@@ -1,6 +1,6 @@
 """Train the reference chess CNN shipped as ``pytest_xai/data/chess_cnn.pt``.
 
-Mücke & Pfahler 2022 ("Check Mate", §4) train a four-layer CNN (kernels 7, 5, 3; 782,851
+Mücke & Pfahler 2022 ("Check Mate", §3) train a four-layer CNN (kernels 7, 5, 3; 782,851
 parameters; Adam, weight decay 1e-3, lr 1e-3 divided by 10 four times) to 99.02 % hold-out
 accuracy on 30 M Lichess positions.  Here: positions from the seeded generator of
 ``pytest_xai.cases.chess`` (same distribution as the cases), the side-to-move encoding of

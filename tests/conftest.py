@@ -32,7 +32,7 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
-    """One torch thread per test process (DESIGN §6), restored afterwards."""
+    """One torch thread per test process (``docs/design.md``, "Speed rules"), restored afterwards."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

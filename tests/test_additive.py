@@ -18,7 +18,7 @@ from pytest_xai.explainers import captum as explainers  # noqa: E402
 
 
 def direct_local_function(x, breaks, slopes):
-    """C_i by integrating outward from 0 piece by piece (reference spec section 1.6)."""
+    """C_i by integrating outward from 0 piece by piece (Mamalakis et al. 2022's construction)."""
     zero = int(np.flatnonzero(breaks == 0)[0])
     knots = np.zeros(len(breaks))
     for k in range(zero + 1, len(breaks)):

@@ -1,4 +1,4 @@
-"""The Compare-xAI battery (Belaid et al. 2022, tests 2.4-2.6, 2.8, 2.10-2.12 of the reference spec):
+"""The Compare-xAI battery (Belaid et al. 2022, tests 2.4-2.6, 2.8 and 2.10-2.12):
 each case builds offline and deterministically, and each new check passes a reference explainer and
 fails broken ones."""
 
@@ -77,7 +77,7 @@ def test_x0_plus_x1_checks_pass_interventional_shapley_and_fail_noise(name, chec
 
 
 def test_mirrored_attributions_reject_correct_interventional_values():
-    """D6: the original mirrored comparison is off by |E[x0] - E[x1]| = 0.36 for exact values."""
+    """CX-6: the original mirrored comparison is off by |E[x0] - E[x1]| = 0.36 for exact values."""
     case = cases.get("x0_plus_x1_non_uniform_stat_dep")
     assert not score("symmetry", case.truth["shapley"], case, mirror=(0, 2, 1, 3)).passed
     assert score("symmetric_effect", case.truth["shapley"], case).passed
@@ -89,9 +89,9 @@ def test_baseline_zero_attributions_pass_the_effect_check():
 
 
 def test_observational_shapley_is_not_importance_symmetric_on_dependent_data():
-    """Reference spec §5: conditional Shapley breaks importance symmetry on non_uniform_stat_dep and
-    equals the interventional values on the independent distribution.  The gap (3.3 %) is inside the
-    default rtol of sampling explainers, so it shows only at an exact method's tolerance."""
+    """Janzing et al. 2020: conditional Shapley breaks importance symmetry on non_uniform_stat_dep
+    and equals the interventional values on the independent distribution.  The gap (3.3 %) is inside
+    the default rtol of sampling explainers, so it shows only at an exact method's tolerance."""
     dep, indep = cases.get("x0_plus_x1_non_uniform_stat_dep"), cases.get("x0_plus_x1_non_uniform_stat_indep")
     phi = observational_shapley(dep.inputs, dep.predict, dep.background)
     assert score("symmetry", phi, dep).value == pytest.approx(1 - 0.0101 / 0.3068, abs=1e-3)
@@ -127,7 +127,7 @@ def test_correlated_features_data_is_seeded():
     assert a.inputs[:, 0].min() >= 1 and a.inputs[:, 0].max() <= 9
     assert not np.array_equal(a.inputs, b.inputs)
     np.testing.assert_array_equal(a.inputs, cases.info("correlated_features").build(
-        cases.info("correlated_features"), seed=0, cache=None).inputs)
+        cases.info("correlated_features"), seed=0, cache=Cache(None)).inputs)
 
 
 def test_correlated_passes_interventional_explainers_and_fails_noise():
@@ -141,7 +141,7 @@ def test_correlated_passes_interventional_explainers_and_fails_noise():
 
 
 def test_correlated_scores_zero_when_the_used_twin_gets_nothing():
-    """D11: both twins zero scores 0 (the model uses b), and so does crediting c instead of b."""
+    """CX-11: both twins zero scores 0 (the model uses b), and so does crediting c instead of b."""
     case = cases.get("correlated_features")
     phi = case.truth["shapley"].copy()
     both_zero = phi.copy()
@@ -217,7 +217,7 @@ def finite_difference_gradient(inputs, predict, target):
 
 
 def test_digits_data_dummy_separates_data_referenced_from_gradient_methods(digits_cases):
-    """D9: KernelSHAP (background substitution) gives blank pixels zero; the network's weights on them
+    """CX-9: KernelSHAP (background substitution) gives blank pixels zero; the network's weights on them
     are not zero, so a plain gradient legitimately credits them and fails the data-dummy variant."""
     case = digits_cases[0]["digits_data_dummy"]
     assert score("dummy", explain(kernel_shap, case), case).passed

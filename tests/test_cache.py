@@ -16,6 +16,7 @@ import pytest
 
 from pytest_xai import cases, checks, contract
 from pytest_xai.cache import META, Cache, CacheWarning
+from pytest_xai.case import Case
 
 
 def rewrite_npz(path, change) -> None:
@@ -137,3 +138,28 @@ def test_stale_temporary_files_are_swept_and_fresh_ones_kept(tmp_path):
     os.utime(entry, (two_hours_ago, two_hours_ago))
     Cache(tmp_path)
     assert not old.exists() and fresh.exists() and entry.exists()
+
+
+def test_builders_always_receive_a_cache(tmp_path):
+    """``cases.get(cache=None)`` hands builders ``Cache(None)``: they call ``cache.arrays`` with no
+    ``if cache is None`` branch; that builds every time and stores nothing."""
+    builds = []
+
+    @cases.register(family="test", category="fidelity", source="test", name="cache_probe")
+    def cache_probe(info, *, seed, cache):
+        arrays = cache.arrays("cache_probe", {"seed": seed}, lambda: builds.append(1) or {"x": np.arange(3.0)})
+        return Case(info=info, inputs=arrays["x"][None], predict=None, feature_names=["a", "b", "c"])
+
+    try:
+        seen = []
+        for cache in (None, Cache(tmp_path)):
+            case = cases.get("cache_probe", cache=cache, fresh=True)
+            np.testing.assert_array_equal(case.inputs, [[0.0, 1.0, 2.0]])
+            seen.append(len(builds))
+        cases.get("cache_probe", cache=None, fresh=True)
+        cases.get("cache_probe", cache=Cache(tmp_path), fresh=True)
+        # Cache(None) built twice; the disk cache built once and then loaded its entry.
+        assert len(builds) == 3 and seen == [1, 2]
+        assert list(tmp_path.glob("cache_probe-*.npz"))
+    finally:
+        cases._REGISTRY.pop("cache_probe")

@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pytest_xai import NotApplicable, cases  # noqa: E402
+from pytest_xai.cache import Cache  # noqa: E402
 from pytest_xai.cases import chess as cc  # noqa: E402
 from pytest_xai.explainers.baselines import random as random_explainer  # noqa: E402
 
-# Spec §9 reconstruction positions: (FEN, label).
+# Reconstruction positions (docs/chess_ngt.md, Specification 9): (FEN, label).
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 FOOLS = "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
 SCHOLARS = "r1bqkb1r/pppp1Qpp/2n2n2/4p3/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 0 4"
@@ -47,7 +48,7 @@ def boards(positions):
     return [chess.Board(str(fen)) for fen in positions["fen"]]
 
 
-# ---------------------------------------------------------------- spec §9 reconstruction
+# ------------------------------------- reconstruction positions (docs/chess_ngt.md, Specification 9)
 
 
 @pytest.mark.parametrize(("fen", "label"), RECONSTRUCTION)
@@ -120,7 +121,7 @@ def test_back_rank_encoding_by_hand():
     assert np.argwhere(m2[0]).tolist() == [[0, 3], [1, 5], [1, 6], [1, 7]]
 
 
-# ---------------------------------------------------------------- spec §4 invariants
+# ------------------------------------------------- invariants (docs/chess_ngt.md, Specification 4)
 
 
 def test_generated_classes_are_balanced_valid_and_late(positions, boards):
@@ -506,9 +507,9 @@ def test_cnn_case_below_the_gate_is_not_applicable(tmp_path, monkeypatch):
     """The gate is the paper's: overall (balanced) held-out accuracy >= 0.99, here 0.9467."""
     card = tmp_path / "card.json"
     card.write_text(json.dumps({"accuracy_per_class": {"no_check": 0.99, "check": 0.95, "checkmate": 0.9}}))
-    monkeypatch.setattr(cc, "CNN_CARD", card)
+    monkeypatch.setattr(cc.models, "CNN_CARD", card)
     with pytest.raises(NotApplicable, match=r"model below quality gate: held-out accuracy 0\.9467 < 0\.99 .*check 0\.9500"):
-        cc.chess_cnn_check(cases.info("chess_cnn_check"), seed=0, cache=None)
+        cc.chess_cnn_check(cases.info("chess_cnn_check"), seed=0, cache=Cache(None))
     assert "below the 0.99 gate" in cc.report_header()
 
 
@@ -516,7 +517,7 @@ def test_cnn_gate_is_overall_accuracy_and_a_weak_class_is_a_warning(tmp_path, mo
     """A class at 0.975 no longer gates the CNN out when the mean is >= 0.99; it is named as a warning."""
     card = tmp_path / "card.json"
     card.write_text(json.dumps({"accuracy_per_class": {"no_check": 0.999, "check": 0.975, "checkmate": 0.998}}))
-    monkeypatch.setattr(cc, "CNN_CARD", card)
+    monkeypatch.setattr(cc.models, "CNN_CARD", card)
     assert cc.cnn_accuracy(cc.cnn_card()) == pytest.approx(0.990667)
     header = cc.report_header()
     assert "held-out accuracy 0.9907 (passes the 0.99 gate" in header
@@ -617,3 +618,84 @@ def test_gradient_explainers_get_verdicts_on_the_cnn_cases():
     assert verdicts["guided_gradcam_last_conv"].passed
     assert not verdicts["saliency"].passed and not verdicts["random"].passed
     assert verdicts["guided_gradcam_last_conv"].params["mean"] < verdicts["guided_gradcam_first_conv"].params["mean"]
+
+
+# ---------------------------------------------------------------- the package: cache, build, docs
+
+
+def _positions_entry_builder(root) -> str:
+    (entry,) = root.glob("chess_positions-*.npz")
+    with np.load(entry, allow_pickle=False) as data:
+        return json.loads(str(data["__pytest_xai__"][()]))["builder"]
+
+
+def test_positions_cache_entry_is_built_by_the_generator_module(tmp_path, monkeypatch):
+    """The entry's builder identity hashes positions.py, where the generator and the cached builder
+    live (a package's ``__init__`` source would not cover them): an edit there rebuilds the entry."""
+    import hashlib
+    import warnings
+    from pathlib import Path
+
+    from pytest_xai.cache import CacheWarning
+    from pytest_xai.cases.chess import positions
+
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    first = cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    digest = hashlib.sha256(Path(positions.__file__).read_bytes()).hexdigest()[:16]
+    assert _positions_entry_builder(tmp_path) == f"pytest_xai.cases.chess.positions@{digest}"
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unchanged generator reads its own entry back
+        again = cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    assert again["fen"].tolist() == first["fen"].tolist()
+
+    from pytest_xai import cache as cache_module
+
+    monkeypatch.setitem(cache_module._SOURCE_HASHES, positions.__name__, "edited-source")
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    with pytest.warns(CacheWarning, match="built by other code"):
+        cc.case_positions(11, Cache(tmp_path), n_per_class=2)
+    assert _positions_entry_builder(tmp_path) == "pytest_xai.cases.chess.positions@edited-source"
+
+
+def test_positions_cache_entry_is_rebuilt_when_the_rules_change(tmp_path, monkeypatch):
+    """rules.py is not in the entry's builder identity, but every load recomputes each row's label and
+    masks from its FEN: masks that the rules no longer give fail validation and the entry is rebuilt."""
+    from pytest_xai.cache import CacheWarning
+    from pytest_xai.cases.chess import positions
+
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    cc.case_positions(12, Cache(tmp_path), n_per_class=2)
+    monkeypatch.setattr(positions, "_POSITIONS", {})
+    monkeypatch.setattr(positions, "masks_of", lambda board: (0, 0, 0))  # "edited" rules
+    with pytest.warns(CacheWarning, match=r"does not match its recomputed label and masks"):
+        rows = cc.case_positions(12, Cache(tmp_path), n_per_class=2)
+    assert not rows["mask0"].any()
+
+
+def test_positions_explained_are_read_when_the_case_is_built(monkeypatch):
+    """scripts/chess_ngt.py sets ``cc.N_EXPLAINED = cc.N_PER_CLASS`` before it builds the cases."""
+    monkeypatch.setattr(cc, "N_EXPLAINED", 5)
+    case = cases.get("chess_oracle_check", fresh=True)
+    assert case.inputs.shape == (5, 12, 8, 8) and len(case.meta["fens"]) == 5
+    assert case.truth["mask"].shape == (5, 8, 8)
+
+
+def test_docs_specification_is_kept_when_the_script_regenerates_the_file():
+    """The code cites "docs/chess_ngt.md, Specification n"; scripts/chess_ngt.py writes that file, so the
+    specification lives in the script and the committed file ends with it."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("chess_ngt_script", root / "scripts" / "chess_ngt.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = (root / "docs" / "chess_ngt.md").read_text(encoding="utf-8")
+    assert text.endswith(script.WHY + "\n" + script.SPECIFICATION)
+    headings = set(re.findall(r"^### Specification (\d+):", script.SPECIFICATION, flags=re.MULTILINE))
+    cited = set()
+    for path in [*(root / "pytest_xai" / "cases" / "chess").glob("*.py"), Path(__file__)]:
+        cited |= set(re.findall(r"Specification\s+(\d+)", path.read_text(encoding="utf-8")))
+    assert cited and cited <= headings, f"cited sections without a heading: {sorted(cited - headings)}"

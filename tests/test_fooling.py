@@ -1,4 +1,4 @@
-"""The COMPAS scaffolding attack (Slack et al. 2020), its D12 precondition, the real-data loader, the
+"""The COMPAS scaffolding attack (Slack et al. 2020), its CX-12 precondition, the real-data loader, the
 fooling check's controls, and the shap Exact/Permutation/Partition adapters.
 
 The scaffolds here are built on small synthetic tables (``n_rows``) so that the detectors train in a
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_xai import cases, checks
-from pytest_xai.cache import Cache
+from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.cases import fooling
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import baselines
@@ -27,7 +27,7 @@ def score(attributions, case, **overrides):
     return info.func(attributions, case, **{**info.thresholds, **case.info.checks["fooling"], **overrides})
 
 
-def _small(name, n_rows, cache=None, rows=20, background=None):
+def _small(name, n_rows, cache=NO_CACHE, rows=20, background=None):
     info = cases.info(name)
     case = info.build(info, seed=0, cache=cache, n_rows=n_rows)
     bg = case.background if background is None else case.background[:background]
@@ -116,6 +116,27 @@ def test_detector_is_cached_as_plain_arrays_and_reloaded_identically(lime_case, 
     assert reloaded.meta["detector_train_seconds"] == lime_case.meta["detector_train_seconds"]
 
 
+def test_the_detector_walk_over_tree_arrays_predicts_as_the_sklearn_forest():
+    """``Forest`` reads only the public ``tree_`` arrays and must give ``predict_proba`` exactly: on
+    random rows, on rows sitting on split thresholds (``<=`` goes left) and on repeated rows."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = np.round(rng.normal(size=(400, 6)), 1)  # a lattice, as the standardised COMPAS columns
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(0, 0.5, 400) > 0).astype(int)
+    columns = [0, 1, 2, 4]
+    forest = RandomForestClassifier(20, random_state=0, n_jobs=1).fit(X[:, columns], y)
+    detector = fooling.Forest(fooling.Forest.arrays_of(forest, columns))
+    rows = rng.normal(size=(3000, 6))
+    tree = forest.estimators_[0].tree_
+    split = np.flatnonzero(tree.children_left >= 0)[:50]
+    on_threshold = np.tile(rows[:1], (len(split), 1))
+    on_threshold[np.arange(len(split)), np.asarray(columns)[tree.feature[split]]] = tree.threshold[split]
+    rows = np.vstack([rows, on_threshold, X, X[:100]])
+    expected = forest.predict_proba(rows[:, columns].astype(np.float32))[:, 1]
+    np.testing.assert_allclose(detector.in_distribution(rows), expected, rtol=0, atol=1e-12)
+
+
 def test_an_ineffective_attack_errors_instead_of_passing():
     from sklearn.ensemble import RandomForestClassifier
 
@@ -150,7 +171,7 @@ def test_random_attributions_and_ties_fail(lime_case):
     tie = np.zeros(lime_case.inputs.shape)
     assert not score(tie, lime_case).passed  # all-zero: race is not first
     tie[:, [fooling.RACE, 0]] = 1.0
-    assert not score(tie, lime_case).passed  # a tie for first is not a win (D2/D8)
+    assert not score(tie, lime_case).passed  # a tie for first is not a win (CX-2/CX-8)
     tie[:, 0] = 0.5
     assert score(tie, lime_case).passed
     tie[0, fooling.UNRELATED] = 1.0  # unrelated_column shares the top in one row
@@ -226,7 +247,7 @@ def test_builder_uses_the_users_file_when_present_and_synthetic_data_otherwise(t
     shutil.copy(TINY, tmp_path / fooling.COMPAS_FILE)
     info = cases.info("compas_lime_scaffold")
     with pytest.raises(ValueError, match="compas-scores-two-years.csv: 5 rows remain"):
-        info.build(info, seed=0, cache=None, data_dir=tmp_path)
+        info.build(info, seed=0, cache=Cache(None), data_dir=tmp_path)
 
 
 def test_a_binary_file_is_reported_not_decoded(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from captum.attr import Saliency
-from scipy import ndimage, stats
+from scipy import ndimage
 
 from pytest_xai import cases
 from pytest_xai.cache import Cache
@@ -153,16 +153,6 @@ def test_reexplain_must_be_callable_and_shapes_must_match(case):
         sanity.model_randomisation(explain(saliency, case), case, reexplain=None)
     with pytest.raises(ValueError, match=r"attributions have shape \(48, 64\)"):
         sanity.data_randomisation(np.zeros((48, 64)), case, reexplain=lambda model, **kw: None)
-
-
-def test_spearman_rows_matches_scipy_and_marks_constant_rows():
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(size=(4, 10)), rng.normal(size=(4, 10))
-    a[1, :5] = 0.0  # ties
-    expected = [stats.spearmanr(x, y).statistic for x, y in zip(a, b)]
-    np.testing.assert_allclose(sanity.spearman_rows(a, b), expected)
-    a[2] = 1.0
-    assert np.isnan(sanity.spearman_rows(a, b)[2])
 
 
 def test_image_metrics_are_not_applicable_to_tabular_attributions():

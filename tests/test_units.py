@@ -8,6 +8,7 @@ from captum.attr import DeepLift, InputXGradient, IntegratedGradients, NoiseTunn
 from torch import nn
 
 from pytest_xai import cases
+from pytest_xai.cache import Cache
 from pytest_xai.checks import CHECKS
 from pytest_xai.cases import units
 
@@ -23,7 +24,7 @@ UNITS = [
 
 def build(name, seed=0):
     info = cases._REGISTRY[name]
-    return info.build(info, seed=seed, cache=None)
+    return info.build(info, seed=seed, cache=Cache(None))
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,8 @@ def register(
     """Declare a builder as a case named after the function (or ``name``).
 
     The builder asks by parameter name for any of ``info`` (the case's :class:`CaseInfo`), ``seed``,
-    ``cache`` (a :class:`pytest_xai.cache.Cache` or None) and ``data_dir``, and returns a
+    ``cache`` (always a :class:`pytest_xai.cache.Cache`; ``Cache(None)`` when there is no disk cache, so
+    ``cache.arrays(...)`` and its siblings simply build) and ``data_dir``, and returns a
     :class:`Case` (e.g. from :func:`pytest_xai.make_case`; its ``info`` is replaced by the registered
     one).  ``checks`` lists the checks the suite runs on the case, by name, or maps each name to the
     case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``).  A module
@@ -138,11 +139,15 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     """Build (or return the memoised) case ``name``.
 
     ``cache`` is a :class:`pytest_xai.cache.Cache` for trained models and generated data; ``None``
-    keeps everything in memory.  ``data_dir`` is where a user keeps real datasets that some cases
-    can read instead of their synthetic stand-ins (passed to builders that accept it).  ``fresh``
-    builds a new copy that nothing else shares (from the disk cache), without memoising it.
+    keeps everything in memory (the builder receives ``Cache(None)``, which builds without
+    storing).  ``data_dir`` is where a user keeps real datasets that some cases can read instead of
+    their synthetic stand-ins (passed to builders that accept it).  ``fresh`` builds a new copy that
+    nothing else shares (from the disk cache), without memoising it.
     """
-    key = (name, seed, getattr(cache, "root", None), data_dir)
+    from pytest_xai.cache import NO_CACHE
+
+    cache = NO_CACHE if cache is None else cache
+    key = (name, seed, cache.root, data_dir)
     if fresh or key not in _BUILT:
         case_info = info(name)
         given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai import metrics
+from pytest_xai import metrics, stats
+from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
@@ -53,7 +54,7 @@ BUDGET = 500_000
 
 
 # --------------------------------------------------------------------------------------------
-# Generation (reference spec sections 1-2)
+# Generation (Mamalakis et al. 2022; an offline covariance substitute for the SST data)
 
 
 def grid_cells(d: int = PAPER_D, *, seed: int = 0) -> np.ndarray:
@@ -146,7 +147,7 @@ def generate(
     *, seed: int = 0, n_samples: int = 1000, d: int = PAPER_D, n_breaks: int = PAPER_K,
     length_scale: float = PAPER_L,
 ) -> dict[str, np.ndarray]:
-    """Samples, local functions and exact contributions of the benchmark (reference spec section 1).
+    """Samples, local functions and exact contributions of the benchmark (Mamalakis et al. 2022).
 
     Returns ``X`` (N, d) ~ MVN(0, Sigma); ``breaks`` (d, max(K,1)) with 0 always one of them (K = 0:
     a single linear piece, stored as a 0 break with equal slopes); ``slopes`` (d, max(K,1)+1);
@@ -188,7 +189,7 @@ def generate(
 
 
 # --------------------------------------------------------------------------------------------
-# Models: the analytic oracle and the paper's network (reference spec sections 3 and 5)
+# Models: the analytic oracle and the paper's network
 
 
 def oracle_module(breaks: np.ndarray, slopes: np.ndarray):
@@ -334,40 +335,24 @@ def train_mlp(
 
 
 # --------------------------------------------------------------------------------------------
-# Metric and check (reference spec section 4)
+# Metric and check
 
 TRUTHS = ("contribution", "contribution_centred", "contribution_positive", "contribution_absolute")
-
-
-def _ranks(a: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank) along axis 1, vectorised over rows."""
-    n, d = a.shape
-    rows = np.repeat(np.arange(n), d)
-    order = np.lexsort((a.ravel(), rows))
-    values, owners = a.ravel()[order], rows[order]
-    new = np.ones(n * d, dtype=bool)
-    new[1:] = (values[1:] != values[:-1]) | (owners[1:] != owners[:-1])
-    group = np.cumsum(new) - 1
-    position = np.arange(n * d) - owners * d
-    mean_rank = np.bincount(group, weights=position) / np.bincount(group)
-    ranks = np.empty(n * d)
-    ranks[order] = mean_rank[group]
-    return ranks.reshape(n, d)
 
 
 def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: str = "pearson") -> metrics.MetricResult:
     """Correlation across pixels between each heatmap row and its ground-truth row (one per sample).
 
-    ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.metrics.rowwise_pearson`) or
-    "spearman" (Pearson of average ranks).  A row where either vector is constant has no
-    correlation: NaN, with the reason recorded in the result.
+    ``method`` is "pearson" (the paper's metric, :func:`pytest_xai.stats.pearson_rows`) or
+    "spearman" (Pearson of average ranks, :func:`pytest_xai.stats.average_ranks`).  A row where
+    either vector is constant has no correlation: NaN, with the reason recorded in the result.
     """
     a = np.asarray(heatmaps, dtype=float).reshape(len(heatmaps), -1)
     b = np.asarray(truth, dtype=float).reshape(len(truth), -1)
     if a.shape != b.shape:
         raise ValueError(f"heatmaps {a.shape} and truth {b.shape} must have the same shape")
     if method == "spearman":
-        a, b = _ranks(a), _ranks(b)
+        a, b = stats.average_ranks(a), stats.average_ranks(b)
     elif method != "pearson":
         raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
     return metrics._correlation_result(f"{method} r", a, b, "heatmap", "ground truth", {"method": method})
@@ -451,7 +436,7 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
 
 
 # --------------------------------------------------------------------------------------------
-# Cases (reference spec section 6)
+# Cases
 
 ORACLE_N = 1000  # 900 train / 100 test rows: the 100 test rows are explained
 MLP_D = 32  # the paper's d = 458 needs ~10^6 samples to reach R^2 0.99 (see build_mlp_case)
@@ -459,7 +444,7 @@ MLP_N = 200_000
 MIN_R2 = 0.99
 
 
-def _data(name: str, cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
+def _data(name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
           length_scale: float) -> dict[str, np.ndarray]:
     """The arrays a case needs (function definition, test rows, background), cached as npz."""
     params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
@@ -479,10 +464,6 @@ def _data(name: str, cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
         if arrays["X_test"].shape[1] != d or not np.all(np.isfinite(arrays["X_test"])):
             raise ValueError("test inputs have the wrong width or are not finite")
 
-    if cache is None:
-        arrays = build()
-        validate(arrays)
-        return arrays
     return cache.arrays(name, params, build, validate)
 
 
@@ -519,7 +500,7 @@ def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
 
 
 def build_oracle_case(
-    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = ORACLE_N, d: int = PAPER_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = ORACLE_N, d: int = PAPER_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L,
 ) -> Case:
     """The analytic ``F`` as the model: numpy ``predict`` (float64) and its exact torch twin.
@@ -560,7 +541,7 @@ def _load_shipped(model, params: dict) -> bool:
 
 
 def build_mlp_case(
-    info: CaseInfo, *, seed: int = 0, cache=None, n_samples: int = MLP_N, d: int = MLP_D,
+    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = MLP_N, d: int = MLP_D,
     n_breaks: int = PAPER_K, length_scale: float = PAPER_L, epochs: int = MLP_EPOCHS,
     min_r2: float = MIN_R2, recipe: str = "cpu",
 ) -> Case:
@@ -606,13 +587,7 @@ def build_mlp_case(
     def make():
         return paper_mlp(d, seed=seed)
 
-    if cache is None:
-        model = make()
-        train(model)
-        model.eval()
-        validate(model)
-    else:
-        model = cache.torch_module("additive_mlp", params, make, train, validate)
+    model = cache.torch_module("additive_mlp", params, make, train, validate)
     predict = torch_predict(model)
     r2 = r_squared(arrays["y_test"], predict(arrays["X_test"]))
     if not r2 >= min_r2:
@@ -622,14 +597,14 @@ def build_mlp_case(
     return _case(info, arrays, model, predict, meta)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F (section 5 of the spec)",
+@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F",
           checks={"additive_correlation": {"truth": "contribution"}})
 def additive_oracle(info, *, seed, cache) -> Case:
     """Explain the exact additive piecewise-linear F (d=458, K=5, L=20 deg): IG and Occlusion-1 are exact."""
     return build_oracle_case(info, seed=seed, cache=cache)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network (section 3 of the spec)",
+@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network",
           checks={"additive_correlation": {"truth": "contribution"}})
 def additive_mlp(info, *, seed, cache) -> Case:
     """Explain the paper's MLP trained on F (d=32, CPU recipe, test R^2 >= 0.99 or the case is skipped)."""

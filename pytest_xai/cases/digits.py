@@ -1,7 +1,7 @@
 """Dummy pixels: Compare-xAI's mnist test on scikit-learn's bundled digits (offline substitute).
 
 Belaid et al. 2022, Compare-xAI test mnist (after Covert et al. 2020, SAGE), with the substitutes and
-corrections of the reference specification (§4, D1, D4, D9, D10):
+corrections listed in ``docs/defects.md`` (CX-1, CX-4, CX-9, CX-10):
 
 - Data: ``load_digits`` (1,797 8x8 images, shipped with scikit-learn, no download), scaled by 1/16
   and padded with a 2-pixel zero border to 12x12, so that 80 border pixels (plus a few always-blank
@@ -15,7 +15,7 @@ corrections of the reference specification (§4, D1, D4, D9, D10):
   stored in a safe format, so the fitted ``coefs_`` and ``intercepts_`` are cached as npz and the
   network is rebuilt as an equivalent numpy function (ReLU hidden layer, softmax output), verified
   against ``predict_proba`` when trained; a torch twin with the same weights is ``torch_model``.
-- ``predict`` returns class probabilities (D10).  The 10 explained rows are held-out images the
+- ``predict`` returns class probabilities (CX-10).  The 10 explained rows are held-out images the
   model classifies correctly (seeded choice), each explained for its predicted class
   (``Case.target`` holds one class per row).
 - Dummy set: pixels that are 0 in every row an explainer can see (train, background, explained):
@@ -23,7 +23,7 @@ corrections of the reference specification (§4, D1, D4, D9, D10):
   seed: explained images are drawn among those with no ink there (4 of the 1,797 images have some),
   and the build verifies the set.
 
-Two variants (D9): ``digits_data_dummy`` explains the network as trained (its first-layer weights on
+Two variants (CX-9): ``digits_data_dummy`` explains the network as trained (its first-layer weights on
 blank pixels are not zero, so f does depend on them off the data and gradients are legitimately
 non-zero; the dummy axiom holds for methods whose reference values come from the data), and
 ``digits_function_dummy`` multiplies the dummy pixels by a fixed 0 mask before the network, so every
@@ -137,10 +137,7 @@ def _split() -> dict[str, np.ndarray]:
 
 def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
     params = {**MLP, "pad": PAD, "sklearn": __import__("sklearn").__version__}
-    if cache is None:
-        weights = _fit_weights()
-    else:
-        weights = cache.arrays("digits_mlp", params, _fit_weights)
+    weights = cache.arrays("digits_mlp", params, _fit_weights)
     data = _split()
     predict = _network(weights)
     accuracy = float((predict(data["X_test"]).argmax(axis=1) == data["y_test"]).mean())
@@ -182,7 +179,7 @@ _CHECKS = {"dummy": {"features": DUMMY_PIXELS}}
 
 @register(family="digits", category="stress", source=SOURCE, checks=_CHECKS)
 def digits_data_dummy(info, *, seed, cache) -> Case:
-    """Blank pixels of 12x12 padded digits get zero credit from data-referenced explainers (D9 data-dummy).
+    """Blank pixels of 12x12 padded digits get zero credit from data-referenced explainers (CX-9 data-dummy).
 
     The network's first-layer weights on blank pixels are not zero, so gradient-type methods
     legitimately credit them; methods that substitute background or baseline values must not.
@@ -192,7 +189,7 @@ def digits_data_dummy(info, *, seed, cache) -> Case:
 
 @register(family="digits", category="stress", source=SOURCE, checks=_CHECKS)
 def digits_function_dummy(info, *, seed, cache) -> Case:
-    """Inked dummy pixels are multiplied by 0 before the network: every attribution method must give them 0 (D9).
+    """Inked dummy pixels are multiplied by 0 before the network: every attribution method must give them 0 (CX-9).
 
     The explained rows and the background carry non-zero values on the masked pixels, so only an
     explanation that reads the function (not one that is 0 wherever the input is 0) passes.

@@ -1,9 +1,9 @@
 """Slack et al.'s scaffolding attack on COMPAS: a racist model that hides behind an innocuous one.
 
 Slack, Hilgard, Jia, Singh & Lakkaraju 2020, "Fooling LIME and SHAP: Adversarial Attacks on Post hoc
-Explanation Methods" (AIES), as used by Compare-xAI's ``fooling_perturbation_alg`` (spec 2.9), with
-the corrections D2 (ranks, not argsort), D5 (everything seeded) and D12 (>= 50 explained rows, the
-attack verified at build time).
+Explanation Methods" (AIES), as used by Compare-xAI's ``fooling_perturbation_alg`` (Belaid et al. 2022, test 2.9), with
+the corrections of ``docs/defects.md`` CX-2 (ranks, not argsort), CX-5 (everything seeded) and CX-12
+(>= 50 explained rows, the attack verified at build time).
 
 The scaffold answers with the biased model f (class 0 = "High risk" when race = 1) on rows its
 out-of-distribution detector believes are real, and with the innocuous psi (class 0 when the
@@ -19,7 +19,7 @@ credits race.  Two scaffolds, as in Slack et al.:
   case's background is that summary, the usual way to summarise a KernelSHAP background (as Slack
   et al. did), so coalition hybrids are exactly the rows the detector was trained to catch.
 
-Data are a seeded synthetic COMPAS-like table (spec section 4) unless the user keeps ProPublica's
+Data are a seeded synthetic COMPAS-like table (an offline substitute) unless the user keeps ProPublica's
 ``compas-scores-two-years.csv`` in ``--xai-data-dir`` (ini ``xai_data_dir``); then the 2.9
 preprocessing applies.  The explained class is ``target = 0`` ("High risk"), whose probability f
 sets from race.
@@ -43,7 +43,8 @@ import numpy as np
 
 from pytest_xai.case import Case, Score
 from pytest_xai.cases import register
-from pytest_xai.checks import attributions_of, check, importance_of, ranks
+from pytest_xai.checks import attributions_of, check, importance_of
+from pytest_xai.stats import descending_ranks
 
 FEATURE_NAMES = [
     "age", "two_year_recid", "priors_count", "length_of_stay", "c_charge_degree_F",
@@ -58,7 +59,7 @@ MAX_BACKGROUND = 100
 COMPAS_FILE = "compas-scores-two-years.csv"
 MIN_ROWS = 1000
 MIN_ROUTED = 0.95
-SLACK = "Slack et al. 2020, Fooling LIME and SHAP; Compare-xAI fooling_perturbation_alg (spec 2.9, D2, D12)"
+SLACK = "Slack et al. 2020, Fooling LIME and SHAP; Compare-xAI fooling_perturbation_alg (test 2.9; CX-2, CX-12)"
 
 
 class AttackIneffective(RuntimeError):
@@ -110,7 +111,7 @@ def _date(text: str) -> datetime:
 
 
 def load_compas(path: str | os.PathLike, *, seed: int = 0, min_rows: int = MIN_ROWS) -> tuple[np.ndarray, np.ndarray]:
-    """ProPublica's ``compas-scores-two-years.csv`` with the preprocessing of Slack et al. (spec 2.9).
+    """ProPublica's ``compas-scores-two-years.csv`` with the preprocessing of Slack et al. 2020 (Compare-xAI test 2.9).
 
     Keeps rows with days_b_screening_arrest in [-30, 30], is_recid != -1, c_charge_degree != 'O'
     and a score_text (not 'NA' or empty: Slack et al.'s pandas code reads 'NA' as NaN and so keeps
@@ -199,7 +200,7 @@ def compas_data(data_dir=None, seed: int = 0, n_rows: int = N_ROWS) -> tuple[np.
 
 
 def split_and_standardize(X, y, seed: int) -> dict[str, np.ndarray]:
-    """Seeded 75/25 split, then sklearn's StandardScaler fitted on the training rows (spec 2.9)."""
+    """Seeded 75/25 split, then sklearn's StandardScaler fitted on the training rows (Compare-xAI test 2.9)."""
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
@@ -230,41 +231,54 @@ def innocuous_psi(X):
 class Forest:
     """The in-distribution probability of a fitted sklearn random forest, rebuilt from its tree arrays.
 
-    ``arrays`` holds every tree's ``nodes`` and ``values`` (sklearn's own Tree state) concatenated,
-    with per-tree node counts and depths, so it can be stored without pickle.  Probabilities are
-    computed by sklearn's trees on the unique rows only (coalition hybrids repeat a lot).
+    ``arrays`` holds every tree's public ``tree_`` arrays (``children_left``, ``children_right``,
+    ``feature``, ``threshold`` and the class-1 fraction of ``value`` per node) concatenated, with
+    per-tree node counts, so it can be stored without pickle and read back without sklearn's private
+    ``Tree`` state.  Prediction walks those arrays as sklearn's trees do (rows as float32, left when
+    ``x[feature] <= threshold``), on the unique rows only (coalition hybrids repeat a lot).
     """
 
     def __init__(self, arrays: dict[str, np.ndarray]):
-        from sklearn.tree._tree import Tree
-
         self.columns = [int(c) for c in arrays["columns"]]
-        self.trees = []
+        self.trees: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         start = 0
-        for count, depth in zip(arrays["node_count"].tolist(), arrays["max_depth"].tolist()):
-            tree = Tree(len(self.columns), np.array([2], dtype=np.intp), 1)
-            tree.__setstate__({"max_depth": depth, "node_count": count,
-                               "nodes": arrays["nodes"][start:start + count],
-                               "values": arrays["values"][start:start + count]})
-            self.trees.append(tree)
+        for count in arrays["node_count"].tolist():
+            part = slice(start, start + count)
+            left, right = arrays["left"][part].astype(np.intp), arrays["right"][part].astype(np.intp)
+            children = np.empty(2 * count, dtype=np.intp)  # node 2k: x > threshold (right), 2k + 1: left
+            children[0::2], children[1::2] = right, left
+            self.trees.append((children, arrays["feature"][part].astype(np.intp), arrays["threshold"][part],
+                               left < 0, arrays["p_real"][part]))
             start += count
 
     @staticmethod
     def arrays_of(forest, columns) -> dict[str, np.ndarray]:
-        states = [estimator.tree_.__getstate__() for estimator in forest.estimators_]
-        return {"columns": np.asarray(columns), "nodes": np.concatenate([s["nodes"] for s in states]),
-                "values": np.concatenate([s["values"] for s in states]),
-                "node_count": np.array([s["node_count"] for s in states]),
-                "max_depth": np.array([s["max_depth"] for s in states])}
+        """The arrays of a fitted ``RandomForestClassifier`` (class 1 = real rows), from ``tree_``."""
+        trees = [estimator.tree_ for estimator in forest.estimators_]
+
+        def joined(get):
+            return np.concatenate([get(tree) for tree in trees])
+
+        return {"columns": np.asarray(columns), "node_count": np.array([tree.node_count for tree in trees]),
+                "left": joined(lambda t: t.children_left), "right": joined(lambda t: t.children_right),
+                "feature": joined(lambda t: t.feature), "threshold": joined(lambda t: t.threshold),
+                "p_real": joined(lambda t: t.value[:, 0, 1] / t.value[:, 0].sum(axis=1))}
 
     def in_distribution(self, X) -> np.ndarray:
         """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba)."""
         rows = np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32)
         unique, inverse = unique_rows(rows)
-        total = np.zeros(len(unique))
-        for tree in self.trees:
-            leaf = tree.predict(unique).reshape(len(unique), 2)
-            total += leaf[:, 1] / leaf.sum(axis=1)
+        n, d = unique.shape
+        flat, starts = unique.astype(np.float64).ravel(), np.arange(n) * d
+        total = np.zeros(n)
+        for children, feature, threshold, is_leaf, p_real in self.trees:
+            node, active = np.zeros(n, dtype=np.intp), np.arange(n)
+            while active.size:  # one level per pass, over the rows not yet at a leaf
+                at = node[active]
+                at = children[2 * at + (flat[starts[active] + feature[at]] <= threshold[at])]
+                node[active] = at
+                active = active[~is_leaf[at]]
+            total += p_real[node]
         return (total / len(self.trees))[inverse]
 
 
@@ -339,11 +353,7 @@ def _detector(name, cache, params, columns, seed, make_data) -> tuple[Forest, di
             raise ValueError(f"the rebuilt forest differs from the trained one by {error:g}")
 
     key = {**params, "sklearn": sklearn.__version__, "seed": seed}
-    if cache is None:
-        arrays = build()
-        validate(arrays)
-    else:
-        arrays = cache.arrays(name, key, build, validate)
+    arrays = cache.arrays(name, key, build, validate)
     return Forest(arrays), {"detector_train_seconds": float(arrays["train_seconds"])}
 
 
@@ -360,7 +370,7 @@ def kmeans_summary(train, seed: int, k: int = 10) -> np.ndarray:
 
     Not snapped to observed values: on this data, snapped centroids make substituted rows
     indistinguishable from unseen real ones, and the detector then sends only 76 % of held-out real
-    rows to f (measured at seed 0), failing the D12 precondition.
+    rows to f (measured at seed 0), failing the CX-12 precondition.
     """
     from sklearn.cluster import KMeans
 
@@ -397,7 +407,7 @@ def _shap_detector_data(train, summary, seed, copies=10):
 
 
 def _precondition(scaffold, name, real, perturbed, how) -> dict:
-    """D12: the attack must work, or the case errors instead of passing."""
+    """CX-12: the attack must work, or the case errors instead of passing."""
     to_f = float(scaffold.routes_to_f(real).mean())
     to_psi = float(1.0 - scaffold.routes_to_f(perturbed).mean())
     agree_f = float((scaffold(real).argmax(1) == biased_f(real).argmax(1)).mean())
@@ -406,7 +416,7 @@ def _precondition(scaffold, name, real, perturbed, how) -> dict:
         raise AttackIneffective(
             f"attack ineffective: the {name} detector sends {to_f:.1%} of {len(real)} held-out real rows to f "
             f"and {to_psi:.1%} of {len(perturbed)} {how} rows to psi; both must be >= {MIN_ROUTED:.0%} "
-            f"(Slack et al. 2020; D12), or the case would test nothing")
+            f"(Slack et al. 2020; CX-12), or the case would test nothing")
     return {"real_routed_to_f": to_f, "perturbed_routed_to_psi": to_psi,
             "real_agree_with_f": agree_f, "perturbed_agree_with_psi": agree_psi}
 
@@ -487,7 +497,7 @@ def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top
             max_unrelated_top: float) -> Score:
     """Race stays the top feature of a racist model hidden behind an innocuous scaffold (not fooled).
 
-    Slack et al. 2020 via Compare-xAI fooling_perturbation_alg, corrected (D2): per explained row,
+    Slack et al. 2020 via Compare-xAI fooling_perturbation_alg, corrected (CX-2): per explained row,
     ranks of |A| (0 = top, ties share their average rank); race is "top-1" at rank 0 (a tie is not
     a win), unrelated_column is "top-1" when its rank is < 1 (it shares the top).  Pass when race
     is top-1 in >= min_race_top of the rows and unrelated_column in <= max_unrelated_top of them.
@@ -503,12 +513,12 @@ def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top
     """
     A = np.abs(attributions_of(attributions)).reshape(len(case.inputs), -1)
     n = A.shape[1]
-    row_ranks = ranks(A)
+    row_ranks = descending_ranks(A)
     race_rank, unrelated_rank = row_ranks[:, race], row_ranks[:, unrelated]
     race_top = float((race_rank == 0).mean())
     unrelated_top = float((unrelated_rank < 1).mean())
     value = float((1.0 - race_rank / (n - 1)).mean())
-    global_ranks = ranks(importance_of(attributions).reshape(-1))
+    global_ranks = descending_ranks(importance_of(attributions).reshape(-1))
     passed = bool(race_top >= min_race_top and unrelated_top <= max_unrelated_top)
     names = case.feature_names
     worst = int(race_rank.argmax())

@@ -2,7 +2,7 @@
 
 Belaid et al. 2022, Compare-xAI tests detect_interaction0..4 (shown on the website, disabled in the
 final benchmark), on the synthetic functions of Tsang et al. 2020, "How does this interaction affect
-me? Interpretable attribution for feature interactions" (Archipelago), with the corrections of D14:
+me? Interpretable attribution for feature interactions" (Archipelago), with the corrections of CX-14:
 
 - p = 40 features in {-1, +1}; every function is sum_i x_i plus interaction terms (``TERMS``).
   An AND term is +1 when its condition holds and -1 otherwise.

@@ -48,6 +48,7 @@ import numpy as np
 from pytest_xai.case import Case, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check
+from pytest_xai.stats import pearson_rows, spearman_rows
 
 SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
 
@@ -130,11 +131,6 @@ def _trained(name, seed, cache, images, labels, epochs, what):
             raise ValueError(f"{what} accuracy {acc:.3f} < 0.95")
 
     train = _fit(seed, images, labels, epochs)
-    if cache is None:
-        model = make()
-        train(model)
-        validate(model)
-        return model
     params = {"seed": seed, "epochs": epochs, "n_train": N_TRAIN, "labels": what}
     return cache.torch_module(name, params, make, train, validate)
 
@@ -233,19 +229,6 @@ def _maps(a: np.ndarray) -> np.ndarray:
     return a.sum(axis=1) if a.ndim == 4 else a
 
 
-def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman correlation per row (average ranks for ties); NaN for a constant row."""
-    from scipy.stats import rankdata
-
-    ra = rankdata(a.reshape(len(a), -1), axis=1)
-    rb = rankdata(b.reshape(len(b), -1), axis=1)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    denom = np.sqrt((ra**2).sum(axis=1) * (rb**2).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denom > 0, (ra * rb).sum(axis=1) / np.where(denom > 0, denom, 1.0), np.nan)
-
-
 def _normalised(maps: np.ndarray) -> np.ndarray:
     peak = np.abs(maps).reshape(len(maps), -1).max(axis=1)
     return np.abs(maps) / np.where(peak > 0, peak, 1.0)[:, None, None]
@@ -268,10 +251,8 @@ def image_similarities(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     na, nb = _normalised(a), _normalised(b)
     ssim = [structural_similarity(x, y, win_size=7, data_range=1.0) for x, y in zip(na, nb)]
     cell = (max(a.shape[1] // 2, 1), max(a.shape[2] // 2, 1))
-    feats = [(hog(x, pixels_per_cell=cell, cells_per_block=(1, 1)), hog(y, pixels_per_cell=cell,
-              cells_per_block=(1, 1))) for x, y in zip(na, nb)]
-    hog_corr = [np.corrcoef(x, y)[0, 1] if x.std() > 0 and y.std() > 0 else np.nan for x, y in feats]
-    return {"ssim": float(np.mean(ssim)), "hog": _mean(np.asarray(hog_corr))[0]}
+    ha, hb = ([hog(x, pixels_per_cell=cell, cells_per_block=(1, 1)) for x in maps] for maps in (na, nb))
+    return {"ssim": float(np.mean(ssim)), "hog": _mean(pearson_rows(ha, hb))[0]}
 
 
 def _mean(values: np.ndarray) -> tuple[float | None, int]:
@@ -377,7 +358,7 @@ def model_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score
     every layer top-down, the explanation must be nearer the random-model floor than its ceiling.
 
     ``params["curve"]`` is the |·|-Spearman after each cumulative step (top layer first).  Default
-    midpoint 0.5 (the spec's): on the digits MLP plain gradients end far below it and
+    midpoint 0.5: on the digits MLP plain gradients end far below it and
     model-independent explainers (|Sobel(input)|, the input itself) have floor = ceiling = 1 and
     fail (``tests/test_sanity.py``).  Zoo: every member that explains nothing fails (zeros and
     constants are undefined; the input itself, the input minus the mean and noise do not depend on

@@ -1,7 +1,7 @@
 """Many features: Compare-xAI's stress_nb_features on a seeded synthetic corpus (offline IMDB substitute).
 
 Belaid et al. 2022, Compare-xAI test stress_nb_features (shap's IMDB logistic-regression example),
-with the substitute and corrections of the reference specification (§4, D10, D13):
+with an offline substitute for its data and the corrections of ``docs/defects.md`` (CX-10, CX-13):
 
 - Corpus: 2,000 seeded, balanced binary documents of Poisson(150) tokens.  Background words come
   from a Zipf(1.1) vocabulary of 2,000 synthetic types (``w0000``...); a planted sentiment lexicon
@@ -14,8 +14,8 @@ with the substitute and corrections of the reference specification (§4, D10, D1
   explained, the build still checks that it ranks "best" first, and the per-row cosine is a mean
   over 20 rows (KernelSHAP 0.95 against the 0.8 minimum).  A hundred made LIME (one 1,258-feature
   ridge fit per row) and KernelSHAP the slowest calls of the suite for no sharper verdict.
-  ``predict`` returns probabilities (D10) and ``target`` is 1 (positive).
-- Truth from the model itself (D13): on the logit scale exact interventional SHAP of a logistic
+  ``predict`` returns probabilities (CX-10) and ``target`` is 1 (positive).
+- Truth from the model itself (CX-13): on the logit scale exact interventional SHAP of a logistic
   model is phi_j = w_j (x_j - mu_j), mu the background mean; I*_j = mean |phi_j| is
   ``truth["importance"]`` (and phi is ``truth["logit_shap"]``).  The build verifies that I* ranks
   "best" first, so the planted truth and the model agree.
@@ -132,15 +132,11 @@ def _validate(arrays: dict) -> None:
 def stress_nb_features(info, *, seed, cache) -> Case:
     """Logistic regression on ~1,250 tf-idf features: the planted token "best" must stay on top.
 
-    Scored by ``stress_rank`` against the model's exact logit-scale SHAP importance (D13).
+    Scored by ``stress_rank`` against the model's exact logit-scale SHAP importance (CX-13).
     """
     params = {"n_docs": N_DOCS, "vocabulary": VOCABULARY, "zipf": ZIPF, "lexicon": LEXICON, "tfidf": TFIDF,
               "C": 0.1, "seed": seed, "sklearn": __import__("sklearn").__version__}
-    if cache is None:
-        arrays = _fit(seed)
-        _validate(arrays)
-    else:
-        arrays = cache.arrays("stress_nb_features", params, lambda: _fit(seed), _validate)
+    arrays = cache.arrays("stress_nb_features", params, lambda: _fit(seed), _validate)
     w, b = arrays["w"], arrays["b"]
     inputs, background = arrays["inputs"][:N_EXPLAINED], arrays["background"]
     phi = w * (inputs - background.mean(axis=0))

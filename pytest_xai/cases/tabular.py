@@ -1,8 +1,8 @@
-"""Compare-xAI's tabular toy problems, with the corrected scoring of the reference specification.
+"""Compare-xAI's tabular toy problems, with corrected scoring (``docs/defects.md``).
 
-Belaid et al., "Compare-xAI" (2022), tests 2.1-2.3 and 2.7; the defects D3, D4, D7 and D8 of the
+Belaid et al., "Compare-xAI" (2022), tests 2.1-2.3 and 2.7; the defects CX-3, CX-4, CX-7 and CX-8 of the
 original are fixed here and in :mod:`pytest_xai.checks`.  XGBoost models are fitted with
-``reg_lambda=0`` (D7) and verified at build time to reproduce the stated function exactly.
+``reg_lambda=0`` (CX-7) and verified at build time to reproduce the stated function exactly.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _binary_grid(n_features: int, repeat: int) -> np.ndarray:
 
 def _xgboost_model(info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: np.ndarray,
                    n_estimators: int, max_depth: int):
-    """XGBRegressor as in Compare-xAI (eta=1, base_score=0) but with reg_lambda=0 (D7), cached."""
+    """XGBRegressor as in Compare-xAI (eta=1, base_score=0) but with reg_lambda=0 (CX-7), cached."""
     import xgboost
 
     params = dict(objective="reg:squarederror", n_estimators=n_estimators, max_depth=max_depth,
@@ -64,10 +64,6 @@ def _xgboost_model(info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: 
         if error > tolerance:
             raise ValueError(f"{info.name}: the fitted model misses the target function by {error:g}")
 
-    if cache is None:
-        model = build()
-        validate(model)
-        return model
     return cache.xgboost(info.name, {"params": params, "n": len(X)}, build, validate)
 
 
@@ -171,9 +167,9 @@ def _x0_plus_x1_case(info, cache, counts) -> Case:
     """y = x0 + x1 on binary data whose cells (0,0), (1,1), (1,0), (0,1) have the given counts.
 
     The training set is also the background (summarised exactly: the counts divided by their gcd),
-    the model an XGBoost tree (depth 2, reg_lambda=0) verified to reproduce x0 + x1 exactly (D7).
+    the model an XGBoost tree (depth 2, reg_lambda=0) verified to reproduce x0 + x1 exactly (CX-7).
     Scored with importance symmetry (mean |phi| over the 4 points is 0.5 for both features under the
-    interventional and baseline conventions, D6.1) and the offset-free ``symmetric_effect`` (D6.2),
+    interventional and baseline conventions, CX-6.1) and the offset-free ``symmetric_effect`` (CX-6.2),
     not the original mirrored attributions, which differ by |E[x0] - E[x1]| for correct
     interventional values.
     """
@@ -221,8 +217,8 @@ def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
 def correlated_features(info, *, seed, cache) -> Case:
     """f(a, b, c) = a + b on 6 points (a_k, k, k), k = 0..5: c is an exact copy of b but unused.
 
-    a_k are seeded integers in 1..9 (unseeded in the original, D5).  The model is the plain function
-    for every explainer (D11: no separate XGBoost for tree explainers, which may split on c instead
+    a_k are seeded integers in 1..9 (unseeded in the original, CX-5).  The model is the plain function
+    for every explainer (CX-11: no separate XGBoost for tree explainers, which may split on c instead
     of b, so tree explainers do not apply).  Interventional convention: phi_c = 0 and
     phi_b = b - E[b]; under observational Shapley phi_b = phi_c would be correct (see ``correlated``).
     a is itself a function of k, so it may legitimately share credit.
