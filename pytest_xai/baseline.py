@@ -13,6 +13,8 @@ import json
 import os
 from typing import Any, Mapping
 
+from pytest_xai.record import Record, records
+
 #: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
 DEFAULT_TOLERANCE = 0.05
 ANY = "*"  # the key of the tolerance that applies to every check without its own
@@ -73,12 +75,9 @@ def tolerance(check: str | None, tolerances: Mapping[str, float]) -> float:
     return tolerances.get(check or "", tolerances.get(ANY, DEFAULT_TOLERANCE))
 
 
-def key(rec: Mapping[str, Any]) -> tuple[str, str]:
-    return rec.get("row") or rec["nodeid"], rec["explainer"]
-
-
-def index(doc: Mapping[str, Any]) -> dict[tuple[str, str], dict]:
-    return {key(rec): rec for rec in doc["results"]}
+def index(doc: Mapping[str, Any]) -> dict[tuple[str, str], Record]:
+    """The baseline's records by ``(row, explainer)``."""
+    return {rec.key(): rec for rec in records(doc["results"])}
 
 
 def changed_versions(before: Mapping[str, str], now: Mapping[str, str]) -> dict[str, list]:
@@ -94,54 +93,56 @@ def identity(doc: Mapping[str, Any], path: str, versions_now: Mapping[str, str])
             "changed_versions": changed_versions(doc.get("versions") or {}, versions_now)}
 
 
-def regressions(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float,
-                seconds_factor: float | None = None) -> list[str]:
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def regressions(now: Record, before: Record, *, tol: float, seconds_factor: float | None = None) -> list[str]:
     """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
     value, this run's value and the tolerance or factor."""
     reasons = []
-    if (before.get("status") == "PASS" and now.get("status") in ("FAIL", "ERROR", "TIMEOUT")
-            and not now.get("regression")):  # else the FAIL is this gate's own, not the check's
-        reasons.append(f"verdict PASS in the baseline, {now['status']} now")
-    b, n = before.get("score"), now.get("score")
-    if isinstance(b, (int, float)) and isinstance(n, (int, float)) and b - n > tol + 1e-9:
+    if (before.status == "PASS" and now.status in ("FAIL", "ERROR", "TIMEOUT")
+            and not now.regression):  # else the FAIL is this gate's own, not the check's
+        reasons.append(f"verdict PASS in the baseline, {now.status} now")
+    b, n = _number(before.score), _number(now.score)
+    if b is not None and n is not None and b - n > tol + 1e-9:
         reasons.append(f"score dropped from {b:.3f} (baseline) to {n:.3f} (now), by more than the "
                        f"tolerance {tol:g}")
-    b, n = before.get("seconds"), now.get("seconds")
-    if (seconds_factor and isinstance(b, (int, float)) and isinstance(n, (int, float)) and b > 0
-            and n > seconds_factor * b):
+    b, n = _number(before.seconds), _number(now.seconds)
+    if seconds_factor and b is not None and n is not None and b > 0 and n > seconds_factor * b:
         reasons.append(f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
                        f"the factor {seconds_factor:g}")
     return reasons
 
 
-def improvements(now: Mapping[str, Any], before: Mapping[str, Any], *, tol: float) -> list[str]:
+def improvements(now: Record, before: Record, *, tol: float) -> list[str]:
     reasons = []
-    if before.get("status") in ("FAIL", "ERROR", "TIMEOUT") and now.get("status") == "PASS":
-        reasons.append(f"verdict {before['status']} in the baseline, PASS now")
-    b, n = before.get("score"), now.get("score")
-    if isinstance(b, (int, float)) and isinstance(n, (int, float)) and n - b > tol + 1e-9:
+    if before.status in ("FAIL", "ERROR", "TIMEOUT") and now.status == "PASS":
+        reasons.append(f"verdict {before.status} in the baseline, PASS now")
+    b, n = _number(before.score), _number(now.score)
+    if b is not None and n is not None and n - b > tol + 1e-9:
         reasons.append(f"score rose from {b:.3f} to {n:.3f}")
     return reasons
 
 
-def _brief(rec: Mapping[str, Any]) -> dict:
-    return {k: rec.get(k) for k in ("status", "score", "seconds", "flaky")}
+def _brief(rec: Record) -> dict:
+    return {"status": rec.status, "score": rec.score, "seconds": rec.seconds, "flaky": rec.flaky}
 
 
-def compare(records: list[dict], doc: Mapping[str, Any], *, tolerances: Mapping[str, float],
+def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[str, float],
             seconds_factor: float | None = None) -> dict:
-    """The diff of ``records`` against the baseline ``doc``: regressions, improvements, new tests,
-    vanished tests (in the baseline, not run now) and the number unchanged."""
+    """The diff of the records ``now`` against the baseline ``doc``: regressions, improvements, new
+    tests, vanished tests (in the baseline, not run now) and the number unchanged."""
     before = index(doc)
     seen = set()
     diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "vanished": [], "unchanged": 0}
-    for rec in sorted(records, key=key):
-        k = key(rec)
+    for rec in sorted(now, key=Record.key):
+        k = rec.key()
         seen.add(k)
         if k not in before:
             diff["new"].append({"row": k[0], "explainer": k[1], "now": _brief(rec)})
             continue
-        tol = tolerance(rec.get("check"), tolerances)
+        tol = tolerance(rec.check, tolerances)
         entry = {"row": k[0], "explainer": k[1], "baseline": _brief(before[k]), "now": _brief(rec)}
         worse = regressions(rec, before[k], tol=tol, seconds_factor=seconds_factor)
         better = improvements(rec, before[k], tol=tol)
@@ -186,3 +187,50 @@ def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
     lines.append(f"{len(diff['regressions'])} regressed, {len(diff['improvements'])} improved, "
                  f"{len(diff['new'])} new, {len(vanished)} not run, {diff['unchanged']} unchanged")
     return lines
+
+
+class Gate:
+    """A loaded baseline and how this run is compared with it (``--xai-baseline`` and friends).
+
+    ``tolerances`` are parsed ``--xai-baseline-tolerance`` entries (:func:`parse_tolerances`);
+    ``seconds_factor`` also gates explainer seconds when given.
+    """
+
+    def __init__(self, path: str, tolerances: Mapping[str, float], seconds_factor: float | None = None):
+        self.path, self.tolerances, self.seconds_factor = path, dict(tolerances), seconds_factor
+        self.doc = load(path)
+        self.index = index(self.doc)
+
+    def regressions(self, key: tuple[str, str], check: str, score: float, seconds: float | None) -> list[str]:
+        """Why a test that passed its check with ``score`` regressed against the baseline (or [])."""
+        before = self.index.get(key)
+        if before is None:
+            return []
+        now = Record(status="PASS", score=score, seconds=seconds)
+        return regressions(now, before, tol=tolerance(check, self.tolerances), seconds_factor=self.seconds_factor)
+
+    def diff(self, now: list[Record]) -> dict:
+        return compare(now, self.doc, tolerances=self.tolerances, seconds_factor=self.seconds_factor)
+
+    def warnings(self, versions_now: Mapping[str, str], seed: int) -> list[str]:
+        """What makes this run's scores differ from the baseline's for reasons other than the explainer."""
+        out = []
+        changed = changed_versions(self.doc.get("versions") or {}, versions_now)
+        if changed:
+            names = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}" for k, (a, b) in changed.items())
+            out.append(f"baseline {self.path} was made with other library versions ({names}); scores are compared "
+                       f"anyway: refresh it with --xai-save-baseline once the change is understood")
+        if self.doc.get("seed") != seed:
+            out.append(f"baseline {self.path} has seed {self.doc.get('seed')}, this run {seed}: stochastic "
+                       f"explainers' scores move with the seed")
+        return out
+
+    def header(self) -> str:
+        tol = ", ".join(f"{k}={v:g}" for k, v in self.tolerances.items()) or f"{DEFAULT_TOLERANCE:g}"
+        return (f"baseline {self.path} (created {self.doc.get('created')}, seed {self.doc.get('seed')}), "
+                f"tolerance {tol}")
+
+    def section(self, now: list[Record], versions_now: Mapping[str, str]) -> dict:
+        """The JSON report's ``baseline``: what it was, the tolerances and the diff."""
+        return {**identity(self.doc, self.path, versions_now), "tolerances": self.tolerances,
+                "seconds_factor": self.seconds_factor, "diff": self.diff(now)}

@@ -5,10 +5,31 @@ No numpy at import time: the plugin imports this module on every pytest run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
 
 CATEGORIES = ("fidelity", "fragility", "stability", "stress")
+#: ``meta`` keys that were run-time hooks before they became fields of :class:`Case`.
+_HOOKS = {"draw": "draw", "with_model": "swap_model", "variants": "variants"}
+
+
+class Draw(Protocol):
+    """Draws the worst example of a test: ``draw(path, case, attributions, row)`` writes a PNG."""
+
+    def __call__(self, path: Path, case: Case, attributions: Any, row: int) -> Any: ...
+
+
+class SwapModel(Protocol):
+    """``swap(case, model)``: ``case`` with ``model`` in place of its own (randomisation checks)."""
+
+    def __call__(self, case: Case, model: Any) -> Case: ...
+
+
+class Variants(Protocol):
+    """``variants(case)`` builds the case's randomised models into ``case.meta`` on first use."""
+
+    def __call__(self, case: Case) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -24,7 +45,7 @@ class CaseInfo:
     category: str
     source: str
     checks: Mapping[str, Mapping[str, Any]]
-    build: Callable[..., "Case"] | None
+    build: Callable[..., Case] | None
     description: str = ""
 
 
@@ -38,6 +59,12 @@ class Case:
     against ``background``); ``torch_model`` is a differentiable twin of ``model`` when one exists.
     ``target`` is one class index, one per explained row (Quantus' convention), or None (regression).
     Build one from your own model and data with :func:`pytest_xai.make_case`.
+
+    Three optional hooks, each a module-level function so that a case pickles (hand-made cases
+    travel to worker processes pickled, without their hooks; registered ones are rebuilt there):
+    ``draw`` draws the worst example (``--xai-report`` pictures), ``swap_model`` makes the case
+    with another model (:meth:`with_model`), ``variants`` builds randomised models into ``meta``
+    on first use (:meth:`build_variants`).
     """
 
     info: CaseInfo
@@ -51,10 +78,36 @@ class Case:
     torch_model: Any = None
     truth: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    draw: Draw | None = None
+    swap_model: SwapModel | None = None
+    variants: Variants | None = None
+
+    def __post_init__(self) -> None:
+        old = [key for key in _HOOKS if key in self.meta]
+        if old:
+            raise TypeError(f"case {self.info.name!r}: meta[{old[0]!r}] is no longer read; pass "
+                            f"{_HOOKS[old[0]]}= to Case instead (a field of pytest_xai.Case)")
 
     @property
     def name(self) -> str:
         return self.info.name
+
+    def with_model(self, model: Any) -> Case:
+        """This case with ``model`` in place of its own (itself for its own model or None)."""
+        if model is None or model is self.model:
+            return self
+        if self.swap_model is None:
+            raise TypeError(f"case {self.name!r} cannot swap its model: it has no swap_model hook")
+        return self.swap_model(self, model)
+
+    def build_variants(self) -> None:
+        """Build the randomised models of ``variants`` (idempotent); nothing for a case without."""
+        if self.variants is not None:
+            self.variants(self)
+
+    def without_hooks(self) -> Case:
+        """A copy without hooks or builder (often lambdas): what a worker process needs, picklable."""
+        return replace(self, info=replace(self.info, build=None), draw=None, swap_model=None, variants=None)
 
     @property
     def output_range(self) -> float:
@@ -62,7 +115,7 @@ class Case:
         out = self.outputs()
         return float(out.max() - out.min())
 
-    def outputs(self, inputs: Any = None):
+    def outputs(self, inputs: Any = None) -> Any:
         """The explained output per row of ``inputs`` (default: the case's): the regression output,
         or the probability of the target class (one class, or one per row)."""
         import numpy as np

@@ -13,6 +13,9 @@ import os
 from html import escape
 from typing import Any, Iterable, Mapping
 
+from pytest_xai.record import Record
+from pytest_xai.record import records as records_of
+
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 STATUS_COLOURS = {"PASS": "#2ca02c", "FAIL": "#d62728", "ERROR": "#8b0000", "TIMEOUT": "#ff7f0e", "SKIP": "#999"}
@@ -111,17 +114,17 @@ class _Axes:
         return out
 
 
-def score_seconds_chart(records: list[dict], explainer: str, colour: str) -> str:
+def score_seconds_chart(records: list[Record], explainer: str, colour: str) -> str:
     """Each test of ``explainer`` a point: its score against its explainer's seconds."""
-    points = [r for r in records if r["explainer"] == explainer and isinstance(r.get("score"), (int, float))
-              and isinstance(r.get("seconds"), (int, float))]
-    axes = _Axes([r["seconds"] for r in points])
+    points = [(r, float(r.score), float(r.seconds)) for r in records if r.explainer == explainer
+              and isinstance(r.score, (int, float)) and isinstance(r.seconds, (int, float))]
+    axes = _Axes([seconds for _, _, seconds in points])
     out = axes.frame(f"score against seconds, {explainer}")
-    for r in points:
-        fill = STATUS_COLOURS.get(r["status"], colour)
-        out.append(f'<circle cx="{axes.x(r["seconds"]):.1f}" cy="{axes.y(r["score"]):.1f}" r="4" fill="{fill}" '
-                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r["row"])}: {r["status"]} '
-                   f'{r["score"]:.3f} in {r["seconds"]:.3g} s</title></circle>')
+    for r, score, seconds in points:
+        fill = STATUS_COLOURS.get(r.status or "", colour)
+        out.append(f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
+                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {r.status} '
+                   f'{score:.3f} in {seconds:.3g} s</title></circle>')
     out.append("</svg>")
     return (f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
             f"</figcaption></figure>")
@@ -190,12 +193,12 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
     return f"<figure>{''.join(out)}<figcaption>mean score per category: {legend}</figcaption></figure>"
 
 
-def _score_cell(rec: Mapping[str, Any]) -> str:
-    text = _fmt(rec.get("score"))
-    repeat = rec.get("repeat")
+def _score_cell(rec: Record) -> str:
+    text = _fmt(rec.score)
+    repeat = rec.repeat
     if repeat and not repeat.get("deterministic") and text:
         text += f" ± {repeat['std']:.3f}"
-    if rec.get("flaky"):
+    if rec.flaky:
         text += ' <span class="flaky">FLAKY</span>'
     return f'<td class="num">{text}</td>'
 
@@ -210,14 +213,14 @@ def png_base64(path: str) -> str:
         return base64.b64encode(fh.read()).decode("ascii")
 
 
-def _pictures(records: list[dict]) -> str:
+def _pictures(records: list[Record]) -> str:
     out = []
     for r in records:
-        picture = r.get("picture")
+        picture = r.picture
         if picture and os.path.exists(picture):
-            out.append(f'<figure><img alt="worst example of {escape(r["nodeid"])}" '
-                       f'src="data:image/png;base64,{png_base64(picture)}"><figcaption>{escape(r["row"])} '
-                       f'[{escape(r["explainer"])}]: {r["status"]} {_fmt(r.get("score"))}</figcaption></figure>')
+            out.append(f'<figure><img alt="worst example of {escape(r.nodeid or "")}" '
+                       f'src="data:image/png;base64,{png_base64(picture)}"><figcaption>{escape(r.row or "")} '
+                       f'[{escape(r.explainer or "")}]: {r.status} {_fmt(r.score)}</figcaption></figure>')
     return f'<div class="pictures">{"".join(out)}</div>' if out else "<p>No worst-example pictures in this run.</p>"
 
 
@@ -250,8 +253,8 @@ def _baseline(doc: Mapping[str, Any]) -> str:
 
 def render(doc: Mapping[str, Any]) -> str:
     """The report as one HTML page."""
-    records = list(doc.get("results", []))
-    explainers = list(dict.fromkeys(r["explainer"] for r in records))
+    records = records_of(doc.get("results", []))
+    explainers = list(dict.fromkeys(r.explainer or "" for r in records))
     summary = doc.get("summary") or {}
     options = doc.get("options") or {}
     facts = [("created", doc.get("created")), ("seed", doc.get("seed")), ("repeat", doc.get("repeat", 1)),
@@ -271,21 +274,21 @@ def render(doc: Mapping[str, Any]) -> str:
     overall = [[escape(e)] + [escape(str(v)) if v is not None else "" for v in (
         f"{a['passed']}/{a['ran'] - a['timeouts']}", _fmt(a["mean_score"]), _fmt(a["mean_seconds"], 3),
         a["skipped"], a["timeouts"])] for e in explainers for a in [summary.get(e, {}).get("overall")] if a]
-    filters = ("<div class=\"filters\">" + _options("family", "family", (r.get("family") for r in records))
-               + _options("category", "category", (r.get("category") for r in records))
+    filters = ("<div class=\"filters\">" + _options("family", "family", (r.family for r in records))
+               + _options("category", "category", (r.category for r in records))
                + _options("explainer", "explainer", explainers)
-               + _options("status", "status", (r.get("status") for r in records))
+               + _options("status", "status", (r.status for r in records))
                + '<label>text <input id="f-text" type="search" placeholder="case, check, detail"></label>'
                + '<span id="shown"></span></div>')
     rows = []
-    for r in sorted(records, key=lambda r: (r.get("category") or "", r["row"], r["explainer"])):
-        attrs = " ".join(f'data-{k}="{escape(str(r.get(k) or ""))}"'
+    for r in sorted(records, key=lambda r: (r.category or "", r.row or "", r.explainer or "")):
+        attrs = " ".join(f'data-{k}="{escape(str(getattr(r, k) or ""))}"'
                          for k in ("family", "category", "explainer", "status"))
-        rows.append(f'<tr {attrs}><td>{escape(r["row"])}</td><td>{escape(r["explainer"])}</td>'
-                    f'<td>{escape(str(r.get("family") or ""))}</td><td>{escape(str(r.get("category") or ""))}</td>'
-                    f'<td class="{escape(r["status"])}">{escape(r["status"])}</td>{_score_cell(r)}'
-                    f'<td class="num">{_fmt(r.get("threshold"))}</td><td class="num">{_fmt(r.get("seconds"), 3)}</td>'
-                    f'<td class="detail">{escape(str(r.get("regression") or r.get("detail") or ""))}</td></tr>')
+        rows.append(f'<tr {attrs}><td>{escape(r.row or "")}</td><td>{escape(r.explainer or "")}</td>'
+                    f'<td>{escape(str(r.family or ""))}</td><td>{escape(str(r.category or ""))}</td>'
+                    f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
+                    f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
+                    f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>')
     table = ('<table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th><th>category</th>'
              '<th>status</th><th>score</th><th>threshold</th><th>seconds</th><th>detail</th></tr></thead><tbody>'
              + "".join(rows) + "</tbody></table>")
@@ -317,9 +320,9 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any]) -> None:
         raise
 
 
-def extra_html(props: Mapping[str, Any]) -> str:
+def extra_html(rec: Record) -> str:
     """The pytest-html extra of one test: its score, threshold, seconds and detail."""
-    rows = [[escape(k), escape(str(props[k]))] for k in ("explainer", "case", "check", "score", "threshold", "passed",
-                                                       "seconds", "flaky", "detail", "regression", "error")
-            if props.get(k) is not None]
+    rows = [[escape(k), escape(str(getattr(rec, k)))] for k in ("explainer", "case", "check", "score", "threshold",
+                                                              "passed", "seconds", "flaky", "detail", "regression",
+                                                              "kind", "error") if getattr(rec, k) is not None]
     return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_xai import wire
-from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.worker import ARRAYS
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -41,14 +41,6 @@ IDLE_SHARE = 0.05
 LOADING_WALL = 600.0
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class ExplainerRaised(ExplainerError):
-    """The explainer raised; ``.traceback`` holds the worker's formatted traceback."""
-
-    def __init__(self, message: str, traceback_text: str):
-        super().__init__(message)
-        self.traceback = traceback_text
 
 
 @dataclass(frozen=True)
@@ -79,6 +71,15 @@ def cpu_seconds(pid: int) -> float | None:
 
 class _Stop(Exception):
     pass
+
+
+@dataclass
+class _Phase:
+    """Where a call is: its limits (loading, then the call's), and its wall and CPU clocks at the start."""
+
+    limits: Limits
+    wall: float
+    cpu: float | None
 
 
 #: Libraries a zygote imports (when the plugin's process uses them) so that workers start warm.
@@ -125,7 +126,7 @@ class Zygote:
             cls._shared = cls([m for m in PRELOAD if importlib.util.find_spec(m.partition(".")[0]) is not None])
         return cls._shared
 
-    def _ask(self, request: dict, fds: tuple = (), timeout: float = 30.0) -> dict:
+    def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), timeout: float = 30.0) -> dict[str, Any]:
         import json
         import socket
 
@@ -134,7 +135,8 @@ class Zygote:
             json.loads(self.sock.recv(4096))
             self.ready = True
         socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
-        return json.loads(self.sock.recv(4096) or b"{}")
+        answer: dict[str, Any] = json.loads(self.sock.recv(4096) or b"{}")
+        return answer
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
         """A new worker's pid, or None when the zygote cannot fork safely now."""
@@ -153,7 +155,7 @@ class Zygote:
             except (OSError, ValueError):
                 return None
             if status is not None:
-                return status
+                return int(status)
             time.sleep(0.01)
         return None
 
@@ -182,22 +184,24 @@ class Worker:
 
     def __init__(self, spec: str):
         self.spec = spec
-        self._ended, self._status = False, None
+        self._ended = False
+        self._status: int | None = None
         self.log = tempfile.TemporaryFile()
         request_r, self._request = os.pipe()
         self._reply, reply_w = os.pipe()
         try:
             zygote = Zygote.shared()
-            self.zygote = zygote
-            self.pid = zygote.fork((request_r, reply_w, self.log.fileno())) if zygote else None
-            self.proc = None
-            if self.pid is None:
+            self.zygote: Zygote | None = zygote
+            pid = zygote.fork((request_r, reply_w, self.log.fileno())) if zygote else None
+            self.proc: subprocess.Popen[bytes] | None = None
+            if pid is None:
                 self.zygote = None
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "pytest_xai.worker", str(request_r), str(reply_w)],
                     pass_fds=(request_r, reply_w), stdin=subprocess.DEVNULL, stdout=self.log,
                     stderr=subprocess.STDOUT, start_new_session=True, env=thread_environment())
-                self.pid = self.proc.pid
+                pid = self.proc.pid
+            self.pid: int = pid
         finally:
             os.close(request_r)
             os.close(reply_w)
@@ -223,7 +227,7 @@ class Worker:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.005)
-        self._ended, self._status = True, self.zygote.status(self.pid)
+        self._ended, self._status = True, self.zygote.status(self.pid) if self.zygote is not None else None
         return self._status
 
     def output(self, limit: int = 2000) -> str:
@@ -232,7 +236,7 @@ class Worker:
         text = self.log.read().decode("utf-8", "replace").strip()
         return wire.clip(text[-limit:], limit) if text else ""
 
-    def call(self, header: dict, limits: Limits, blob: bytes = b"") -> tuple[dict, dict]:
+    def call(self, header: dict[str, Any], limits: Limits, blob: bytes = b"") -> tuple[dict[str, Any], dict[str, Any]]:
         """Send one request and return the reply; raise ExplainerTimeout or ExplainerError."""
         self.log.seek(0)
         self.log.truncate()
@@ -243,13 +247,13 @@ class Worker:
             raise self._died("before it received the call") from None
         # Until the worker says "started", it imports and builds the case: only a loose wall limit.
         loading = Limits(cpu=None, wall=max(limits.wall or 0.0, LOADING_WALL))
-        phase = {"limits": loading, "wall": time.monotonic(), "cpu": cpu_seconds(self.pid)}
+        phase = _Phase(loading, time.monotonic(), cpu_seconds(self.pid))
 
         def tick() -> None:
-            wall = time.monotonic() - phase["wall"]
-            now, cpu, lim = cpu_seconds(self.pid), phase["cpu"], phase["limits"]
+            wall = time.monotonic() - phase.wall
+            now, cpu, lim = cpu_seconds(self.pid), phase.cpu, phase.limits
             used = wall if now is None or cpu is None else now - cpu
-            if lim is loading and wall > lim.wall:
+            if lim is loading and lim.wall is not None and wall > lim.wall:
                 raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
             if lim.cpu is not None and used > lim.cpu:
                 raise _Stop(f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
@@ -268,11 +272,11 @@ class Worker:
                 reply, arrays = wire.read(self._reply, tick, names=ARRAYS)
                 if reply.get("token") != token:
                     self.kill()
-                    raise ExplainerError("sent a result that does not answer the call (a forged or stale message "
+                    raise ExplainerCrash("sent a result that does not answer the call (a forged or stale message "
                                          "on the worker's result channel); the worker was replaced")
                 if reply.get("kind") != "started":
                     return reply, arrays
-                phase.update(limits=limits, wall=time.monotonic(), cpu=cpu_seconds(self.pid))
+                phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
         except _Stop as stop:
             printed = self.output()
             self.kill()
@@ -281,7 +285,7 @@ class Worker:
             raise self._died("before replying") from None
         except wire.WireError as exc:
             self.kill()
-            raise ExplainerError(f"sent a malformed result ({exc}); did the explainer write to the worker's "
+            raise ExplainerCrash(f"sent a malformed result ({exc}); did the explainer write to the worker's "
                                  f"result channel?") from None
         except ExplainerError:
             raise
@@ -289,7 +293,7 @@ class Worker:
             self.kill()
             raise
 
-    def _died(self, when: str) -> ExplainerError:
+    def _died(self, when: str) -> ExplainerCrash:
         status = self.wait(5)
         printed = self.output()
         self.kill()
@@ -306,7 +310,8 @@ class Worker:
         else:
             how = f"exited with status {status}"
             why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
-        return ExplainerError(f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else ""))
+        return ExplainerCrash(f"its worker process {how} {when}{why}"
+                              + (f"\n\nit printed:\n{printed}" if printed else ""))
 
     def kill(self) -> None:
         """Stop the worker and everything in its session, at once."""
@@ -368,7 +373,7 @@ class Pool:
             raise self.broken[spec]
         return worker
 
-    def explain(self, spec: str, request: dict, case: Any = None) -> tuple[dict, dict]:
+    def explain(self, spec: str, request: dict[str, Any], case: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
         blob = b""
         if case is not None:
@@ -394,7 +399,7 @@ class Pool:
         self.workers.clear()
 
 
-def _raise_for(reply: dict, during: str) -> None:
+def _raise_for(reply: dict[str, Any], during: str) -> None:
     kind = reply.get("kind")
     message = wire.clip(reply.get("message", ""), 4000)
     where = f" while {during}" if during else ""
@@ -407,7 +412,7 @@ def _raise_for(reply: dict, during: str) -> None:
     if kind == "raised":
         raise ExplainerRaised(f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}",
                               wire.clip(reply.get("traceback", "")))
-    raise ExplainerError(f"{message or 'the worker sent an unknown reply'}{where}")
+    raise ExplainerCrash(f"{message or 'the worker sent an unknown reply'}{where}")  # "case", "internal"
 
 
 @atexit.register

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from pytest_xai import report
+from pytest_xai.record import Record
 
 
 class MergeError(ValueError):
@@ -45,10 +46,11 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
 
 
 def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | None:
-    bases = [doc.get("baseline") for _, doc in docs]
-    if not any(bases):
+    given = [doc.get("baseline") for _, doc in docs]
+    if not any(given):
         return None
-    if not all(bases) or len({b.get("path") for b in bases}) > 1:
+    bases: list[Mapping[str, Any]] = [b for b in given if b]
+    if len(bases) < len(given) or len({b.get("path") for b in bases}) > 1:
         raise MergeError("only some shards were compared with a baseline, or with different ones; compare every "
                          "shard with the same --xai-baseline")
     diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "unchanged": 0}
@@ -77,11 +79,11 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
     seen: dict[str, str] = {}
     results = []
     for path, doc in docs:
-        for rec in doc["results"]:
-            if rec["nodeid"] in seen:
-                raise MergeError(f"{rec['nodeid']} is in both {seen[rec['nodeid']]} and {path}: the shards overlap; "
+        for rec in map(Record.from_dict, doc["results"]):
+            if rec.nodeid in seen:
+                raise MergeError(f"{rec.nodeid} is in both {seen[rec.nodeid]} and {path}: the shards overlap; "
                                  f"give each test to one shard")
-            seen[rec["nodeid"]] = path
+            seen[rec.nodeid] = path
             results.append(rec)
     first = docs[0][1]
     out = {
@@ -93,7 +95,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
                     "results": len(doc["results"]), "args": (doc.get("options") or {}).get("args")}
                    for path, doc in docs],
         "summary": report.summary(results),
-        "results": sorted(results, key=lambda rec: rec["nodeid"]),
+        "results": [rec.to_dict() for rec in sorted(results, key=lambda rec: rec.nodeid)],
     }
     if mismatches:
         out["merge_mismatches"] = mismatches

@@ -1,7 +1,7 @@
 """Pictures of the worst example: attribution beside ground truth, as a PNG (matplotlib, optional).
 
 Families whose inputs live on a grid put a ``draw(path, case, attributions, row)`` callable in
-``case.meta["draw"]``; the plugin calls it for every such test when ``--xai-report`` is given and
+``Case.draw``; the plugin calls it for every such test when ``--xai-report`` is given and
 writes the PNG next to the report.  Uses matplotlib's object API (no pyplot, no global backend).
 """
 

@@ -1,8 +1,7 @@
-"""Score table, JSON report and per-test records (pure Python: no pytest, no numpy).
+"""Score table and JSON report of a session's records (pure Python: no pytest, no numpy).
 
-A *record* is one test's result: explainer, case, check, score, threshold, passed, seconds, detail,
-outcome.  The plugin builds records from the properties each test stores in
-``item.user_properties`` (so they survive xdist) and hands them here.
+A record (:class:`pytest_xai.record.Record`) is one test's result: explainer, case, check, score,
+threshold, verdict, seconds, detail.
 """
 
 from __future__ import annotations
@@ -15,77 +14,33 @@ import sys
 from collections import defaultdict
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Any, Iterable
+from typing import Any
+
+from pytest_xai.record import Record
 
 SCHEMA = "pytest-xai/report"
+#: Version 1 records gained ``kind`` (how an ERROR or TIMEOUT happened); readers of version 1 read
+#: reports written before it (:meth:`Record.from_dict`).
 SCHEMA_VERSION = 1
-PREFIX = "xai_"
 LIBRARIES = ("pytest", "numpy", "shap", "lime", "xgboost", "xgboost-cpu", "torch", "captum",
              "scikit-learn", "chess", "hypothesis", "pytest-xdist", "pytest-benchmark")
 
 
-def record(nodeid: str, outcome: str, duration: float, properties: Iterable[tuple[str, Any]]) -> dict | None:
-    """The record of one test report, or None when the test is not an xai test.
-
-    ``status`` is the verdict: PASS, FAIL, ERROR (the explainer raised or returned something
-    invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no verdict) or SKIP.
-    A test that passes without calling ``xai_check`` is a PASS.
-    """
-    props = {k[len(PREFIX):]: v for k, v in properties if isinstance(k, str) and k.startswith(PREFIX)}
-    if "explainer" not in props:
-        return None
-    passed = outcome == "passed" and props.get("passed", True) is True
-    if outcome == "skipped":
-        status = "SKIP"
-    elif props.get("status") in ("TIMEOUT", "ERROR"):
-        status = props["status"]
-    else:
-        status = "PASS" if passed else "FAIL"
-    return {
-        "nodeid": nodeid,
-        "row": props.get("row") or nodeid,
-        "test": props.get("test") or nodeid.rpartition("::")[2].partition("[")[0],
-        "explainer": props["explainer"],
-        "case": props.get("case"),
-        "family": props.get("family"),
-        "category": props.get("category"),
-        "check": props.get("check"),
-        "outcome": outcome,
-        "status": status,
-        "score": props.get("score"),
-        "threshold": props.get("threshold"),
-        "threshold_sources": props.get("threshold_sources"),
-        "passed": passed if outcome != "skipped" else None,
-        "seconds": props.get("seconds"),
-        "cpu_seconds": props.get("cpu_seconds"),
-        "cached": props.get("cached", False),
-        "seed": props.get("seed"),
-        "detail": props.get("skip") if outcome == "skipped" else props.get("detail") or props.get("error"),
-        "error": props.get("error"),
-        "duration": round(duration, 6),
-        "picture": props.get("picture"),
-        "repeat": props.get("repeat"),
-        "flaky": props.get("flaky", False),
-        "regression": props.get("regression"),
-    }
-
-
-def _cell(rec: dict) -> str:
-    if rec["status"] == "SKIP":
+def _cell(rec: Record) -> str:
+    if rec.status == "SKIP":
         return "skip"
-    if rec["status"] in ("TIMEOUT", "ERROR"):
-        return rec["status"] if rec.get("seconds") is None else f"{rec['status']} {rec['seconds']:.2f}s"
-    score = "" if rec["score"] is None else f" {rec['score']:.3f}"
-    repeat = rec.get("repeat")
-    if repeat and not repeat.get("deterministic") and rec["score"] is not None:
-        score += f"±{repeat['std']:.3f}"
-    if rec.get("flaky"):
+    if rec.status in ("TIMEOUT", "ERROR"):
+        return f"{rec.status}" if rec.seconds is None else f"{rec.status} {rec.seconds:.2f}s"
+    score = "" if rec.score is None else f" {rec.score:.3f}"
+    if rec.repeat and not rec.repeat.get("deterministic") and rec.score is not None:
+        score += f"±{rec.repeat['std']:.3f}"
+    if rec.flaky:
         score += " FLAKY"
-    seconds = "" if rec["seconds"] is None else f" {rec['seconds']:.2f}s"
-    return f"{rec['status']}{score}{seconds}"
+    seconds = "" if rec.seconds is None else f" {rec.seconds:.2f}s"
+    return f"{rec.status}{score}{seconds}"
 
 
-def summary(records: list[dict]) -> dict[str, dict]:
+def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
     """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
 
     Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
@@ -94,26 +49,25 @@ def summary(records: list[dict]) -> dict[str, dict]:
     of a case share it (``cached``).
     """
 
-    def aggregate(recs: list[dict]) -> dict:
-        ran = [r for r in recs if r["status"] != "SKIP"]
-        judged = [r for r in ran if r["status"] != "TIMEOUT"]
-        timed = [r["seconds"] for r in judged if r["seconds"] is not None and r["status"] != "ERROR"
-                 and not r["cached"]]
+    def aggregate(recs: list[Record]) -> dict[str, Any]:
+        ran = [r for r in recs if r.status != "SKIP"]
+        judged = [r for r in ran if r.status != "TIMEOUT"]
+        timed = [r.seconds for r in judged if r.seconds is not None and r.status != "ERROR" and not r.cached]
         return {
             "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
-            "passed": sum(1 for r in judged if r["status"] == "PASS"),
-            "errors": sum(1 for r in judged if r["status"] == "ERROR"),
+            "passed": sum(1 for r in judged if r.status == "PASS"),
+            "errors": sum(1 for r in judged if r.status == "ERROR"),
             "timeouts": len(ran) - len(judged),
-            "mean_score": round(sum(r["score"] or 0.0 for r in judged) / len(judged), 6) if judged else None,
+            "mean_score": round(sum(r.score or 0.0 for r in judged) / len(judged), 6) if judged else None,
             "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
         }
 
     out = {}
-    for explainer in dict.fromkeys(r["explainer"] for r in records):
-        mine = [r for r in records if r["explainer"] == explainer]
-        categories = sorted({r["category"] for r in mine if r["category"]})
+    for explainer in dict.fromkeys(r.explainer or "" for r in records):
+        mine = [r for r in records if (r.explainer or "") == explainer]
+        categories = sorted({r.category for r in mine if r.category})
         out[explainer] = {"overall": aggregate(mine),
-                          "categories": {c: aggregate([r for r in mine if r["category"] == c]) for c in categories}}
+                          "categories": {c: aggregate([r for r in mine if r.category == c]) for c in categories}}
     return out
 
 
@@ -127,7 +81,7 @@ def _grid(header: list[str], body: list[list[str]], footer: list[list[str]]) -> 
     return [line(header), rule, *(line(r) for r in body), *([rule] if footer else []), *(line(r) for r in footer)]
 
 
-def _aggregate_cell(agg: dict) -> str:
+def _aggregate_cell(agg: dict[str, Any]) -> str:
     if not agg["ran"]:
         return f"skip x{agg['skipped']}" if agg["skipped"] else ""
     timeouts = f", {agg['timeouts']} TIMEOUT" if agg["timeouts"] else ""
@@ -137,17 +91,19 @@ def _aggregate_cell(agg: dict) -> str:
     return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}, {agg['mean_score']:.3f}{seconds}{timeouts}"
 
 
-def table(records: list[dict]) -> list[str]:
+def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
-    explainer); columns: explainers; cells: verdict, score, seconds.
+    explainer); columns: explainers, those named in ``order`` first and in that order (the order
+    records arrive in changes under xdist); cells: verdict, score, seconds.
 
     Below, per explainer and per category: passed/judged, mean score, mean seconds per call, and
     timeouts (which have no verdict).
     """
-    explainers = list(dict.fromkeys(r["explainer"] for r in records))
-    rows: dict[str, dict[str, dict]] = defaultdict(dict)
-    for rec in sorted(records, key=lambda r: (r["category"] or "", r["check"] or r["test"], r["case"] or "")):
-        rows[rec["row"]][rec["explainer"]] = rec
+    seen = {r.explainer or "" for r in records}
+    explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))
+    rows: dict[str, dict[str, Record]] = defaultdict(dict)
+    for rec in sorted(records, key=lambda r: (r.category or "", r.check or r.test or "", r.case or "")):
+        rows[rec.row or rec.nodeid][rec.explainer or ""] = rec
     body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
     aggregates = summary(records)
     categories = sorted({c for agg in aggregates.values() for c in agg["categories"]})
@@ -158,7 +114,8 @@ def table(records: list[dict]) -> list[str]:
     return _grid(["test"] + explainers, body, footer)
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """Python and the versions of the libraries that change scores, as installed."""
     out = {"python": sys.version.split()[0]}
     for name in LIBRARIES:
         try:
@@ -172,7 +129,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def document(records: list[dict], *, options: dict, seed: int, exitstatus: int) -> dict:
+def document(records: list[Record], *, options: dict[str, Any], seed: int, exitstatus: int) -> dict[str, Any]:
     """The JSON report: versioned, self-describing, one entry per xai test."""
     return {
         "schema": SCHEMA,
@@ -181,7 +138,7 @@ def document(records: list[dict], *, options: dict, seed: int, exitstatus: int) 
         "seed": seed,
         "options": options,
         "exitstatus": exitstatus,
-        "versions": _versions(),
+        "versions": versions(),
         "machine": {
             "platform": platform.platform(),
             "machine": platform.machine(),
@@ -190,7 +147,7 @@ def document(records: list[dict], *, options: dict, seed: int, exitstatus: int) 
             "python_implementation": platform.python_implementation(),
         },
         "summary": summary(records),
-        "results": sorted(records, key=lambda rec: rec["nodeid"]),
+        "results": [rec.to_dict() for rec in sorted(records, key=lambda rec: rec.nodeid)],
     }
 
 
@@ -202,7 +159,7 @@ def _finite(value: float) -> float | str:
     return float(value)
 
 
-def jsonable(value: Any, _seen: frozenset = frozenset()) -> Any:
+def jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
     """``value`` as strict JSON types: non-finite floats become the strings ``"inf"``, ``"-inf"``
     and ``"nan"`` (what ``float()`` reads back); tuples and sets become lists; numpy scalars and
     arrays their Python values; dict keys strings; anything else its ``str``.  Never raises."""
@@ -247,7 +204,7 @@ def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
             continue
 
 
-def write_json(path: str | os.PathLike, doc: dict) -> None:
+def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
     """Write ``doc`` atomically (a reader sees the old file or the complete new one, never a part)
     as strict JSON: every value is passed through :func:`jsonable`, so no value makes it raise."""
     path = os.fspath(path)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_xai.errors import ExplainerError, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import (ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout,
+                               NotApplicable)
 
 #: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -30,26 +31,30 @@ def derive_seed(base: int, *parts: str) -> int:
     return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
 
 
-def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping | None = None,
-                       marker: Mapping | None = None, command_line: Mapping | None = None,
-                       ini: Mapping | None = None, case: Mapping | None = None) -> tuple[dict, dict]:
+def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping[str, Any] | None = None,
+                       marker: Mapping[str, Any] | None = None, command_line: Mapping[str, Any] | None = None,
+                       ini: Mapping[str, Any] | None = None,
+                       case: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """Each threshold of a check from the strongest level that sets it, in the order of
     :data:`LEVELS`: ``xai_check`` kwargs > marker kwargs > ``--xai-threshold`` > ini
     ``xai_thresholds`` > the case's own value > the check's default.
 
     Returns ``(values, sources)``; ``sources`` names the level each value came from.
     """
-    given = dict(zip(LEVELS, (call, marker, command_line, ini, case, defaults)))
-    values, sources = {}, {}
+    given: dict[str, Mapping[str, Any]] = {level: mapping or {} for level, mapping in
+                                           zip(LEVELS, (call, marker, command_line, ini, case, defaults))}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for name in defaults:
-        level = next(level for level in LEVELS if given[level] and name in given[level])
+        level = next(level for level in LEVELS if name in given[level])
         values[name], sources[name] = given[level][name], level
     return values, sources
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one explainer call gave: ``status`` is ok, skip, error or timeout."""
+    """What one explainer call gave: ``status`` is ok, skip or error; an error's ``kind`` is one of
+    :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail)."""
 
     status: str
     explanation: Any = None
@@ -57,6 +62,13 @@ class Outcome:
     traceback: str = ""
     seconds: float | None = None
     cpu_seconds: float | None = None
+    kind: str | None = None
+
+    def error(self) -> ExplainerError:
+        """The exception of an error outcome, of the class of its kind."""
+        classes: dict[str, type[ExplainerError]] = {"timeout": ExplainerTimeout, "crash": ExplainerCrash,
+                                                    "raised": ExplainerRaised}
+        return classes.get(self.kind or "", ExplainerError)(self.message)
 
 
 def _number(value: Any) -> float | None:
@@ -74,12 +86,12 @@ class Runner:
     def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None, budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
-        self.memo: dict[tuple, tuple[Any, Outcome]] = {}
+        self.memo: dict[tuple[str, Any, int], tuple[Any, Outcome]] = {}
         self.prepared: set[str] = set()
-        self._pool = None
+        self._pool: Any = None
 
     @property
-    def pool(self):
+    def pool(self) -> Any:
         if self._pool is None:
             from pytest_xai.isolate import Pool
 
@@ -102,7 +114,7 @@ class Runner:
 
     # ------------------------------------------------------------------------------ one call
 
-    def _key(self, explainer: Any, case: Any, seed: int) -> tuple:
+    def _key(self, explainer: Any, case: Any, seed: int) -> tuple[str, Any, int]:
         from pytest_xai import cases
 
         return explainer.spec, cases.built_with(case) or id(case), seed
@@ -142,17 +154,18 @@ class Runner:
         return runs, False
 
     def reexplain(self, explainer: Any, case: Any, model: Any = None, *, other_seed: bool = False,
-                  rows: list | None = None, perturb: tuple | None = None) -> Any:
+                  rows: list[int] | None = None, perturb: tuple[int, float] | None = None) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
-        checks; ``case.meta["with_model"]``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
+        checks; ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
         (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
         ``other_seed`` gives the explainer another seed."""
         seed = self.seed_for(case) + (1 if other_seed else 0)
         swap = model is not None and model is not case.model
         variant = _variant(case, model) if swap else None
-        changed = case.meta["with_model"](case, model) if swap else case
-        inputs = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None} or None
+        changed = case.with_model(model) if swap else case
+        inputs: dict[str, Any] | None = {k: v for k, v in (("rows", rows), ("perturb", perturb))
+                                         if v is not None} or None
         if inputs:
             from pytest_xai.cases.generic import variant_inputs
 
@@ -164,11 +177,11 @@ class Runner:
             raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
                                  f"{outcome.message}")
         if outcome.status != "ok":
-            raise (ExplainerTimeout if outcome.status == "timeout" else ExplainerError)(outcome.message)
+            raise outcome.error()
         return outcome.explanation.attributions
 
-    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list | None = None,
-              inputs: dict | None = None) -> Outcome:
+    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list[Any] | None = None,
+              inputs: dict[str, Any] | None = None) -> Outcome:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
@@ -176,20 +189,18 @@ class Runner:
             return self._in_worker(explainer, base if base is not None else case, case, seed, variant, inputs)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
-        except ExplainerTimeout as exc:
-            return Outcome("timeout", message=str(exc))
         except ExplainerError as exc:
-            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""))
+            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
-    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list | None,
-                   inputs: dict | None = None) -> Outcome:
+    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list[Any] | None,
+                   inputs: dict[str, Any] | None = None) -> Outcome:
         from pytest_xai import budget, cases, contract
 
         built = cases.built_with(source)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs,
+        request: dict[str, Any] = {"seed": int(seed), "variant": variant, "inputs": inputs,
                    "budget": budget.for_case(case, self.budget)}
         if built is None:
-            reply, arrays = self.pool.explain(explainer.spec, request, case=_picklable(case))
+            reply, arrays = self.pool.explain(explainer.spec, request, case=case.without_hooks())
         else:
             name, case_seed, root, data_dir = built
             request.update(case=name, case_seed=case_seed, cache_root=None if root is None else str(root),
@@ -203,7 +214,6 @@ class Runner:
 
     def _in_process(self, explainer: Any, case: Any, seed: int) -> Any:
         from pytest_xai import budget, cases, contract
-        from pytest_xai.isolate import ExplainerRaised
         from pytest_xai.wire import clip
 
         built = cases.built_with(case)
@@ -232,13 +242,13 @@ class Runner:
 class _real_interrupts:
     """Tell a real SIGINT from a KeyboardInterrupt the explainer raised itself."""
 
-    def __enter__(self) -> list:
-        self.flag: list = []
+    def __enter__(self) -> list[int]:
+        self.flag: list[int] = []
         self.previous = None
         if threading.current_thread() is threading.main_thread():
             previous = signal.getsignal(signal.SIGINT)
 
-            def handler(signum, frame):
+            def handler(signum: int, frame: Any) -> None:
                 self.flag.append(signum)
                 raise KeyboardInterrupt
 
@@ -261,12 +271,12 @@ def _same_explanation(a: Any, b: Any) -> bool:
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
-def _variant(case: Any, model: Any) -> list | None:
+def _variant(case: Any, model: Any) -> list[Any] | None:
     """Where ``model`` sits in ``case`` (so a worker can find its own copy), or None."""
     if model is case.torch_model:
         return ["torch_model"]
 
-    def search(obj: Any, path: list, depth: int) -> list | None:
+    def search(obj: Any, path: list[Any], depth: int) -> list[Any] | None:
         if obj is model:
             return path
         if depth == 0:
@@ -281,7 +291,7 @@ def _variant(case: Any, model: Any) -> list | None:
     return search(case.meta, ["meta"], 3)
 
 
-def _modules_of(case: Any) -> list:
+def _modules_of(case: Any) -> list[list[str | None]]:
     """The module that registers ``case`` when it is not a built-in family (a user's conftest)."""
     from pytest_xai import cases
 
@@ -291,23 +301,16 @@ def _modules_of(case: Any) -> list:
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 
 
-def _picklable(case: Any) -> Any:
-    """A copy of a hand-made case without its builder (builders are often lambdas)."""
-    import dataclasses
-
-    return dataclasses.replace(case, info=dataclasses.replace(case.info, build=None))
-
-
 def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any, score: Any) -> str | None:
     """Draw the worst example of ``score`` next to the JSON report; the path, or None.
 
-    Only cases that know how to draw (``case.meta["draw"]``) and scores that name a row draw.
+    Only cases that know how to draw (``Case.draw``) and scores that name a row draw.
     """
     import re
 
     from pytest_xai.checks import attributions_of
 
-    draw = case.meta.get("draw")
+    draw = case.draw
     row = (score.worst or {}).get("row")
     if draw is None or row is None:
         return None
@@ -317,3 +320,29 @@ def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any
     path.parent.mkdir(parents=True, exist_ok=True)
     draw(path, case, attributions_of(explanation), int(row))
     return str(path)
+
+
+def combine_repeats(scores: list[Any], *, seeds: list[int], n: int,
+                    deterministic: bool) -> tuple[Any, dict[str, Any], bool]:
+    """``--xai-repeat``: one score from the scores of every seed's explanation (the first seed's
+    first), the mean with its spread, the verdict by majority of seeds (a tie fails), flaky when the
+    seeds disagree; a deterministic explainer's one score stands.  Returns ``(score, repeat, flaky)``,
+    ``repeat`` the summary the JSON report records."""
+    import dataclasses
+    import statistics
+
+    values = [float(s.value) for s in scores]
+    passed = [bool(s.passed) for s in scores]
+    mean, spread = statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
+    flaky = len(set(passed)) > 1
+    repeat = {"n": n, "runs": len(scores), "deterministic": deterministic, "seeds": seeds,
+              "scores": [round(v, 6) for v in values], "passed": passed, "mean": round(mean, 6),
+              "std": round(spread, 6), "min": round(min(values), 6), "max": round(max(values), 6)}
+    first = scores[0]
+    if deterministic:
+        return first, repeat, flaky
+    verdict = 2 * sum(passed) > len(passed)
+    tally = f"{sum(passed)}/{len(passed)} seeds passed{' (FLAKY)' if flaky else ''}"
+    return dataclasses.replace(first, value=mean, passed=verdict,
+                               detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {tally}; "
+                                      f"first seed: {first.detail}"), repeat, flaky

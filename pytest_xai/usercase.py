@@ -115,12 +115,12 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
         raise ValueError(f"make_case: {len(names)} feature names for {d} features")
     checks = dict.fromkeys(checks, {}) if isinstance(checks, (list, tuple)) else dict(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
-    meta = {"with_model": with_model, "variants": build_variants, "seed": int(seed),
-            "randomise": randomise, "train": train}
+    meta = {"seed": int(seed), "randomise": randomise, "train": train}
     return Case(info=info, inputs=x, predict=predict, feature_names=names, model=model if model is not None
                 else predict, target=target, background=None if background is None else np.asarray(background),
                 baseline=None if baseline is None else np.asarray(baseline),
-                torch_model=model if _is_torch(model) else None, truth=dict(truth or {}), meta=meta)
+                torch_model=model if _is_torch(model) else None, truth=dict(truth or {}), meta=meta,
+                swap_model=with_model, variants=build_variants)
 
 
 def with_model(case: Case, model: Any) -> Case:

@@ -34,13 +34,14 @@ def clip(text: Any, limit: int = MAX_TEXT) -> str:
             text = str.__str__(text)  # __str__ may itself return a str subclass: make it a plain str
     except BaseException as exc:  # noqa: BLE001 - __str__ of untrusted objects may do anything
         text = f"<text unavailable: converting it raised {type(exc).__name__}>"
-    if len(text) > limit:
+    out: str = text  # a plain str by now
+    if len(out) > limit:
         half = limit // 2
-        text = f"{text[:half]}\n... [{len(text) - limit} characters cut] ...\n{text[-half:]}"
-    return text
+        out = f"{out[:half]}\n... [{len(out) - limit} characters cut] ...\n{out[-half:]}"
+    return out
 
 
-def pack(header: dict, arrays: dict[str, Any] | None = None, blob: bytes = b"") -> bytes:
+def pack(header: dict[str, Any], arrays: dict[str, Any] | None = None, blob: bytes = b"") -> bytes:
     """One message: ``header`` (JSON-serialisable), named float64 arrays and an opaque ``blob``.
 
     Only the plugin sends blobs (to its own workers); :func:`read` refuses them unless asked.
@@ -77,7 +78,7 @@ def _read_exactly(fd: int, n: int, tick: Callable[[], None] | None) -> bytes:
 
 
 def read(fd: int, tick: Callable[[], None] | None = None, *, names: tuple[str, ...] = (),
-         blob: bool = False) -> tuple[dict, dict]:
+         blob: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read one message; ``tick()`` is called about every 50 ms while waiting (it may raise).
 
     Only arrays named in ``names`` are accepted, and a blob only with ``blob=True`` (it is then
@@ -111,7 +112,8 @@ def read(fd: int, tick: Callable[[], None] | None = None, *, names: tuple[str, .
     if total != body_len:
         raise WireError(f"message arrays take {total} bytes but {body_len} were announced")
     body = _read_exactly(fd, body_len, tick)
-    arrays, offset = {}, 0
+    arrays: dict[str, Any] = {}
+    offset = 0
     for name, shape in shapes.items():
         size = 8 * int(np.prod(shape, dtype=np.int64))
         arrays[name] = np.frombuffer(body, dtype="<f8", count=size // 8, offset=offset).reshape(shape).astype(float)

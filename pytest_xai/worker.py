@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from pytest_xai import wire
@@ -35,7 +36,7 @@ def _die_with_parent() -> None:
             pass
 
 
-def _describe(exc: BaseException) -> dict:
+def _describe(exc: BaseException) -> dict[str, Any]:
     try:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     except BaseException as inner:  # noqa: BLE001 - formatting calls the exception's own __str__
@@ -44,13 +45,13 @@ def _describe(exc: BaseException) -> dict:
             "traceback": wire.clip(tb)}
 
 
-def _import_modules(modules: list) -> None:
+def _import_modules(modules: list[list[str | None]]) -> None:
     """Import the modules that register user cases, by file when their name is not importable."""
     for name, path in modules:
-        if name in sys.modules:
+        if name is None or name in sys.modules:
             continue
-        if path and os.path.isfile(path):
-            spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, path) if path and os.path.isfile(path) else None
+        if spec is not None and spec.loader is not None:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
@@ -60,10 +61,10 @@ def _import_modules(modules: list) -> None:
 
 class Worker:
     def __init__(self) -> None:
-        self.explainer = None
-        self.cases: dict[tuple, Any] = {}
+        self.explainer: Any = None  # a contract.Explainer once init has run
+        self.cases: dict[tuple[str, int, str | None, str | None], Any] = {}
 
-    def init(self, header: dict, started) -> dict:
+    def init(self, header: dict[str, Any], started: Callable[[str], None]) -> dict[str, Any]:
         from pytest_xai import contract
 
         sys.path[:] = header["sys_path"]
@@ -76,7 +77,7 @@ class Worker:
             self.explainer.prepare()
         return {"kind": "ok"}
 
-    def _case(self, header: dict, blob: bytes):
+    def _case(self, header: dict[str, Any], blob: bytes) -> Any:
         from pytest_xai import cases
         from pytest_xai.cache import Cache
 
@@ -89,20 +90,21 @@ class Worker:
                                         data_dir=header["data_dir"])
         case = self.cases[key]
         variant = header.get("variant")
-        if variant and variant[0] == "meta" and variant[1] not in case.meta and "variants" in case.meta:
-            case.meta["variants"](case)  # randomised models a user case builds on first use
+        if variant and variant[0] == "meta" and variant[1] not in case.meta:
+            case.build_variants()  # randomised models a user case builds on first use
         if variant:
             model = case.torch_model if variant == ["torch_model"] else case.meta
             for part in variant[1:]:  # ["meta", key, index, ...]: where runner._variant found it
                 model = model[part]
-            case = case.meta["with_model"](case, model)
+            case = case.with_model(model)
         if header.get("inputs"):
             from pytest_xai.cases.generic import variant_inputs
 
             case = variant_inputs(case, **header["inputs"])
         return case
 
-    def explain(self, header: dict, blob: bytes, started) -> tuple[dict, dict]:
+    def explain(self, header: dict[str, Any], blob: bytes,
+                started: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
         from pytest_xai import contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
@@ -143,7 +145,8 @@ def main(argv: list[str]) -> int:
             header, arrays = wire.read(request_fd, blob=True)
         except EOFError:
             return 0
-        reply, out = {"kind": "internal", "message": f"unknown request {header.get('op')!r}"}, {}
+        reply: dict[str, Any] = {"kind": "internal", "message": f"unknown request {header.get('op')!r}"}
+        out: dict[str, Any] = {}
         try:
             if header["op"] == "init":
                 reply = worker.init(header, started)

@@ -160,18 +160,19 @@ def test_verdicts_do_not_depend_on_machine_load(pytester):
 # ------------------------------------------------------------------ explainers that go rogue
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("raises_poisoned_message", "raised _PoisonedError: poisoned message"),
-    ("raises_unprintable", "raised _UnprintableError: <text unavailable: converting it raised RuntimeError>"),
-    ("exits_process", "its worker process exited with status 0 before replying"),
-    ("raises_system_exit", "raised SystemExit"),
-    ("raises_keyboard_interrupt", "raised KeyboardInterrupt"),
-    ("forges_result", "a forged or stale message"),
-    ("prepared_exits", "its worker process exited with status 0"),
-    ("prepared_sleeps", "was idle"),
-    ("huge_message", "characters cut"),
+@pytest.mark.parametrize(("name", "message", "kind"), [
+    ("raises_poisoned_message", "raised _PoisonedError: poisoned message", "raised"),
+    ("raises_unprintable", "raised _UnprintableError: <text unavailable: converting it raised RuntimeError>",
+     "raised"),
+    ("exits_process", "its worker process exited with status 0 before replying", "crash"),
+    ("raises_system_exit", "raised SystemExit", "raised"),
+    ("raises_keyboard_interrupt", "raised KeyboardInterrupt", "raised"),
+    ("forges_result", "a forged or stale message", "crash"),
+    ("prepared_exits", "its worker process exited with status 0", "crash"),
+    ("prepared_sleeps", "was idle", "timeout"),
+    ("huge_message", "characters cut", "raised"),
 ])
-def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, name, message):
+def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, name, message, kind):
     """Each route fails its own test only: the run goes on, exits 1, and writes its report."""
     report = pytester.path / "r.json"
     result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=3",
@@ -181,6 +182,7 @@ def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, nam
     results = _by_explainer(_report(report))
     assert results["exact_shapley"]["status"] == "PASS"
     assert message in results[name]["detail"]
+    assert results[name]["kind"] == kind and results[name]["status"] == ("TIMEOUT" if kind == "timeout" else "ERROR")
     assert len(report.read_text()) < 200_000  # a 20 MB message is clipped, not copied twice
 
 
@@ -287,6 +289,39 @@ def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
     results = _report(report)["results"]
     assert sorted(r["check"] for r in results) == ["data_randomisation", "model_randomisation"]
     assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
+
+
+def test_hooks_are_case_fields_and_a_hand_made_case_reaches_the_worker_without_them():
+    """A hand-made case goes to the worker pickled without its hooks (lambdas do not pickle); its
+    ``swap_model`` runs here, so the worker explains the swapped model.  Hooks in ``meta`` are refused."""
+    import dataclasses
+
+    import numpy as np
+    from sklearn.linear_model import LinearRegression
+
+    import pytest_xai
+    from pytest_xai import contract
+    from pytest_xai.cache import Cache
+    from pytest_xai.isolate import Limits
+    from pytest_xai.runner import Runner
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    first, second = (LinearRegression().fit(X, X @ w) for w in ([1.0, 2.0, 0.0], [0.0, -1.0, 3.0]))
+    case = dataclasses.replace(pytest_xai.make_case(X[:5], model=first, background=X[:8]), draw=lambda *a: None,
+                               swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict))
+    runner = Runner(seed=0, limits=Limits(cpu=60, wall=120), cache=Cache(None), data_dir=None)
+    explainer = contract.load(f"{REF}:exact_shapley")
+    try:
+        outcome, _ = runner.explain(explainer, case)
+        swapped = runner.reexplain(explainer, case, second)
+    finally:
+        runner.close()
+    centred = X[:5] - X[:8].mean(axis=0)
+    assert outcome.status == "ok", outcome.message
+    np.testing.assert_allclose(outcome.explanation.attributions, centred * [1.0, 2.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(swapped, centred * [0.0, -1.0, 3.0], atol=1e-6)
+    with pytest.raises(TypeError, match=r"meta\['draw'\] is no longer read; pass draw= to Case"):
+        dataclasses.replace(case, meta={"draw": print})
 
 
 def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):

@@ -123,16 +123,16 @@ def test_theory_verdicts_and_table(pytester):
 
 # ------------------------------------------------------------------------------- bad explainers
 
-BAD = {
-    "raises": "raised ValueError: boom from the explainer",
-    "returns_nan": "non-finite attributions",
-    "returns_inf": "non-finite attributions",
-    "returns_none": "returned None",
-    "returns_string": "returned a str",
-    "wrong_shape": "expected (4, 2)",
-    "extra_class_axis": "one attribution map per class",
-    "mutates_inputs": "modified its `inputs` argument in place",
-    "segfaults": "killed by signal SIGSEGV",
+BAD = {  # name: (message, error kind)
+    "raises": ("raised ValueError: boom from the explainer", "raised"),
+    "returns_nan": ("non-finite attributions", "invalid"),
+    "returns_inf": ("non-finite attributions", "invalid"),
+    "returns_none": ("returned None", "invalid"),
+    "returns_string": ("returned a str", "invalid"),
+    "wrong_shape": ("expected (4, 2)", "invalid"),
+    "extra_class_axis": ("one attribution map per class", "invalid"),
+    "mutates_inputs": ("modified its `inputs` argument in place", "invalid"),
+    "segfaults": ("killed by signal SIGSEGV", "crash"),
 }
 
 
@@ -142,11 +142,13 @@ def test_bad_explainer_fails_only_its_own_tests(pytester, name):
     result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}",
                  k="cough_and_fever-")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([f"*explainer '{name}' on case 'cough_and_fever': *{BAD[name]}*"])
+    message, kind = BAD[name]
+    result.stdout.fnmatch_lines([f"*explainer '{name}' on case 'cough_and_fever': *{message}*"])
     assert "During handling" not in result.stdout.str()
     doc = json.loads(report.read_text())
     (bad,) = [r for r in doc["results"] if r["explainer"] == name]
-    assert bad["passed"] is False and BAD[name] in bad["error"]
+    assert bad["passed"] is False and message in bad["error"]
+    assert (bad["status"], bad["kind"]) == ("ERROR", kind)  # the kind, not words of the message, decides
 
 
 def test_tensor_requiring_grad_is_coerced(pytester):
@@ -174,6 +176,7 @@ def test_time_limit_stops_a_hanging_explainer(pytester, name, message):
     result.stdout.fnmatch_lines([message, "*TIMEOUT*PASS 1.000*", "*overall*TIMEOUT*1/1, 1.000*"])
     doc = json.loads(report.read_text())
     assert sorted(r["status"] for r in doc["results"]) == ["PASS", "TIMEOUT"]
+    assert {r["explainer"]: r["kind"] for r in doc["results"]} == {name: "timeout", "exact_shapley": None}
     assert doc["summary"][name]["overall"]["timeouts"] == 1
 
 

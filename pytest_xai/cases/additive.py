@@ -481,7 +481,8 @@ def _case(info: CaseInfo, arrays: dict, model, predict, meta: dict) -> Case:
         background=background, baseline=np.zeros(d), torch_model=model,
         truth={"contribution": contribution, "contribution_centred": contribution - centre,
                "adjacent_to_zero": adjacent_to_zero(inputs, breaks)},
-        meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, "draw": draw_worst, "budget": BUDGET, **meta},
+        meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, "budget": BUDGET, **meta},
+        draw=draw_worst,
     )
 
 

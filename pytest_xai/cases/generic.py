@@ -88,7 +88,7 @@ def reexplainer(explain: Any, case: Case, *, seed: int = 0):
         getattr(explain, "__name__", "explainer"), repr(explain), explain, contract._wanted(explain, "reexplainer"))
 
     def reexplain(model=None, *, other_seed=False, rows=None, perturb=None):
-        variant = case if model is None or model is case.model else case.meta["with_model"](case, model)
+        variant = case.with_model(model)
         variant = variant_inputs(variant, rows=rows, perturb=perturb)
         return contract.run(explainer, variant, seed=seed + (1 if other_seed else 0)).attributions
 

@@ -206,7 +206,7 @@ def sanity_digits_mlp(info, *, seed, cache):
         baseline=np.zeros(inputs.shape[1:], dtype=np.float32), truth={},
         meta={
             "cascade": cascade, "random_models": floor, "label_randomised": memoriser,
-            "layers_top_down": layers, "with_model": with_model,
+            "layers_top_down": layers,
             # a verdict explains the case 7-8 times (cascade, floor, memoriser): 1,000 model
             # evaluations an image keep a perturbation explainer within seconds per explanation
             "budget": 48_000,
@@ -214,6 +214,7 @@ def sanity_digits_mlp(info, *, seed, cache):
             "train_accuracy": _accuracy(model, images[train_rows], labels[train_rows]),
             "label_randomised_train_accuracy": _accuracy(memoriser, images[train_rows], permuted),
         },
+        swap_model=with_model,
     )
 
 
@@ -322,8 +323,8 @@ def _variants(case: Case, kind: str, key: str) -> None:
     """Build a user case's randomised models on first use; skip with what is missing."""
     from pytest_xai.errors import NotApplicable
 
-    if key not in case.meta and "variants" in case.meta:
-        case.meta["variants"](case)
+    if key not in case.meta:
+        case.build_variants()
     if key not in case.meta:
         reason = case.meta.get("not_randomisable", {}).get(kind)
         raise NotApplicable(reason or f"case {case.name!r} has no {key!r} models to compare with")

@@ -151,12 +151,12 @@ def _case(info, label: int, seed: int, cache: Cache, model: Any, predict, torch_
     truth = {"mask": masks[label], **{f"mask{k}": masks[k] for k in range(3)}}
     meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
             "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
-            "seed": seed, "draw": draw_worst_board, "groups": square_groups(),
+            "seed": seed, "groups": square_groups(),
             "budget": BUDGET["oracle" if isinstance(model, ChessOracle) else "cnn"]}
     return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
                 model=model, target=label, background=all_planes,
                 baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,
-                truth=truth, meta=meta)
+                truth=truth, meta=meta, draw=draw_worst_board)
 
 
 def _oracle_case(info, label: int, seed: int, cache: Cache, data_dir) -> Case:

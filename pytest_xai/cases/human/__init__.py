@@ -127,9 +127,9 @@ def human_shapes_oracle(info, *, seed, cache) -> Case:
               # the oracle costs ~0.3 ms a row (16 FFT correlations): 1,000 evaluations an image, as
               # lime_image's default, keep a perturbation explainer's call within seconds
               "budget": 20_000,
-              "draw": draw_worst_image,
               # feature groups (contract name ``groups``): 4x4 superpixels, 64 ids, row-major
               "groups": np.kron(np.arange(64).reshape(8, 8), np.ones((SIZE // 8, SIZE // 8), dtype=int))},
+        draw=draw_worst_image,
     )
 
 

@@ -1,0 +1,167 @@
+"""The CI workflow (docs/ci.md): baselines, repeated seeds, the smoke gate, the HTML report.
+
+Part of the plugin (the only package that imports pytest); the logic is in
+:mod:`pytest_xai.baseline`, :mod:`pytest_xai.report` and :mod:`pytest_xai.htmlreport`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_xai.plugin.state import XaiState, _checked, _rec, xai_record
+from pytest_xai.record import Record
+
+if TYPE_CHECKING:
+    from pytest_xai.baseline import Gate
+
+#: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
+#: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
+#: that chooses it (docs/ci.md).
+SMOKE = (
+    ("symmetry", "cough_and_fever"),            # tabular
+    ("fooling", "compas_shap_scaffold"),        # fooling
+    ("dummy", "digits_function_dummy"),         # digits
+    ("stress_rank", "stress_nb_features"),      # stress
+    ("interaction_detection", "detect_interaction0"),  # interactions
+    ("units_mse", "units_weighted_features"),   # units
+    ("additive_correlation", "additive_mlp"),   # additive
+    ("model_randomisation", "sanity_digits_mlp"),  # sanity
+    ("human_precision", "human_shapes_oracle"),  # human
+    ("ngt", "chess_oracle_check"),              # chess
+    ("gt_shapley", "gaussian_linear_rho50"),    # gaussian
+)
+
+
+class XaiCi:
+    """Baselines, repeated seeds, the smoke gate, the HTML report and pytest-html extras."""
+
+    def __init__(self, config: pytest.Config, state: XaiState):
+        from pytest_xai import options
+
+        self.config, self.state = config, state
+        repeat = config.getoption("xai_repeat")
+        self.repeat = _checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
+        for option in ("xai_save_baseline", "xai_html"):
+            _checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
+        self.wants_document = bool(config.getoption("xai_save_baseline") or config.getoption("xai_html"))
+        factor = config.getoption("xai_baseline_seconds_factor")
+        if factor is not None and not 1 <= factor < float("inf"):
+            raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
+                                    f"e.g. 3 to fail a test whose explainer became 3 times slower")
+        self.baseline: Gate | None = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
+
+    def _load_gate(self, config: pytest.Config, factor: float | None) -> Gate:
+        from pytest_xai import baseline, cases, checks
+        from pytest_xai.report import versions
+
+        try:
+            gate = baseline.Gate(config.getoption("xai_baseline"), {}, factor)
+        except baseline.BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        for source, given in (("ini xai_baseline_tolerance", config.getini("xai_baseline_tolerance")),
+                              ("--xai-baseline-tolerance", config.getoption("xai_baseline_tolerance"))):
+            if given:  # the command line wins over the ini file
+                cases.infos()  # family modules register their checks
+                gate.tolerances.update(_checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
+                                                given, source))
+        if not hasattr(config, "workerinput"):  # the controller warns once
+            for warning in gate.warnings(versions(), self.state.seed):
+                config.issue_config_time_warning(baseline.BaselineWarning(warning), stacklevel=2)
+        return gate
+
+    def gate(self, node: pytest.Item, check: str, score: Any) -> None:
+        """Fail a test that passed its check but regressed against the baseline."""
+        if self.baseline is None:
+            return
+        rec = _rec(node)
+        reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
+                                         rec.seconds)
+        if reasons:
+            rec.regression = "; ".join(reasons)
+            pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
+                        f"{self.baseline.path}: {rec.regression}", pytrace=False)
+
+    def report_sections(self, records: list[Record]) -> dict:
+        """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
+        shards must agree on them) and, with a baseline, ``baseline``."""
+        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None)}
+        if self.baseline is not None:
+            from pytest_xai.report import versions
+
+            out["baseline"] = self.baseline.section(records, versions())
+        return out
+
+    def write_documents(self, doc: dict, session: pytest.Session) -> None:
+        from pytest_xai import report as xai_report
+
+        for option in ("xai_save_baseline", "xai_html"):
+            path = self.config.getoption(option)
+            if not path:
+                continue
+            try:
+                if option == "xai_html":
+                    from pytest_xai import htmlreport
+
+                    htmlreport.write(path, doc)
+                else:
+                    xai_report.write_json(path, doc)
+            except OSError as exc:
+                sys.stderr.write(f"pytest-xai: could not write {path}: {exc}\n")
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    # Hooks
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        lines = []
+        if self.state.explainers and self.repeat > 1:
+            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by majority of seeds")
+        if self.baseline is not None:
+            lines.append(f"xai: {self.baseline.header()}")
+        return lines
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Mark the :data:`SMOKE` tests ``xai_smoke`` before ``-m`` selects."""
+        smoke = set(SMOKE)
+        for item in items:
+            check = getattr(getattr(item, "function", None), "xai_check", None)
+            if (check and isinstance(item, pytest.Function)
+                    and (check, item.callspec.params.get("xai_case_name")) in smoke):
+                item.add_marker(pytest.mark.xai_smoke)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when != "call" or not self.config.pluginmanager.hasplugin("html"):
+            return
+        from pytest_xai import htmlreport
+
+        rec = item.stash.get(xai_record, None)
+        if rec is not None and rec.explainer is not None:
+            import pytest_html
+
+            extras = getattr(report, "extras", [])
+            extras.append(pytest_html.extras.html(htmlreport.extra_html(rec)))
+            picture = rec.picture
+            if picture and os.path.exists(picture):
+                extras.append(pytest_html.extras.png(htmlreport.png_base64(picture), name="worst example"))
+            report.extras = extras
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.baseline is not None and self.state.records:
+            from pytest_xai import baseline
+
+            diff = self.baseline.diff(self.state.records)
+            terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
+            for line in baseline.table(diff):
+                terminalreporter.write_line(line)
+        for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
+            if self.config.getoption(option) and self.state.records:
+                terminalreporter.write_line(f"{what}: {os.path.abspath(self.config.getoption(option))}")

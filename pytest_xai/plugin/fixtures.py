@@ -1,0 +1,218 @@
+"""The fixtures a test uses (``xai_explainer``, ``xai_case``, ``xai_explain``, ``xai_check``) and
+how a test's record travels with its report.
+
+Part of the plugin (the only package that imports pytest).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pytest_xai.errors import NotApplicable
+from pytest_xai.plugin.state import (
+    XaiState,
+    _rec,
+    _state,
+    xai_ci,
+    xai_record,
+    xai_repeats,
+)
+from pytest_xai.record import Record
+
+
+@pytest.fixture(scope="session")
+def xai_explainer(request: pytest.FixtureRequest):
+    """The explainer under test (a ``contract.Explainer``), parametrised over ``--xai-explainer``."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+    """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
+    from pytest_xai import cases
+    from pytest_xai.options import DataFileError
+
+    state = _state(request.config)
+
+    def get(name: str):
+        try:
+            return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
+        except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
+            pytest.skip(f"case {name}: {exc}")
+        except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
+            problem = f"case {name}: {exc}"
+        pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
+
+    return get
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """Send the test's record with each of its reports as ``xai_*`` user properties: builtin values,
+    which survive xdist and show in JUnit XML (``Record.to_properties``)."""
+    rec = item.stash.get(xai_record, None)
+    if rec is not None:
+        names = Record.property_names()
+        item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
+    return (yield)
+
+
+@pytest.fixture
+def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Run an explainer on a case through the contract: ``xai_explain(explainer, case)``.
+
+    The call runs in the explainer's worker process under the time limit, and its output is
+    validated; one call is made per (explainer, case, seed) and shared by every check of that case.
+    A ``NotApplicable`` skips the test; a crash, hang or invalid output fails it with a message
+    naming the explainer, the case and what was wrong.  Seconds are recorded for the report.
+    """
+    from pytest_xai import contract
+
+    state = _state(request.config)
+
+    def explain(explainer, case, *, seed: int | None = None):
+        if isinstance(explainer, str):
+            explainer = contract.load(explainer, option="xai_explain")
+        repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
+        seed = state.runner.seed_for(case) if seed is None else seed
+        rec = _rec(request.node)
+        rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
+        rec.family, rec.category = case.info.family, case.info.category
+        benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+        run = lambda: state.runner.explain(explainer, case, seed=seed)  # noqa: E731
+        if benchmark is not None and state.runner.memoised(explainer, case, seed):
+            benchmark.disabled = True  # the call was timed by the test that made it: no second timing
+        if benchmark is not None:
+            outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
+        else:
+            outcome, cached = run()
+        if repeat > 1 and outcome.status == "ok":
+            outcome = _run_repeats(request.node, state, explainer, case, repeat)
+        rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
+        if outcome.status == "skip":
+            pytest.skip(f"{explainer.name} on {case.name}: {outcome.message}")
+        if outcome.status == "error":
+            failure = f"explainer {explainer.name!r} on case {case.name!r}: {outcome.message}"
+            rec.error, rec.kind, rec.passed, rec.score = failure, outcome.kind, False, 0.0
+            pytest.fail(failure + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
+        return outcome.explanation
+
+    return explain
+
+
+@pytest.fixture
+def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Score an explanation and fail the test when the check fails: ``xai_check("symmetry", expl, case)``.
+
+    Case-specific arguments come from the case (``case.info.checks``) unless given.  Thresholds:
+    call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` >
+    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``).
+    The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
+    """
+    from pytest_xai import checks
+    from pytest_xai.runner import resolve_thresholds
+
+    state = _state(request.config)
+
+    def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
+        info = checks.CHECKS[name]
+        marker: dict = {}
+        for mark in reversed(list(request.node.iter_markers(info.marker))):
+            marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
+        own = case.info.checks.get(name, {})
+        thresholds, sources = resolve_thresholds(
+            info.thresholds, call=kwargs, marker=marker, command_line=state.thresholds["command line"].get(name),
+            ini=state.thresholds["ini"].get(name), case=own)
+        params = {**own, **kwargs, **thresholds}
+        if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
+            if explainer is None:
+                raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
+            params["reexplain"] = _reexplainer(state, explainer, case)
+        if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
+            params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
+        try:
+            score = info.func(explanation, case, **params)
+            score = _score_repeats(request.node, info.func, explanation, case, params, score)
+        except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
+            pytest.skip(f"{name} on {case.name}: {exc}")
+        rec = _rec(request.node)
+        rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
+        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, score.detail
+        _picture(request, case, explanation, score)
+        benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+        if benchmark is not None:
+            benchmark.extra_info.update({"xai_check": name, "xai_score": float(score.value),
+                                         "xai_passed": bool(score.passed), "xai_case": case.name})
+        if not score.passed:
+            worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
+            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {score.detail}{worst}",
+                        pytrace=False)
+        request.config.stash[xai_ci].gate(request.node, name, score)
+        return score
+
+    return run_check
+
+
+def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
+    """Draw the worst example next to the JSON report, for cases that know how to draw."""
+    report = request.config.getoption("xai_report")
+    if not report:
+        return
+    import warnings
+
+    from pytest_xai.runner import draw_picture
+
+    try:
+        path = draw_picture(report, request.node.name, case, explanation, score)
+    except Exception as exc:  # noqa: BLE001 - a picture is a convenience: never fail the test for it
+        warnings.warn(f"pytest-xai: could not draw the worst example of {request.node.name}: "
+                      f"{type(exc).__name__}: {exc}", stacklevel=2)
+        return
+    if path:
+        _rec(request.node).picture = path
+
+
+def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:
+    """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
+    variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time limit
+    and validation as the first call (``Runner.reexplain``)."""
+    from pytest_xai.errors import ExplainerError
+
+    def reexplain(model=None, *, other_seed: bool = False, rows=None, perturb=None):
+        try:
+            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb)
+        except ExplainerError as exc:
+            what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
+                    else "perturbed inputs" if perturb is not None else "a repeated call")
+            pytest.fail(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}", pytrace=False)
+
+    return reexplain
+
+
+def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
+    """``--xai-repeat``: the explainer under ``n`` seeds (``Runner.explain_repeated``); the first
+    outcome that is not ok, else the first seed's.  The runs wait on the node for ``xai_check``."""
+    runs, deterministic = state.runner.explain_repeated(explainer, case, n)
+    bad = [outcome for _, outcome, _ in runs if outcome.status != "ok"]
+    if bad:
+        return bad[0]
+    node.stash[xai_repeats] = ([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
+    return runs[0][1]
+
+
+def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score):
+    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``)."""
+    runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
+    if not runs or runs[0][1] is not explanation:
+        return score  # the test scored an explanation of its own
+    from pytest_xai.runner import combine_repeats
+
+    scores = [score] + [func(expl, case, **params) for _, expl in runs[1:]]
+    score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
+    rec = _rec(node)
+    rec.repeat, rec.flaky = repeat, flaky
+    return score

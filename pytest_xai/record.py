@@ -1,0 +1,118 @@
+"""One test's result, the one record type of the plugin, the reports, baselines and merges.
+
+A test fills a :class:`Record` as it runs (explainer, case, score, seconds, ...); the plugin sends
+it through pytest as ``xai_*`` user properties (:meth:`Record.to_properties`: builtin values only,
+which survive xdist and show in JUnit XML), and reads it back from the test report
+(:meth:`Record.from_properties`), where the verdict ``status`` is decided.  The JSON report holds
+one :meth:`Record.to_dict` per test; :meth:`Record.from_dict` reads reports of any version 1,
+those written before a field existed included.  Pure Python: no pytest, no numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+PREFIX = "xai_"
+#: Fields only the test report knows: never sent as properties.
+_REPORT_ONLY = ("nodeid", "outcome", "status", "duration")
+
+
+@dataclass
+class Record:
+    """One xai test.  ``status`` is the verdict: PASS, FAIL, ERROR (the explainer raised, crashed or
+    returned something invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no
+    verdict) or SKIP; ``kind`` says how an ERROR or TIMEOUT happened (``pytest_xai.errors.ERROR_KINDS``).
+    """
+
+    nodeid: str = ""
+    row: str | None = None
+    test: str | None = None
+    explainer: str | None = None
+    case: str | None = None
+    family: str | None = None
+    category: str | None = None
+    check: str | None = None
+    outcome: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    score: float | None = None
+    threshold: float | None = None
+    threshold_sources: dict[str, str] | None = None
+    passed: bool | None = None
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    cached: bool | None = None
+    seed: int | None = None
+    detail: str | None = None
+    error: str | None = None
+    duration: float | None = None
+    picture: str | None = None
+    repeat: dict[str, Any] | None = None
+    flaky: bool | None = None
+    regression: str | None = None
+
+    def to_properties(self) -> list[tuple[str, Any]]:
+        """The fields a test has set, as ``("xai_<field>", value)`` pairs of builtin values."""
+        return [(PREFIX + name, _builtin(value)) for name, value in self._items()
+                if value is not None and name not in _REPORT_ONLY]
+
+    @classmethod
+    def property_names(cls) -> frozenset[str]:
+        return frozenset(PREFIX + f.name for f in fields(cls) if f.name not in _REPORT_ONLY)
+
+    @classmethod
+    def from_properties(cls, nodeid: str, outcome: str, duration: float, properties: Iterable[tuple[str, Any]],
+                        skipped_because: str | None = None) -> Record | None:
+        """The record of one test report, or None when the test is not an xai test (no explainer).
+
+        A test that passes without calling ``xai_check`` is a PASS; ``skipped_because`` is the
+        reason pytest gives for a skip (it becomes the detail).
+        """
+        names = cls.property_names()
+        given = {k[len(PREFIX):]: v for k, v in properties if isinstance(k, str) and k in names}
+        if "explainer" not in given:
+            return None
+        rec = cls(**given)
+        passed = outcome == "passed" and given.get("passed", True) is True
+        if outcome == "skipped":
+            status = "SKIP"
+        elif rec.kind is not None:
+            status = "TIMEOUT" if rec.kind == "timeout" else "ERROR"
+        else:
+            status = "PASS" if passed else "FAIL"
+        rec.nodeid, rec.outcome, rec.status, rec.duration = nodeid, outcome, status, round(duration, 6)
+        rec.row = rec.row or nodeid
+        rec.test = rec.test or nodeid.rpartition("::")[2].partition("[")[0]
+        rec.passed = passed if outcome != "skipped" else None
+        rec.cached, rec.flaky = bool(rec.cached), bool(rec.flaky)
+        rec.detail = skipped_because if outcome == "skipped" else rec.detail or rec.error
+        return rec
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record of the JSON report."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Record:
+        """A record of a JSON report; fields it lacks (older reports) are None, unknown keys ignored."""
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
+
+    def key(self) -> tuple[str, str]:
+        """What identifies a test across runs (baselines): ``(row, explainer)``."""
+        return self.row or self.nodeid, self.explainer or ""
+
+    def _items(self) -> Iterable[tuple[str, Any]]:
+        return ((f.name, getattr(self, f.name)) for f in fields(self))
+
+
+def _builtin(value: Any) -> Any:
+    """numpy scalars as Python numbers: numpy floats in user properties crash xdist."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def records(results: Iterable[Mapping[str, Any]]) -> list[Record]:
+    """The records of a JSON report's ``results``."""
+    return [Record.from_dict(r) for r in results]
