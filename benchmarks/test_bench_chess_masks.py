@@ -19,7 +19,7 @@ import pytest
 
 chess = pytest.importorskip("chess")
 
-from pytest_xai.cases import chess as cc  # noqa: E402
+from pytest_xai.cases import chess as cc
 
 N_PER_CLASS = 500
 

@@ -48,7 +48,7 @@ def setting(tmp_path_factory):
 @pytest.mark.parametrize("path", ["in-process", "worker process (engine)", "fork per call (before)"])
 def test_engine_overhead_per_call(benchmark, setting, path):
     case, explainer, runner = setting
-    direct = lambda: contract.run(explainer, case, seed=0)  # noqa: E731
+    direct = lambda: contract.run(explainer, case, seed=0)
     calls = {"in-process": direct,
              "worker process (engine)": lambda: runner._call(explainer, case, seed=0).explanation,
              "fork per call (before)": lambda: _fork_per_call(direct)}

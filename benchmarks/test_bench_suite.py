@@ -16,7 +16,6 @@ gave fewer verdicts shows.  Run with ``pytest benchmarks/test_bench_suite.py -p 
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time

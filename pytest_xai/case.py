@@ -5,9 +5,10 @@ No numpy at import time: the plugin imports this module on every pytest run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 CATEGORIES = ("fidelity", "fragility", "stability", "stress")
 #: ``meta`` keys that were run-time hooks before they became fields of :class:`Case`.

@@ -12,8 +12,9 @@ and with one that fails it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from pytest_xai.case import Case, Score
 

@@ -21,8 +21,9 @@ import os
 import pkgutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
 
@@ -237,9 +238,9 @@ def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = N
     """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies).
 
     ``budget`` is the call's budget of model evaluations (:mod:`pytest_xai.budget`)."""
-    from pytest_xai import budget as budgets
-
     import numpy as np
+
+    from pytest_xai import budget as budgets
 
     values = {
         "inputs": lambda: np.array(case.inputs, dtype=float, copy=True),

@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import math
 import os
+from collections.abc import Iterable, Mapping
 from html import escape
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pytest_xai.record import Record
 from pytest_xai.record import records as records_of

@@ -39,7 +39,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 IDLE_SHARE = 0.05
 #: Wall seconds a worker may take to import the explainer and build a case before a call starts.
 LOADING_WALL = 600.0
-_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -96,7 +96,7 @@ class Zygote:
     from scratch instead).  One per plugin process, shared by its sessions.
     """
 
-    _shared: "Zygote | None" = None
+    _shared: Zygote | None = None
 
     def __init__(self, modules: list[str]):
         import socket
@@ -112,7 +112,7 @@ class Zygote:
         self.ready = False
 
     @classmethod
-    def shared(cls) -> "Zygote | None":
+    def shared(cls) -> Zygote | None:
         """The zygote of this process, started on first use (None where it cannot work).
 
         It preloads the libraries of :data:`PRELOAD` that are installed; the plugin starts it as

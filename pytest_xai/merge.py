@@ -8,8 +8,9 @@ runs and are refused unless the caller allows it (the matrix workflow is in ``do
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pytest_xai import report
 from pytest_xai.record import Record

@@ -26,13 +26,13 @@ Expectations E_S[f] = E[f(x')], x' agreeing with x on the "present" set S, are c
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from pytest_xai.stats import pearson_rows
-
 
 _ROWS_PER_CALL = 1 << 15
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import difflib
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 MAX_SEED = 2**31 - 1  # sklearn's random_state takes < 2**32; case builders add small offsets
 

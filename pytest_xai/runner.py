@@ -15,12 +15,12 @@ import signal
 import sys
 import threading
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from pytest_xai.errors import (ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout,
-                               NotApplicable)
+from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 
 #: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -230,7 +230,7 @@ class Runner:
                 return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, self.budget))
             except (NotApplicable, ExplainerError):
                 raise
-            except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
+            except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt) and interrupted:
                     raise  # the user pressed Ctrl-C: stop the session
                 import traceback
@@ -256,7 +256,7 @@ class _real_interrupts:
             signal.signal(signal.SIGINT, handler)
         return self.flag
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
 

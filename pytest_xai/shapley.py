@@ -9,7 +9,7 @@ so the cost is a few vectorised model evaluations; fine up to about 12 features.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from math import factorial
 
 import numpy as np
@@ -18,7 +18,7 @@ MAX_FEATURES = 16
 _ROWS_PER_CALL = 1 << 18
 
 
-@lru_cache(maxsize=None)
+@cache
 def coalitions(d: int) -> tuple[np.ndarray, np.ndarray]:
     """All 2^d coalitions as a bool matrix, and the (2^d, d) matrix W with phi = v @ W."""
     masks = ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(bool)

@@ -21,7 +21,8 @@ built on first use (:func:`build_variants`), seeded, so a worker process rebuild
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
 

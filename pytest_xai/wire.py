@@ -13,7 +13,8 @@ import json
 import os
 import select
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 MAGIC = b"XAI\x01"
 _PREFIX = struct.Struct("<4sIQ")  # magic, header bytes, array bytes

@@ -120,7 +120,7 @@ def main() -> None:
         "accuracy": float(np.mean([a for a in acc])),
         "quality_gate": {"overall_accuracy_at_least": cc.QUALITY_GATE,
                          "class_warning_below": cc.CLASS_WARNING},
-        "n_train": int(len(x_train)),
+        "n_train": len(x_train),
         "n_test_per_class": [int((y_test == c).sum()) for c in range(3)],
         "seed": args.seed,
         "train_seeds": seeds,

@@ -19,8 +19,8 @@ def pytest_configure(config):
     import xgboost  # noqa: F401
 
     import pytest_xai.cases
-    import pytest_xai.explainers.baselines  # noqa: F401
-    import pytest_xai.strategies  # noqa: F401
+    import pytest_xai.explainers.baselines
+    import pytest_xai.strategies
 
     pytest_xai.cases.infos()
     for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklearn.ensemble", "sklearn.datasets",

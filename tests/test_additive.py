@@ -14,7 +14,7 @@ from pytest_xai.cases import additive
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("captum")
-from pytest_xai.explainers import captum as explainers  # noqa: E402
+from pytest_xai.explainers import captum as explainers
 
 
 def direct_local_function(x, breaks, slopes):

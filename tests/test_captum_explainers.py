@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("captum")
 
-from pytest_xai import NotApplicable  # noqa: E402
-from pytest_xai.explainers import captum as explainers  # noqa: E402
+from pytest_xai import NotApplicable
+from pytest_xai.explainers import captum as explainers
 
 METHODS = [
     "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",

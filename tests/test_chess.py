@@ -10,13 +10,13 @@ import pytest
 
 chess = pytest.importorskip("chess")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pytest_xai import NotApplicable, cases  # noqa: E402
-from pytest_xai.cache import Cache  # noqa: E402
-from pytest_xai.cases import chess as cc  # noqa: E402
-from pytest_xai.explainers.baselines import random as random_explainer  # noqa: E402
+from pytest_xai import NotApplicable, cases
+from pytest_xai.cache import Cache
+from pytest_xai.cases import chess as cc
+from pytest_xai.explainers.baselines import random as random_explainer
 
 # Reconstruction positions (docs/chess_ngt.md, Specification 9): (FEN, label).
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_ci_runs_the_readme_commands():
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"## Set-up: two commands.*?```bash\n(.*?)```", readme, re.S).group(1)
+    block = re.search(r"## Set-up: two commands.*?```bash\n(.*?)```", readme, re.DOTALL).group(1)
     commands = [line for line in block.splitlines() if line and not line.startswith("#")]
     assert len(commands) == 2
     install, main_job = commands[0].split(" && ")

@@ -9,8 +9,8 @@ from torch import nn
 
 from pytest_xai import cases
 from pytest_xai.cache import Cache
-from pytest_xai.checks import CHECKS
 from pytest_xai.cases import units
+from pytest_xai.checks import CHECKS
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:Setting forward, backward hooks:UserWarning")

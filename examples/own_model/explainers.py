@@ -21,7 +21,7 @@ def integrated_gradients(inputs, model: "torch.nn.Module", target, baseline):
 
     x = torch.as_tensor(inputs, dtype=torch.float32)
     base = torch.as_tensor(np.broadcast_to(baseline, inputs.shape).copy(), dtype=torch.float32)
-    probability = lambda t: torch.softmax(model(t), dim=1)  # noqa: E731 - the case explains probabilities
+    probability = lambda t: torch.softmax(model(t), dim=1)
     return IntegratedGradients(probability).attribute(x, baselines=base, target=target, n_steps=32).numpy()
 
 

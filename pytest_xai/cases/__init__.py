@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
 

@@ -31,15 +31,15 @@ from pytest_xai.cases import register
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test detect_interaction{} (Tsang et al. 2020, Archipelago)"
 P = 40
-_AND_20 = (range(0, 20), +1)
+_AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)
 #: function index -> (products: list of (index set I, index set J) adding sum_{i in I, j in J} x_i x_j,
 #:                    ANDs: list of (index set, value every x_i must equal, or a per-index tuple of values))
 TERMS = {
     0: ([], []),
-    1: ([(range(0, 10), range(0, 10)), (range(10, 20), range(20, 30))], []),
+    1: ([(range(10), range(10)), (range(10, 20), range(20, 30))], []),
     2: ([], [_AND_20, _AND_10_30]),
-    3: ([], [(range(0, 20), -1), _AND_10_30]),
+    3: ([], [(range(20), -1), _AND_10_30]),
     4: ([], [((0, 1, 2), (+1, +1, -1)), _AND_10_30]),
 }
 

@@ -41,7 +41,8 @@ test therefore uses those class indices, not the memorising model's own predicti
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -7,8 +7,8 @@ original are fixed here and in :mod:`pytest_xai.checks`.  XGBoost models are fit
 
 from __future__ import annotations
 
-from math import gcd
 from functools import reduce
+from math import gcd
 
 import numpy as np
 
@@ -129,7 +129,7 @@ def cough_and_fever_10_90(info, *, seed, cache) -> Case:
           checks={"ranking": {"feature": 0}})
 def a_and_b_or_c(info, *, seed, cache) -> Case:
     """y = A AND (B OR C): A is the most important feature (importance 0.375 vs 0.125, 0.125)."""
-    a_and_b_or_c = lambda x: x[:, 0] * (x[:, 1] + x[:, 2] - x[:, 1] * x[:, 2])  # noqa: E731 (OR on {0,1})
+    a_and_b_or_c = lambda x: x[:, 0] * (x[:, 1] + x[:, 2] - x[:, 1] * x[:, 2])
     return _tabular_case(info, cache, _binary_grid(3, 2500), a_and_b_or_c, 1, 3, ["A", "B", "C"])
 
 

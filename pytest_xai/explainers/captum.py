@@ -26,7 +26,8 @@ for PyTorch", arXiv 2009.07896):
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -148,7 +149,7 @@ def _one_example_at_a_time(explainer, x, baselines, target, groups=None, **kwarg
     return torch.cat(rows)
 
 
-def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def saliency(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Signed gradient dF/dx (Simonyan et al. 2014); captum ``Saliency(abs=False)``.
 
     The signed gradient is the paper's "Gradient" (Mamalakis et al. 2022): a sensitivity, not a
@@ -162,7 +163,7 @@ def saliency(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
         return _numpy(Saliency(module).attribute(x, target=_target(target), abs=False), inputs)
 
 
-def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def input_x_gradient(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """x * dF/dx (Shrikumar et al. 2016); captum ``InputXGradient``."""
     from captum.attr import InputXGradient
 
@@ -173,7 +174,7 @@ def input_x_gradient(inputs, model: "torch.nn.Module", target=None) -> np.ndarra
 
 
 def integrated_gradients(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, *, n_steps: int = 128,
+    inputs, model: torch.nn.Module, target=None, baseline=None, *, n_steps: int = 128,
     method: str = "gausslegendre", internal_batch_size: int | None = None,
 ) -> np.ndarray:
     """Integrated Gradients (Sundararajan et al. 2017) from the case's baseline (zeros if none).
@@ -194,7 +195,7 @@ def integrated_gradients(
 
 
 def smoothgrad(
-    inputs, model: "torch.nn.Module", target=None, seed: int = 0, *, n_samples: int = 50,
+    inputs, model: torch.nn.Module, target=None, seed: int = 0, *, n_samples: int = 50,
     noise: float = SMOOTHGRAD_NOISE,
 ) -> np.ndarray:
     """SmoothGrad (Smilkov et al. 2017): mean signed gradient over ``n_samples`` noisy copies.
@@ -214,7 +215,7 @@ def smoothgrad(
         return _numpy(out, inputs)
 
 
-def deeplift(inputs, model: "torch.nn.Module", target=None, baseline=None) -> np.ndarray:
+def deeplift(inputs, model: torch.nn.Module, target=None, baseline=None) -> np.ndarray:
     """DeepLIFT rescale rule (Shrikumar et al. 2017) from the case's baseline; captum ``DeepLift``.
 
     Non-linearities must be ``nn.Module`` instances used once each; captum raises otherwise.
@@ -228,7 +229,7 @@ def deeplift(inputs, model: "torch.nn.Module", target=None, baseline=None) -> np
         return _numpy(out, inputs)
 
 
-def guided_backprop(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def guided_backprop(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Guided backpropagation (Springenberg et al. 2015); captum ``GuidedBackprop``."""
     from captum.attr import GuidedBackprop
 
@@ -261,19 +262,19 @@ def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarra
         return _numpy(out, inputs)
 
 
-def guided_gradcam_first_conv(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def guided_gradcam_first_conv(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Guided Grad-CAM on the first convolution layer, as Mücke & Pfahler 2022 (§3) ran it."""
     return _guided_gradcam("guided_gradcam_first_conv", inputs, model, target, 0)
 
 
-def guided_gradcam_last_conv(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def guided_gradcam_last_conv(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Guided Grad-CAM on the last convolution layer (Selvaraju et al. 2019's recommended use;
     Mücke & Pfahler 2022 report both)."""
     return _guided_gradcam("guided_gradcam_last_conv", inputs, model, target, -1)
 
 
 def occlusion(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, *, window: tuple | None = None,
+    inputs, model: torch.nn.Module, target=None, baseline=None, *, window: tuple | None = None,
     perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Occlusion (Zeiler & Fergus 2014): F(x) - F(x with a window set to the baseline).
@@ -295,7 +296,7 @@ def occlusion(
 
 
 def feature_ablation(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, *, perturbations_per_eval: int = 16,
+    inputs, model: torch.nn.Module, target=None, baseline=None, *, perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Feature ablation: each input element replaced by the baseline alone; captum ``FeatureAblation``."""
     from captum.attr import FeatureAblation
@@ -311,7 +312,7 @@ def feature_ablation(
 
 
 def feature_permutation(
-    inputs, model: "torch.nn.Module", target=None, seed: int = 0, *, perturbations_per_eval: int = 16,
+    inputs, model: torch.nn.Module, target=None, seed: int = 0, *, perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Permutation importance per example (Breiman 2001): each feature shuffled across the batch.
 
@@ -329,7 +330,7 @@ def feature_permutation(
 
 
 def shapley_value_sampling(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
+    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
     groups=None, *, n_samples: int = 25, perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Shapley values against the baseline by permutation sampling (Castro et al. 2009).
@@ -367,7 +368,7 @@ def surrogate_samples(features: int) -> int:
 
 
 def captum_kernel_shap(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
+    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
     groups=None, *, n_samples: int | None = None, perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """KernelSHAP (Lundberg & Lee 2017) against the baseline; captum ``KernelShap``.
@@ -392,7 +393,7 @@ def captum_kernel_shap(
 
 
 def captum_lime(
-    inputs, model: "torch.nn.Module", target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
+    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
     groups=None, *, n_samples: int | None = None, perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """LIME (Ribeiro et al. 2016) with captum's defaults (Lasso alpha=0.01, cosine-distance kernel).
@@ -454,7 +455,7 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
                 m.rule = rule
 
 
-def lrp_z(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def lrp_z(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """LRP-z (Bach et al. 2015): ``EpsilonRule(epsilon=1e-9)`` (epsilon only guards 0/0) on every layer.
 
     On ReLU networks it equals Input x Gradient (Ancona et al. 2018); biases make it lose
@@ -465,7 +466,7 @@ def lrp_z(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
     return _lrp("lrp_z", inputs, model, target, lambda: EpsilonRule(epsilon=1e-9))
 
 
-def lrp_alpha1beta0(inputs, model: "torch.nn.Module", target=None) -> np.ndarray:
+def lrp_alpha1beta0(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """LRP-alpha1beta0 (Bach et al. 2015; Montavon et al. 2017): captum ``Alpha1_Beta0_Rule`` everywhere.
 
     Captum implements it by clamping weights to w+ (the z+ rule), which equals alpha1beta0 for

@@ -26,7 +26,8 @@ Members of the first group ignore ``reference``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

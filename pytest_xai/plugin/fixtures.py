@@ -83,7 +83,7 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
         rec.family, rec.category = case.info.family, case.info.category
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
-        run = lambda: state.runner.explain(explainer, case, seed=seed)  # noqa: E731
+        run = lambda: state.runner.explain(explainer, case, seed=seed)
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
             benchmark.disabled = True  # the call was timed by the test that made it: no second timing
         if benchmark is not None:
