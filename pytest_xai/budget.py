@@ -25,7 +25,7 @@ from pytest_xai.errors import NotApplicable
 DEFAULT = 5_000_000
 
 
-def for_case(case, given: int | None = None) -> int:
+def for_case(case: object, given: int | None = None) -> int:
     """The budget of a call on ``case``: the user's (``given``), else the case's own, else ``DEFAULT``."""
     if given is not None:
         return int(given)

@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 CATEGORIES = ("fidelity", "fragility", "stability", "stress")
 #: ``meta`` keys that were run-time hooks before they became fields of :class:`Case`.
@@ -116,7 +120,7 @@ class Case:
         out = self.outputs()
         return float(out.max() - out.min())
 
-    def outputs(self, inputs: Any = None) -> Any:
+    def outputs(self, inputs: Any = None) -> NDArray[np.float64]:
         """The explained output per row of ``inputs`` (default: the case's): the regression output,
         or the probability of the target class (one class, or one per row)."""
         import numpy as np
@@ -126,7 +130,8 @@ class Case:
             return out[:, 0]
         if out.ndim == 2:
             target = np.broadcast_to(np.asarray(self.target, dtype=int), (len(out),))
-            return out[np.arange(len(out)), target]
+            chosen: NDArray[np.float64] = out[np.arange(len(out)), target]  # numpy types fancy indexing as Any
+            return chosen
         return out
 
     def __repr__(self) -> str:

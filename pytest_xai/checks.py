@@ -12,11 +12,21 @@ and with one that fails it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_xai.case import Case, Score
+
+if TYPE_CHECKING:  # numpy is imported inside the checks: the plugin imports this module on every run
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    Floats = NDArray[np.float64]
+    Indices = NDArray[np.intp]
+
+#: A check: ``check(attributions, case, **params) -> Score``.
+CheckFunc = Callable[..., Score]
 
 
 @dataclass(frozen=True)
@@ -31,7 +41,7 @@ class CheckInfo:
     verdicts are not tested (the test lists those with the reason)."""
 
     name: str
-    func: Callable[..., Score]
+    func: CheckFunc
     marker: str
     thresholds: Mapping[str, float]
     doc: str
@@ -56,7 +66,7 @@ CHECKS: dict[str, CheckInfo] = {}
 
 def check(*, marker: str | None = None, thresholds: Mapping[str, float] = {},
           passes_by_construction: Mapping[str, str] = {},
-          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None, name: str | None = None) -> Callable:
+          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None, name: str | None = None) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check named after it (or ``name``); public as ``pytest_xai.register_check``.
 
     ``thresholds`` are its tunable parameters and defaults.  ``marker`` is the pytest marker of the
@@ -73,7 +83,7 @@ def check(*, marker: str | None = None, thresholds: Mapping[str, float] = {},
     checks silently; the same name from elsewhere is an error.
     """
 
-    def decorate(func: Callable[..., Score]) -> Callable[..., Score]:
+    def decorate(func: CheckFunc) -> CheckFunc:
         check_name = name or func.__name__
         old = CHECKS.get(check_name)
         origin = f"{func.__module__}.{func.__qualname__}"
@@ -99,32 +109,32 @@ def markers() -> dict[str, str]:
     return {marker: "; ".join(parts) for marker, parts in docs.items()}
 
 
-def attributions_of(explanation: Any):
+def attributions_of(explanation: Any) -> Floats:
     """The attribution array of an explanation (an Explanation or a plain array)."""
     import numpy as np
 
     return np.asarray(getattr(explanation, "attributions", explanation), dtype=float)
 
 
-def importance_of(explanation: Any):
+def importance_of(explanation: Any) -> Floats:
     """Global importance: the explainer's own if it returned one, else mean |attribution| over rows."""
     import numpy as np
 
     own = getattr(explanation, "importance", None)
-    if own is not None:
-        return np.abs(np.asarray(own, dtype=float))
-    return np.abs(attributions_of(explanation)).mean(axis=0)
+    importance: Floats = (np.abs(np.asarray(own, dtype=float)) if own is not None
+                          else np.abs(attributions_of(explanation)).mean(axis=0))
+    return importance
 
 
-def _flat(array):
+def _flat(array: Floats) -> Floats:
     return array.reshape(array.shape[0], -1) if array.ndim > 1 else array
 
 
-def _output_of(case: Case):
+def _output_of(case: Case) -> Floats:
     return case.outputs()
 
 
-def _switches(X, feature: int):
+def _switches(X: Floats, feature: int) -> tuple[Indices, Indices]:
     """Rows (hi, lo) of ``X`` that differ only in ``feature``, taking its max and min values there."""
     import numpy as np
 
@@ -133,10 +143,11 @@ def _switches(X, feature: int):
         return np.zeros(0, int), np.zeros(0, int)
     others = np.delete(X, feature, axis=1)
     same_rest = (others[:, None, :] == others[None, :, :]).all(axis=-1)
-    return np.nonzero(same_rest & (column[:, None] == column.max()) & (column[None, :] == column.min()))
+    hi, lo = np.nonzero(same_rest & (column[:, None] == column.max()) & (column[None, :] == column.min()))
+    return hi, lo
 
 
-def explains_nothing(attributions, case: Case, features, cross_rtol: float = 1.0) -> str | None:
+def explains_nothing(attributions: Any, case: Case, features: Iterable[int], cross_rtol: float = 1.0) -> str | None:
     """The "explains nothing" guard of the pair and ranking checks; None when the guard passes.
 
     Where the explained rows contain pairs that differ only in feature f (f at its max in one, its
@@ -193,7 +204,7 @@ def explains_nothing(attributions, case: Case, features, cross_rtol: float = 1.0
 def truth_reference(key: str) -> Callable[[Case, Mapping[str, Any]], Any]:
     """A ``reference`` for :func:`check`: ``case.truth[key]``, NotApplicable when the case has none."""
 
-    def reference(case: Case, params: Mapping[str, Any]):
+    def reference(case: Case, params: Mapping[str, Any]) -> Any:
         from pytest_xai.errors import NotApplicable
 
         if key not in case.truth:
@@ -224,7 +235,8 @@ _BLIND_TO_SIGN = "importance is mean |attribution| over rows, blind to sign and 
                     "offset or 30 % noise keeps the importances equal by chance on some seeds; symmetric_effect, "
                     "which encodes the interventional effect, rejects both"),
 })
-def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) -> Score:
+def symmetry(attributions: Any, case: Case, *, features: Sequence[int], mirror: Sequence[int] | None = None,
+             rtol: float) -> Score:
     """Two features the model treats symmetrically get equal importance and mirrored attributions.
 
     Compare-xAI cough_and_fever, corrected (CX-3): delta_I = |I_i - I_j| / max(I_i, I_j) and, when the
@@ -254,7 +266,8 @@ def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) ->
     if nothing:
         return Score("symmetry", 0.0, False, rtol, nothing, params)
     delta_I = abs(I[i] - I[j]) / top
-    delta, worst = delta_I, {"importance": [float(I[i]), float(I[j])]}
+    delta = delta_I
+    worst: dict[str, Any] = {"importance": [float(I[i]), float(I[j])]}
     detail = f"importance {I[i]:.4g} vs {I[j]:.4g} (relative gap {delta_I:.3g})"
     if mirror is not None:
         gaps = np.abs(A[:, i] - A[list(mirror), j])
@@ -280,7 +293,7 @@ def symmetry(attributions, case: Case, *, features, mirror=None, rtol: float) ->
     "input_itself@digits_data_dummy": "the data dummy pixels are 0 in every row, so the input is 0 on them "
                                       "(digits_function_dummy puts ink there to fail it)",
 })
-def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
+def dummy(attributions: Any, case: Case, *, features: Sequence[int], rtol: float) -> Score:
     """Features the model does not use (dummies) get zero importance (the dummy axiom).
 
     Compare-xAI counterexample_dummy_axiom and mnist, corrected (CX-1, CX-4): a feature counts as zero
@@ -325,7 +338,7 @@ def dummy(attributions, case: Case, *, features, rtol: float) -> Score:
                               "(|phi_a| >= 0.21, about twice b's and c's) stay first under noise of the reference's "
                               "RMS (0.24) in 74 % of seeds, still moving with the output",
 })
-def ranking(attributions, case: Case, *, feature, rows=(), max_rank: float) -> Score:
+def ranking(attributions: Any, case: Case, *, feature: int, rows: Sequence[int] = (), max_rank: float) -> Score:
     """A feature known to matter most is ranked first, globally and at the given rows.
 
     Compare-xAI cough_and_fever_10_90 and a_and_b_or_c, corrected (CX-8): ranks are on |I| (and
@@ -364,7 +377,7 @@ def ranking(attributions, case: Case, *, feature, rows=(), max_rank: float) -> S
 # ------------------------------------------------------- Compare-xAI battery (Belaid et al. 2022)
 
 
-def _pairs_flipping(X, feature: int):
+def _pairs_flipping(X: Floats, feature: int) -> tuple[Indices, Indices]:
     """Rows (hi, lo) of ``X`` that differ only in ``feature``, taking its max and min values there."""
     import numpy as np
 
@@ -381,7 +394,7 @@ def _pairs_flipping(X, feature: int):
                                      "Shapley value",
     "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
 })
-def symmetric_effect(attributions, case: Case, *, features, rtol: float) -> Score:
+def symmetric_effect(attributions: Any, case: Case, *, features: Sequence[int], rtol: float) -> Score:
     """Two features with the same effect on the model get the same offset-free attribution effect.
 
     Compare-xAI x0_plus_x1 (Janzing et al. 2020; Sundararajan & Najmi 2020), corrected (CX-6).  For
@@ -432,7 +445,7 @@ def symmetric_effect(attributions, case: Case, *, features, rtol: float) -> Scor
 
 
 @check(marker="xai_correlated", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"))
-def correlated(attributions, case: Case, *, used, twin, rtol: float) -> Score:
+def correlated(attributions: Any, case: Case, *, used: int, twin: int, rtol: float) -> Score:
     """Of two identical columns, only the one the model uses gets credit (interventional convention).
 
     Compare-xAI correlated_features (Kumar et al. 2020), corrected (CX-11).  The model is the plain
@@ -472,7 +485,8 @@ def correlated(attributions, case: Case, *, used, twin, rtol: float) -> Score:
     with np.errstate(divide="ignore", invalid="ignore"):
         row_ratio = np.where(defined, a_twin / a_used, np.nan)
     row_ratio[defined & (a_used == 0)] = np.inf
-    delta, worst = delta_I, {"importance": [float(I[used]), float(I[twin])]}
+    delta = delta_I
+    worst: dict[str, Any] = {"importance": [float(I[used]), float(I[twin])]}
     detail = f"{names[1]} gets {delta_I:.3g} of {names[0]}'s importance"
     if defined.any():
         r = int(np.nanargmax(row_ratio))
@@ -487,7 +501,7 @@ def correlated(attributions, case: Case, *, used, twin, rtol: float) -> Score:
                  f"rtol={rtol:g}", params, worst)
 
 
-def _follows_own_effect(column, case: Case, feature: int) -> float | None:
+def _follows_own_effect(column: ArrayLike, case: Case, feature: int) -> float | None:
     """Pearson over rows of ``column`` with feature's interventional effect f(x) - E_z f(x, feature := z),
     z over the background; None when undefined (no background, or a constant side)."""
     import numpy as np
@@ -524,7 +538,7 @@ def quartile_score(rank: float, n: int) -> float:
            "noisy_10": "10 % noise: per-row cosine 0.99 with the logit SHAP values, ranks unchanged",
            "noisy_30": "30 % noise (cosine 0.94) is below the sampling noise the check admits for KernelSHAP at its "
                        "default budget, about 4 samples per feature (cosine 0.955)"})
-def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: float,
+def stress_rank(attributions: Any, case: Case, *, tokens: Sequence[str], top_k: int = 50, max_rank: float,
                 min_spearman: float, min_cosine: float) -> Score:
     """With many features, the planted tokens stay on top and the top of the true ranking is kept.
 
@@ -590,7 +604,7 @@ def stress_rank(attributions, case: Case, *, tokens, top_k: int = 50, max_rank: 
     return Score("stress_rank", float(value), bool(rank_ok and rho_ok and cos_ok), threshold, detail, params, worst)
 
 
-def interaction_strengths(interactions, d: int):
+def interaction_strengths(interactions: ArrayLike, d: int) -> tuple[Floats, Indices, Indices]:
     """Canonical pair strengths: |M_ij| over all unordered pairs i < j (missing pairs count 0).
 
     ``interactions`` is d x d, or n x d x d (one matrix per explained row: mean |M| over rows).  An
@@ -608,7 +622,7 @@ def interaction_strengths(interactions, d: int):
     return np.maximum(M[i, j], M[j, i]), i, j
 
 
-def roc_auc(scores, labels) -> float:
+def roc_auc(scores: ArrayLike, labels: ArrayLike) -> float:
     """ROC-AUC of ``scores`` for binary ``labels`` (Mann-Whitney, ties count one half); NaN if one class is empty."""
     import numpy as np
 
@@ -628,7 +642,7 @@ def roc_auc(scores, labels) -> float:
 
 
 @check(marker="xai_interaction", thresholds={"min_score": 0.8, "rtol": 0.05})
-def interaction_detection(attributions, case: Case, *, min_score: float, rtol: float) -> Score:
+def interaction_detection(attributions: Any, case: Case, *, min_score: float, rtol: float) -> Score:
     """Returned pairwise interactions single out the pairs that truly interact, and only those.
 
     Compare-xAI detect_interaction (Archipelago functions, Tsang et al. 2020), corrected (CX-14).  The
@@ -655,7 +669,7 @@ def interaction_detection(attributions, case: Case, *, min_score: float, rtol: f
     strengths, i, j = interaction_strengths(interactions, d)
     pairs = np.asarray(case.truth["interaction_pairs"], dtype=int).reshape(-1, 2)
     k = int(strengths.argmax())
-    top = {"pair": [int(i[k]), int(j[k])], "strength": float(strengths[k])}
+    top: dict[str, Any] = {"pair": [int(i[k]), int(j[k])], "strength": float(strengths[k])}
     if len(pairs) == 0:
         scale = float(case.truth["main_effect_scale"])
         ratio = float(strengths.max()) / scale

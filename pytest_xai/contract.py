@@ -23,9 +23,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_xai.errors import ExplainerError, NotApplicable, SpecError
+
+if TYPE_CHECKING:  # numpy is imported where it is used: loading an explainer spec needs none
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: Names an explainer may ask for, and what each receives.
 CONTRACT = {
@@ -82,6 +86,8 @@ class Explanation:
 def _import_file(path: str) -> Any:
     name = "xai_explainer_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # a path without a .py suffix has no source loader
+        raise ImportError(f"cannot import {path!r} as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -106,6 +112,7 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
             raise SpecError(f"{where}: file {module_part!r} does not exist (relative to {os.getcwd()})")
         loader, label = (lambda: _import_file(module_part)), f"file {module_part!r}"
     else:
+        missing_parent: ImportError | ValueError | None
         try:
             found = importlib.util.find_spec(module_part)
         except (ImportError, ValueError) as exc:
@@ -151,7 +158,7 @@ def _getattr_path(obj: Any, dotted: str) -> Any:
     return obj
 
 
-def _wanted(func: Callable, where: str) -> tuple[str, ...]:
+def _wanted(func: Callable[..., Any], where: str) -> tuple[str, ...]:
     """The contract names ``func`` asks for; unknown required parameters are a usage error."""
     try:
         signature = inspect.signature(func)
@@ -206,7 +213,7 @@ def _model_for(explainer: Explainer, case: Any) -> Any:
     if isinstance(annotation, str):  # postponed annotations: "torch.nn.Module"
         try:
             annotation = pkgutil.resolve_name(annotation.strip("'\""))
-        except Exception:
+        except Exception:  # noqa: BLE001 - resolving imports the user's modules, which may raise anything
             return case.model
     if not isinstance(annotation, type):
         return case.model
@@ -308,7 +315,7 @@ def coerce(output: Any, case: Any) -> tuple[Any, Any, Any]:
     return attributions, importance, interactions
 
 
-def _array(value: Any, what: str):
+def _array(value: Any, what: str) -> NDArray[np.float64]:
     import numpy as np
 
     if value is None:
@@ -323,7 +330,7 @@ def _array(value: Any, what: str):
             raise ExplainerError(f"returned a {type(value).__name__}-like mapping instead of an array of {what}")
     try:
         array = np.asarray(value)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a user object's __array__ may raise anything; the message names it
         raise ExplainerError(f"returned {type(value).__name__} that numpy cannot read as {what}: {exc}") from None
     if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise ExplainerError(f"returned {what} of dtype {array.dtype} ({type(value).__name__}); expected real numbers")

@@ -186,7 +186,7 @@ class Worker:
         self.spec = spec
         self._ended = False
         self._status: int | None = None
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker; close() closes it
         request_r, self._request = os.pipe()
         self._reply, reply_w = os.pipe()
         try:
@@ -379,7 +379,7 @@ class Pool:
         if case is not None:
             try:
                 blob = pickle.dumps(case)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a case's objects may raise anything when pickled; reported
                 raise ExplainerError(
                     f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
                     f"pickling it failed ({type(exc).__name__}: {exc}); register it with "

@@ -181,7 +181,7 @@ def jsonable(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
         if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalars and arrays, torch tensors
             return jsonable(value.tolist(), seen)
         return str(value)
-    except Exception as exc:  # a hostile __repr__/__iter__/tolist: keep the report
+    except Exception as exc:  # noqa: BLE001 - a hostile __repr__/__iter__/tolist: keep the report
         return f"<unserialisable {type(value).__name__}: {type(exc).__name__}>"
 
 

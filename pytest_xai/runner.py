@@ -11,6 +11,7 @@ where threshold precedence is decided; :func:`draw_picture` draws worst examples
 from __future__ import annotations
 
 import copy
+import math
 import signal
 import sys
 import threading
@@ -72,7 +73,7 @@ class Outcome:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if type(value) in (int, float) and value == value and abs(value) < 1e12 else None
+    return float(value) if type(value) in (int, float) and not math.isnan(value) and abs(value) < 1e12 else None
 
 
 class Runner:

@@ -110,7 +110,7 @@ class Worker:
 
         try:
             case = self._case(header, blob)
-        except Exception as exc:  # the plugin built this case before asking: report, do not guess
+        except Exception as exc:  # noqa: BLE001 - the plugin built this case before asking: report, do not guess
             out = _describe(exc)
             return {**out, "kind": "case", "message": f"building case {header.get('case')!r} in the worker "
                     f"raised {out['type']}: {out['message']}"}, {}
@@ -179,7 +179,7 @@ def zygote(sock_fd: int, modules: list[str]) -> int:
     for name in modules:
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a worker imports what it needs again
+        except Exception:  # noqa: BLE001, S110 - preloading is an optimisation: a worker imports what it needs again
             pass
     sock = socket.socket(fileno=sock_fd)
     statuses: dict[int, int] = {}
