@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # numpy is imported where it is used: loading an explainer sp
     import numpy as np
     from numpy.typing import NDArray
 
+    from pytest_xai.case import Case
+
+    Floats = NDArray[np.float64]
+
 #: Names an explainer may ask for, and what each receives.
 CONTRACT = {
     "inputs": "np.ndarray (n, *feature_shape): the points to explain (a copy)",
@@ -74,10 +78,10 @@ class Explainer:
 class Explanation:
     """Validated output of one explainer call on one case."""
 
-    attributions: Any
+    attributions: Floats
     seconds: float
-    importance: Any = None
-    interactions: Any = None
+    importance: Floats | None = None
+    interactions: Floats | None = None
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -101,6 +105,7 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
     the fix.
     """
     where = f"{option}={spec}"
+    loader: Callable[[], Any]
     module_part, sep, attr = spec.partition(":")
     if not sep or not module_part or not attr or ":" in attr:
         raise SpecError(
@@ -199,7 +204,7 @@ def dedupe(explainers: list[Explainer]) -> list[Explainer]:
 # --------------------------------------------------------------------------------------- calling
 
 
-def _model_for(explainer: Explainer, case: Any) -> Any:
+def _model_for(explainer: Explainer, case: Case) -> Any:
     """The native model, or the torch twin when ``model`` is annotated as a torch module.
 
     An annotation the case cannot satisfy makes the explainer not applicable (a skip).
@@ -241,7 +246,7 @@ def _unannotated_model(explainer: Explainer) -> bool:
         return False
 
 
-def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = None) -> dict[str, Any]:
+def arguments(explainer: Explainer, case: Case, seed: int, budget: int | None = None) -> dict[str, Any]:
     """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies).
 
     ``budget`` is the call's budget of model evaluations (:mod:`pytest_xai.budget`)."""
@@ -249,7 +254,7 @@ def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = N
 
     from pytest_xai import budget as budgets
 
-    values = {
+    values: dict[str, Callable[[], Any]] = {
         "inputs": lambda: np.array(case.inputs, dtype=float, copy=True),
         "predict": lambda: case.predict,
         "model": lambda: _model_for(explainer, case),
@@ -265,7 +270,7 @@ def arguments(explainer: Explainer, case: Any, seed: int, budget: int | None = N
     return {name: values[name]() for name in explainer.wants}
 
 
-def coerce(output: Any, case: Any) -> tuple[Any, Any, Any]:
+def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | None]:
     """Turn an explainer's output into validated float arrays: (attributions, importance, interactions).
 
     Raises :class:`ExplainerError` naming what is wrong and how to fix it.
@@ -315,7 +320,7 @@ def coerce(output: Any, case: Any) -> tuple[Any, Any, Any]:
     return attributions, importance, interactions
 
 
-def _array(value: Any, what: str) -> NDArray[np.float64]:
+def _array(value: Any, what: str) -> Floats:
     import numpy as np
 
     if value is None:
@@ -358,7 +363,7 @@ def _unchanged(before: Any, after: Any, what: str) -> None:
         )
 
 
-def run(explainer: Explainer, case: Any, *, seed: int = 0, budget: int | None = None) -> Explanation:
+def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None = None) -> Explanation:
     """Call ``explainer`` on ``case`` in this process and return the validated explanation.
 
     Raises :class:`NotApplicable` (skip) or :class:`ExplainerError` (fail); any other exception

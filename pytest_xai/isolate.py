@@ -27,11 +27,14 @@ import tempfile
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_xai import wire
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.worker import ARRAYS
+
+if TYPE_CHECKING:
+    from pytest_xai.case import Case
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
@@ -373,7 +376,8 @@ class Pool:
             raise self.broken[spec]
         return worker
 
-    def explain(self, spec: str, request: dict[str, Any], case: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def explain(self, spec: str, request: dict[str, Any],
+                case: Case | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
         blob = b""
         if case is not None:

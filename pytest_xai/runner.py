@@ -19,9 +19,15 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
+
+if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
+    from pytest_xai.cache import Cache
+    from pytest_xai.case import Case, Score
+    from pytest_xai.contract import Explainer, Explanation
+    from pytest_xai.isolate import Limits, Pool
 
 #: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -58,7 +64,7 @@ class Outcome:
     :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail)."""
 
     status: str
-    explanation: Any = None
+    explanation: Explanation | None = None
     message: str = ""
     traceback: str = ""
     seconds: float | None = None
@@ -84,17 +90,21 @@ class Runner:
     own freshly built copy of the case, so a mutation cannot reach other explainers).
     """
 
-    def __init__(self, *, seed: int, limits: Any, cache: Any, data_dir: str | None, budget: int | None = None):
+    def __init__(self, *, seed: int, limits: Limits | None, cache: Cache, data_dir: str | None,
+                 budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
-        self.memo: dict[tuple[str, Any, int], tuple[Any, Outcome]] = {}
+        self.memo: dict[tuple[str, Any, int], tuple[Case, Outcome]] = {}
         self.prepared: set[str] = set()
-        self._pool: Any = None
+        self._pool: Pool | None = None
 
     @property
-    def pool(self) -> Any:
+    def pool(self) -> Pool:
         if self._pool is None:
             from pytest_xai.isolate import Pool
+
+            if self.limits is None:
+                raise RuntimeError("Runner.pool: without limits every call runs in this process, with no worker")
 
             self._pool = Pool(self.limits)
         return self._pool
@@ -110,20 +120,20 @@ class Runner:
         if self._pool is not None:
             self._pool.close()
 
-    def seed_for(self, case: Any) -> int:
+    def seed_for(self, case: Case) -> int:
         return derive_seed(self.seed, case.name)
 
     # ------------------------------------------------------------------------------ one call
 
-    def _key(self, explainer: Any, case: Any, seed: int) -> tuple[str, Any, int]:
+    def _key(self, explainer: Explainer, case: Case, seed: int) -> tuple[str, Any, int]:
         from pytest_xai import cases
 
         return explainer.spec, cases.built_with(case) or id(case), seed
 
-    def memoised(self, explainer: Any, case: Any, seed: int) -> bool:
+    def memoised(self, explainer: Explainer, case: Case, seed: int) -> bool:
         return self._key(explainer, case, seed) in self.memo
 
-    def explain(self, explainer: Any, case: Any, *, seed: int | None = None) -> tuple[Outcome, bool]:
+    def explain(self, explainer: Explainer, case: Case, *, seed: int | None = None) -> tuple[Outcome, bool]:
         """The outcome of ``explainer`` on ``case``, and whether it was memoised already."""
         seed = self.seed_for(case) if seed is None else seed
         key = self._key(explainer, case, seed)
@@ -133,11 +143,11 @@ class Runner:
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False
 
-    def repeat_seeds(self, case: Any, n: int) -> list[int]:
+    def repeat_seeds(self, case: Case, n: int) -> list[int]:
         """The seeds of ``--xai-repeat=n``: the ordinary seed first, then ``derive_seed(base, case, k)``."""
         return [self.seed_for(case)] + [derive_seed(self.seed, case.name, str(k)) for k in range(1, n)]
 
-    def explain_repeated(self, explainer: Any, case: Any, n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
+    def explain_repeated(self, explainer: Explainer, case: Case, n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
         """``explain`` under each of the ``n`` repeat seeds; returns ``([(seed, outcome, cached)], deterministic)``.
 
         An explainer whose first two calls give identical attributions (importance and interactions
@@ -154,7 +164,7 @@ class Runner:
                 return runs[:1], True
         return runs, False
 
-    def reexplain(self, explainer: Any, case: Any, model: Any = None, *, other_seed: bool = False,
+    def reexplain(self, explainer: Explainer, case: Case, model: Any = None, *, other_seed: bool = False,
                   rows: list[int] | None = None, perturb: tuple[int, float] | None = None) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
@@ -177,12 +187,12 @@ class Runner:
         if outcome.status == "skip":
             raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
                                  f"{outcome.message}")
-        if outcome.status != "ok":
+        if outcome.status != "ok" or outcome.explanation is None:
             raise outcome.error()
         return outcome.explanation.attributions
 
-    def _call(self, explainer: Any, case: Any, *, seed: int, base: Any = None, variant: list[Any] | None = None,
-              inputs: dict[str, Any] | None = None) -> Outcome:
+    def _call(self, explainer: Explainer, case: Case, *, seed: int, base: Case | None = None,
+              variant: list[Any] | None = None, inputs: dict[str, Any] | None = None) -> Outcome:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
@@ -193,7 +203,7 @@ class Runner:
         except ExplainerError as exc:
             return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
-    def _in_worker(self, explainer: Any, source: Any, case: Any, seed: int, variant: list[Any] | None,
+    def _in_worker(self, explainer: Explainer, source: Case, case: Case, seed: int, variant: list[Any] | None,
                    inputs: dict[str, Any] | None = None) -> Outcome:
         from pytest_xai import budget, cases, contract
 
@@ -213,7 +223,7 @@ class Runner:
         explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions)
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu)
 
-    def _in_process(self, explainer: Any, case: Any, seed: int) -> Any:
+    def _in_process(self, explainer: Explainer, case: Case, seed: int) -> Explanation:
         from pytest_xai import budget, cases, contract
         from pytest_xai.wire import clip
 
@@ -272,7 +282,7 @@ def _same_explanation(a: Any, b: Any) -> bool:
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
-def _variant(case: Any, model: Any) -> list[Any] | None:
+def _variant(case: Case, model: Any) -> list[Any] | None:
     """Where ``model`` sits in ``case`` (so a worker can find its own copy), or None."""
     if model is case.torch_model:
         return ["torch_model"]
@@ -292,7 +302,7 @@ def _variant(case: Any, model: Any) -> list[Any] | None:
     return search(case.meta, ["meta"], 3)
 
 
-def _modules_of(case: Any) -> list[list[str | None]]:
+def _modules_of(case: Case) -> list[list[str | None]]:
     """The module that registers ``case`` when it is not a built-in family (a user's conftest)."""
     from pytest_xai import cases
 
@@ -302,7 +312,7 @@ def _modules_of(case: Any) -> list[list[str | None]]:
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 
 
-def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any, score: Any) -> str | None:
+def draw_picture(report: str | Path, test_name: str, case: Case, explanation: Any, score: Score) -> str | None:
     """Draw the worst example of ``score`` next to the JSON report; the path, or None.
 
     Only cases that know how to draw (``Case.draw``) and scores that name a row draw.
@@ -323,8 +333,8 @@ def draw_picture(report: str | Path, test_name: str, case: Any, explanation: Any
     return str(path)
 
 
-def combine_repeats(scores: list[Any], *, seeds: list[int], n: int,
-                    deterministic: bool) -> tuple[Any, dict[str, Any], bool]:
+def combine_repeats(scores: list[Score], *, seeds: list[int], n: int,
+                    deterministic: bool) -> tuple[Score, dict[str, Any], bool]:
     """``--xai-repeat``: one score from the scores of every seed's explanation (the first seed's
     first), the mean with its spread, the verdict by majority of seeds (a tie fails), flaky when the
     seeds disagree; a deterministic explainer's one score stands.  Returns ``(score, repeat, flaky)``,

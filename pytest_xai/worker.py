@@ -20,9 +20,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_xai import wire
+
+if TYPE_CHECKING:  # imported in the requests that need them: a worker starts with what it preloads
+    from pytest_xai.case import Case
+    from pytest_xai.contract import Explainer
 
 ARRAYS = ("attributions", "importance", "interactions")
 
@@ -61,8 +65,8 @@ def _import_modules(modules: list[list[str | None]]) -> None:
 
 class Worker:
     def __init__(self) -> None:
-        self.explainer: Any = None  # a contract.Explainer once init has run
-        self.cases: dict[tuple[str, int, str | None, str | None], Any] = {}
+        self.explainer: Explainer | None = None  # set by the init request
+        self.cases: dict[tuple[str, int, str | None, str | None], Case] = {}
 
     def init(self, header: dict[str, Any], started: Callable[[str], None]) -> dict[str, Any]:
         from pytest_xai import contract
@@ -77,12 +81,13 @@ class Worker:
             self.explainer.prepare()
         return {"kind": "ok"}
 
-    def _case(self, header: dict[str, Any], blob: bytes) -> Any:
+    def _case(self, header: dict[str, Any], blob: bytes) -> Case:
         from pytest_xai import cases
         from pytest_xai.cache import Cache
 
         if blob:
-            return pickle.loads(blob)  # from the plugin itself, never from an explainer
+            sent: Case = pickle.loads(blob)  # from the plugin itself, never from an explainer
+            return sent
         key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
         if key not in self.cases:
             _import_modules(header.get("modules", []))
@@ -108,6 +113,8 @@ class Worker:
         from pytest_xai import contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
+        if self.explainer is None:
+            return {"kind": "internal", "message": "explain request before init"}, {}
         try:
             case = self._case(header, blob)
         except Exception as exc:  # noqa: BLE001 - the plugin built this case before asking: report, do not guess
