@@ -83,6 +83,13 @@ def test_file_spec_and_dedupe(tmp_path):
     assert [e.name for e in unique] == ["explain", "random"]
 
 
+def test_file_spec_that_is_not_python_source_is_a_spec_error(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("def explain(inputs):\n    return inputs\n")
+    with pytest.raises(SpecError, match=r"mine.txt' raised ImportError: cannot import .* as a Python file"):
+        contract.load(f"{path}:explain")
+
+
 def test_same_name_from_two_modules_is_disambiguated(tmp_path):
     (tmp_path / "a.py").write_text("def random(inputs):\n    return inputs\n")
     ours, theirs = contract.load("pytest_xai.explainers:random"), contract.load(f"{tmp_path / 'a.py'}:random")
