@@ -7,8 +7,9 @@ sample is averaged over.  A wall-clock limit would race the machine's load; a co
 
 Every explainer call has a budget (``--xai-budget`` / ini ``xai_budget``, else the case's own, else
 ``DEFAULT``): cases whose model is costly per row (hundreds of features, a network) declare a
-smaller one, so that a call stays within seconds whatever the explainer.  An explainer asks for it by naming the contract argument ``budget`` and sizes ``nsamples`` /
-``num_samples`` / ``n_samples`` from it.  The reference adapters do so through the helpers below,
+smaller one, so that a call stays within seconds whatever the explainer.  An explainer asks for it
+by naming the contract argument ``budget`` and sizes ``nsamples`` / ``num_samples`` / ``n_samples``
+from it.  The reference adapters do so through the helpers below,
 and keep each library's own default whenever it fits (README "Budget of model evaluations").
 """
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: see above
     import numpy as np
     from numpy.typing import NDArray
 

@@ -66,7 +66,8 @@ CHECKS: dict[str, CheckInfo] = {}
 
 def check(*, marker: str | None = None, thresholds: Mapping[str, float] = {},
           passes_by_construction: Mapping[str, str] = {},
-          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None, name: str | None = None) -> Callable[[CheckFunc], CheckFunc]:
+          reference: Callable[[Case, Mapping[str, Any]], Any] | None = None,
+          name: str | None = None) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check named after it (or ``name``); public as ``pytest_xai.register_check``.
 
     ``thresholds`` are its tunable parameters and defaults.  ``marker`` is the pytest marker of the
@@ -248,9 +249,9 @@ def symmetry(attributions: Any, case: Case, *, features: Sequence[int], mirror: 
     it must move with the output when a feature is switched on, which fails constants, sign flips,
     |.| and swapped columns, that symmetry alone cannot see; switching one feature of an additive pair
     must not move the other's attribution as much as its own, which fails the output copied to both,
-    while admitting observational values, whose cross effect reaches 0.63 of the own effect).  Passes by construction, on the cases
-    where they are correct or symmetric by the input alone, the members listed in its declaration
-    (``pytest_xai.checks.CHECKS["symmetry"].passes_by_construction``).
+    while admitting observational values, whose cross effect reaches 0.63 of the own effect).
+    Passes by construction, on the cases where they are correct or symmetric by the input alone,
+    the members listed in its declaration (``pytest_xai.checks.CHECKS["symmetry"].passes_by_construction``).
     """
     import numpy as np
 

@@ -147,7 +147,8 @@ class Runner:
         """The seeds of ``--xai-repeat=n``: the ordinary seed first, then ``derive_seed(base, case, k)``."""
         return [self.seed_for(case)] + [derive_seed(self.seed, case.name, str(k)) for k in range(1, n)]
 
-    def explain_repeated(self, explainer: Explainer, case: Case, n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
+    def explain_repeated(self, explainer: Explainer, case: Case,
+                         n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
         """``explain`` under each of the ``n`` repeat seeds; returns ``([(seed, outcome, cached)], deterministic)``.
 
         An explainer whose first two calls give identical attributions (importance and interactions
