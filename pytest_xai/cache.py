@@ -193,7 +193,7 @@ class Cache:
                 obj = load(path)
                 validate(obj)
                 return obj
-            except Exception as exc:  # any failure means the entry cannot be trusted
+            except Exception as exc:  # noqa: BLE001 - any failure means the entry cannot be trusted
                 warnings.warn(
                     f"pytest-xai: cache entry {path} is unreadable or invalid "
                     f"({type(exc).__name__}: {exc}); rebuilding it",

@@ -61,7 +61,7 @@ def register(
     """
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
-    checks = dict.fromkeys(checks, {}) if isinstance(checks, (list, tuple)) else dict(checks)
+    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
 
     def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
         case_name = name or build.__name__

@@ -95,7 +95,7 @@ def _units(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     ``breaks`` (d, K') sorted with exactly one 0 per row; ``slopes`` (d, K'+1), piece b between
     breaks b-1 and b.  A unit at break b adds ``slopes[b+1] - slopes[b]`` to the slope beyond it.
     """
-    d, k = breaks.shape
+    d, _ = breaks.shape
     rows = np.arange(d)
     zero = np.argmax(breaks == 0.0, axis=1)
     sign = np.where(breaks < 0, -1.0, 1.0)
@@ -296,7 +296,7 @@ def train_mlp(
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        n_fit = int(round(len(X) * (1 - validation)))
+        n_fit = round(len(X) * (1 - validation))
         scale = float(np.std(y[:n_fit])) if recipe == "cpu" else 1.0
         xs = torch.as_tensor(X, dtype=torch.float32)
         ys = torch.as_tensor(y / scale, dtype=torch.float32)
@@ -452,7 +452,7 @@ def _data(name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_break
 
     def build() -> dict[str, np.ndarray]:
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
-        n_train = int(round(0.9 * n_samples))
+        n_train = round(0.9 * n_samples)
         return {"breaks": data["breaks"], "slopes": data["slopes"], "cells": data["cells"],
                 "X_test": data["X"][n_train:], "y_test": data["y"][n_train:],
                 "background": data["X"][:min(MAX_BACKGROUND, n_train)]}
@@ -576,7 +576,7 @@ def build_mlp_case(
             trained["seconds"] = 0.0
             return
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
-        n_train = int(round(0.9 * n_samples))
+        n_train = round(0.9 * n_samples)
         trained.update(train_mlp(model, data["X"][:n_train], data["y"][:n_train], seed=seed,
                                  epochs=epochs, recipe=recipe, **fit))
 
