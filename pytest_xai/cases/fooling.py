@@ -132,7 +132,7 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
     _, header = next(records, (None, None))
     if not header:
         raise DataFileError(f"{path}: the file is empty; {fix}")
-    column = {}
+    column: dict[str, int] = {}
     for index, name in enumerate(header):
         column.setdefault(name.strip(), index)  # duplicated names (priors_count): the first one
     missing = [name for name in _REQUIRED if name not in column]
