@@ -15,7 +15,7 @@ def naive_interventional(predict, inputs, background):
     n, d = inputs.shape
     out = np.zeros((n, d))
     for r, x in enumerate(inputs):
-        def v(S):
+        def v(S, x=x):  # x bound now: v is called only in this iteration
             rows = background.copy()
             rows[:, list(S)] = x[list(S)]
             return predict(rows).mean()

@@ -18,7 +18,7 @@ TIMES: dict[str, float] = {}
 
 
 def _run(cwd, *extra):
-    return subprocess.run(ARGS + list(extra), cwd=cwd, env=ENV, capture_output=True, text=True)
+    return subprocess.run(ARGS + list(extra), cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -33,12 +33,12 @@ def checkouts(tmp_path_factory):
     places = {"now": ROOT, "before": None}
     target = tmp_path_factory.mktemp("before") / "tree"
     made = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BEFORE],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if made.returncode == 0:
         places["before"] = target
     yield places
     if places["before"] is not None:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(target)], capture_output=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(target)], capture_output=True, check=False)
 
 
 def run_suite(tree: Path, cache: Path, report: Path, *explainers: str, workers: int = 0) -> dict:
@@ -49,7 +49,7 @@ def run_suite(tree: Path, cache: Path, report: Path, *explainers: str, workers: 
     if workers:
         command += ["-n", str(workers)]
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     records = json.loads(report.read_text())["results"]

@@ -166,7 +166,7 @@ class Cache:
     def sweep(self, older_than: float = STALE_TMP_SECONDS) -> list[Path]:
         """Delete temporary files older than ``older_than`` seconds (left by a killed writer; younger
         ones may belong to a concurrent xdist worker); returns what was deleted."""
-        removed = []
+        removed: list[Path] = []
         if self.root is None:
             return removed
         limit = time.time() - older_than
@@ -193,7 +193,7 @@ class Cache:
                 obj = load(path)
                 validate(obj)
                 return obj
-            except Exception as exc:  # any failure means the entry cannot be trusted
+            except Exception as exc:  # noqa: BLE001 - any failure means the entry cannot be trusted
                 warnings.warn(
                     f"pytest-xai: cache entry {path} is unreadable or invalid "
                     f"({type(exc).__name__}: {exc}); rebuilding it",
@@ -230,7 +230,8 @@ class Cache:
             if META in arrays:
                 raise ValueError(f"array name {META!r} is reserved by the cache")
             with open(path, "wb") as fh:
-                np.savez(fh, **arrays, **{META: np.array(_meta(name, builder, arrays_digest(arrays)))})
+                payload: dict[str, Any] = {**arrays, META: np.array(_meta(name, builder, arrays_digest(arrays)))}
+                np.savez(fh, **payload)
 
         return self._load_or_build(self.path(name, params, ".npz"), load, save, build, validate)
 

@@ -96,10 +96,10 @@ class _Axes:
         return self.T + (1 - min(max(score, 0.0), 1.0)) * (self.H - self.T - self.B)
 
     def frame(self, title: str) -> list[str]:
-        out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{self.W}" height="{self.H}" '
-               f'viewBox="0 0 {self.W} {self.H}" role="img" aria-label="{escape(title)}">',
-               f'<rect x="{self.L}" y="{self.T}" width="{self.W - self.L - self.R}" '
-               f'height="{self.H - self.T - self.B}" fill="#fafafa" stroke="#ccc"/>']
+        out = [(f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{self.W}" height="{self.H}" '
+                f'viewBox="0 0 {self.W} {self.H}" role="img" aria-label="{escape(title)}">'),
+               (f'<rect x="{self.L}" y="{self.T}" width="{self.W - self.L - self.R}" '
+                f'height="{self.H - self.T - self.B}" fill="#fafafa" stroke="#ccc"/>')]
         for score in (0, 0.5, 1):
             y = self.y(score)
             out.append(f'<line x1="{self.L}" x2="{self.W - self.R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
@@ -169,8 +169,8 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
     W, H, L, T, B = 360, 240, 40, 14, 36
     group = (W - L - 10) / max(len(categories), 1)
     bar = group * 0.8 / max(len(explainers), 1)
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-           f'role="img" aria-label="mean score per category">',
+    out = [(f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+            f'role="img" aria-label="mean score per category">'),
            f'<line x1="{L}" x2="{W - 10}" y1="{H - B}" y2="{H - B}" stroke="#999"/>']
     for score in (0, 0.5, 1):
         y = T + (1 - score) * (H - T - B)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -313,7 +313,8 @@ def subset_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_
 
 def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any = None, *,
                perturbation: str = "subset", n_perturb: int = 100, sigma: float = 0.1, p_remove: float = 0.5,
-               normalize: bool = True, relative: bool = False, n_samples: int = 100, seed: int = 0,
+               normalize: bool | Literal["global"] = True, relative: bool | Literal["global"] = False,
+               n_samples: int = 100, seed: int = 0,
                target: Any = None, effects: Any = None) -> MetricResult:
     """Infidelity (Yeh et al. 2019; XAI-Bench §3.1), lower is better, >= 0.
 

@@ -188,7 +188,7 @@ def csv_records(path: str | os.PathLike, hint: str = ""):
     path = Path(path)
     fix = f"; {hint}" if hint else ""
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed by `with fh:` below
     except OSError as exc:
         raise DataFileError(f"{path}: cannot be read ({exc.strerror or exc}){fix}") from None
     with fh:

@@ -114,7 +114,7 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
     names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(d)]
     if len(names) != d:
         raise ValueError(f"make_case: {len(names)} feature names for {d} features")
-    checks = dict.fromkeys(checks, {}) if isinstance(checks, (list, tuple)) else dict(checks)
+    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
     meta = {"seed": int(seed), "randomise": randomise, "train": train}
     return Case(info=info, inputs=x, predict=predict, feature_names=names, model=model if model is not None

@@ -296,12 +296,12 @@ def render(res: dict, seeds: list[int], command: str, wall: float) -> str:
         "normal noise) as the floor. Each attribution (n, 12, 8, 8) is reduced to 8×8 by max |A| over the "
         "12 planes divided by its max (the paper's reduction), then compared with the class' own NGT mask.",
         "",
-        "Distances (lower is closer): Chebyshev max|a − m|; correlation 1 − Pearson (0 … 2); cosine "
-        "1 − cos; Euclidean ‖a − m‖₂ / 8 (divided by √64 so it lies in [0, 1]; the paper's ℓ2 is 8× this "
-        "if it did not normalise). Means over the positions where the metric is defined (correlation "
-        "excludes constant maps and empty masks); `n` is that count for correlation. The best method per "
-        "column (random excluded) is in bold. `ngt` is the suite's verdict per seed (correlation ≤ "
-        f"{cc.MAX_DISTANCE['correlation']}, half the random distance); `s` the explainer's seconds.",
+        ("Distances (lower is closer): Chebyshev max|a − m|; correlation 1 − Pearson (0 … 2); cosine "
+         "1 − cos; Euclidean ‖a − m‖₂ / 8 (divided by √64 so it lies in [0, 1]; the paper's ℓ2 is 8× this "
+         "if it did not normalise). Means over the positions where the metric is defined (correlation "
+         "excludes constant maps and empty masks); `n` is that count for correlation. The best method per "
+         "column (random excluded) is in bold. `ngt` is the suite's verdict per seed (correlation ≤ "
+         f"{cc.MAX_DISTANCE['correlation']}, half the random distance); `s` the explainer's seconds."),
         "",
     ]
     for label, case_name in CASES.items():

@@ -48,8 +48,8 @@ def test_score_drop_fails_against_the_baseline(pytester, xdist):
     result = run(*args, *(("-n", "2") if xdist else ()))
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([
-        "*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 (baseline)"
-        " to 0.972 (now), by more than the tolerance 0.01*",
+        ("*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 (baseline)"
+         " to 0.972 (now), by more than the tolerance 0.01*"),
         "*xai baseline diff against*",
         "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000*FAIL 0.972*score dropped*",
         "1 regressed, 0 improved, 0 new, 0 not run, 2 unchanged",

@@ -40,7 +40,7 @@ def observational_shapley(inputs, predict, background):
     y = predict(background)
     out = np.zeros((n, d))
     for r, x in enumerate(inputs):
-        def v(S):
+        def v(S, x=x):  # x bound now: v is called only in this iteration
             match = np.all(background[:, list(S)] == x[list(S)], axis=1)
             return y[match].mean()
 

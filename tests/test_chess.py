@@ -66,14 +66,14 @@ def test_mates_have_empty_mask1(fen):
 
 
 def test_capturable_checker_is_in_mask1():
-    m0, m1, m2 = cc.masks_of(chess.Board(CAPTURABLE))
+    m0, m1, _m2 = cc.masks_of(chess.Board(CAPTURABLE))
     assert m1 >> sq("e2") & 1
     assert m1 == bits("e1", "e2")  # Kxe2 is the only legal move
     assert m0 >> sq("e1") & 1
 
 
 def test_non_capturable_checker_is_not_in_mask1():
-    m0, m1, m2 = cc.masks_of(chess.Board(NOT_CAPTURABLE))
+    _m0, m1, _m2 = cc.masks_of(chess.Board(NOT_CAPTURABLE))
     assert not m1 >> sq("a1") & 1
     assert m1 == bits("e1", "d2", "e2", "f2")
 
@@ -113,7 +113,7 @@ def test_black_to_move_is_encoded_mirrored(fen):
 
 
 def test_back_rank_encoding_by_hand():
-    planes, m0, m1, m2 = cc.encode([BACK_RANK], *[[m] for m in cc.masks_of(chess.Board(BACK_RANK))])
+    planes, _m0, _m1, m2 = cc.encode([BACK_RANK], *[[m] for m in cc.masks_of(chess.Board(BACK_RANK))])
     assert planes[0, 5, 0, 6] == 1  # our (black) king g8 -> g1
     assert planes[0, 9, 0, 3] == 1  # their (white) rook d8 -> d1
     assert planes[0, 0, 1, 5:8].tolist() == [1, 1, 1]  # our pawns f7 g7 h7 -> rank 2
@@ -331,7 +331,7 @@ def test_csv_headerless_and_reordered_columns(tmp_path):
     (tmp_path / "b.csv").write_text("Label,MASK2,mask1,mask0,FEN,extra\n"
                                     f"1,{masks[2]},{masks[1]},{masks[0]},{CAPTURABLE},x\n")
     for name in ("a.csv", "b.csv"):
-        rows, problems = cc.read_csv(tmp_path / name, strict=True)
+        rows, _problems = cc.read_csv(tmp_path / name, strict=True)
         assert rows["label"].tolist() == [1] and tuple(int(rows[f"mask{k}"][0]) for k in range(3)) == masks
 
 

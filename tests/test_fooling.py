@@ -52,8 +52,8 @@ def shap_case():
 
 
 def kwargs(case, seed=3):
-    return dict(inputs=case.inputs, predict=case.predict, background=case.background, target=case.target,
-                feature_names=case.feature_names, seed=seed)
+    return {"inputs": case.inputs, "predict": case.predict, "background": case.background, "target": case.target,
+            "feature_names": case.feature_names, "seed": seed}
 
 
 # ------------------------------------------------------------------------------------ generator

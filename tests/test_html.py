@@ -48,7 +48,7 @@ def test_pareto_front_keeps_the_explainers_nothing_beats():
 
 def _chromium(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--window-size=1400,1800", *args], capture_output=True, text=True, timeout=180)
+                           "--window-size=1400,1800", *args], capture_output=True, text=True, timeout=180, check=False)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine: .ci/run installs Debian's chromium; "

@@ -1,6 +1,12 @@
 """Explainers under test: two correct ones, and a broken one every new check must fail."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # for linters and type checkers: pytest-xai reads the annotations as strings, imports lazily
+    import sklearn.base
+    import torch
 
 
 def tree_shap(inputs, model: "sklearn.base.BaseEstimator", background):

@@ -61,7 +61,7 @@ def register(
     """
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
-    checks = dict.fromkeys(checks, {}) if isinstance(checks, (list, tuple)) else dict(checks)
+    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
 
     def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
         case_name = name or build.__name__
@@ -87,7 +87,7 @@ def register(
     return decorate
 
 
-def _origin(func: Callable) -> str:
+def _origin(func: Callable[..., Any] | None) -> str:
     return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
 
 
@@ -152,8 +152,10 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     if fresh or key not in _BUILT:
         case_info = info(name)
         given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}
-        wanted = inspect.signature(case_info.build).parameters
-        case = case_info.build(**{k: v for k, v in given.items() if k in wanted})
+        build = case_info.build
+        assert build is not None  # register() always records the builder
+        wanted = inspect.signature(build).parameters
+        case = build(**{k: v for k, v in given.items() if k in wanted})
         if not isinstance(case, Case):
             raise TypeError(f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
                             f"return pytest_xai.make_case(...)")

@@ -85,7 +85,7 @@ def exponential_covariance(cells: np.ndarray, length_scale: float = PAPER_L) -> 
 
 
 def _normal_cdf(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.frompyfunc(math.erf, 1, 1)(z / math.sqrt(2.0)).astype(float))
+    return 0.5 * (1.0 + np.asarray(np.frompyfunc(math.erf, 1, 1)(z / math.sqrt(2.0)), dtype=float))
 
 
 def _units(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +95,7 @@ def _units(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     ``breaks`` (d, K') sorted with exactly one 0 per row; ``slopes`` (d, K'+1), piece b between
     breaks b-1 and b.  A unit at break b adds ``slopes[b+1] - slopes[b]`` to the slope beyond it.
     """
-    d, k = breaks.shape
+    d, _ = breaks.shape
     rows = np.arange(d)
     zero = np.argmax(breaks == 0.0, axis=1)
     sign = np.where(breaks < 0, -1.0, 1.0)
@@ -206,13 +206,12 @@ def oracle_module(breaks: np.ndarray, slopes: np.ndarray):
     d, units = sign.shape
     first = np.zeros((d * units, d))
     first[np.arange(d * units), np.repeat(np.arange(d), units)] = sign.ravel()
-    model = torch.nn.Sequential(
-        torch.nn.Linear(d, d * units), torch.nn.ReLU(), torch.nn.Linear(d * units, 1, bias=False)
-    )
+    hidden, output = torch.nn.Linear(d, d * units), torch.nn.Linear(d * units, 1, bias=False)
+    model = torch.nn.Sequential(hidden, torch.nn.ReLU(), output)
     with torch.no_grad():
-        model[0].weight.copy_(torch.as_tensor(first))
-        model[0].bias.copy_(torch.as_tensor(-(sign * offset).ravel()))
-        model[2].weight.copy_(torch.as_tensor(weight.reshape(1, -1) / d))
+        hidden.weight.copy_(torch.as_tensor(first))
+        hidden.bias.copy_(torch.as_tensor(-(sign * offset).ravel()))
+        output.weight.copy_(torch.as_tensor(weight.reshape(1, -1) / d))
     return model.requires_grad_(False).eval()
 
 
@@ -296,12 +295,14 @@ def train_mlp(
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        n_fit = int(round(len(X) * (1 - validation)))
+        n_fit = round(len(X) * (1 - validation))
         scale = float(np.std(y[:n_fit])) if recipe == "cpu" else 1.0
         xs = torch.as_tensor(X, dtype=torch.float32)
         ys = torch.as_tensor(y / scale, dtype=torch.float32)
         x_fit, y_fit, x_val = xs[:n_fit], ys[:n_fit], xs[n_fit:]
         steps = epochs * math.ceil(n_fit / batch_size)
+        optimiser: torch.optim.Optimizer
+        schedule: torch.optim.lr_scheduler.LRScheduler
         if recipe == "cpu":
             optimiser = torch.optim.Adam(model.parameters(), lr=lr)
             schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps, eta_min=lr / 100)
@@ -452,7 +453,7 @@ def _data(name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_break
 
     def build() -> dict[str, np.ndarray]:
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
-        n_train = int(round(0.9 * n_samples))
+        n_train = round(0.9 * n_samples)
         return {"breaks": data["breaks"], "slopes": data["slopes"], "cells": data["cells"],
                 "X_test": data["X"][n_train:], "y_test": data["y"][n_train:],
                 "background": data["X"][:min(MAX_BACKGROUND, n_train)]}
@@ -568,7 +569,7 @@ def build_mlp_case(
     params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
               "length_scale": length_scale, "epochs": epochs,
               "recipe": "adam-cosine-1" if recipe == "cpu" else "paper-sgd-1"}
-    fit = {"lr": 1e-3, "batch_size": 256} if recipe == "cpu" else {"lr": 0.02, "batch_size": 32}
+    lr, batch_size = (1e-3, 256) if recipe == "cpu" else (0.02, 32)
     trained: dict[str, Any] = {}
 
     def train(model) -> None:
@@ -576,9 +577,9 @@ def build_mlp_case(
             trained["seconds"] = 0.0
             return
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
-        n_train = int(round(0.9 * n_samples))
+        n_train = round(0.9 * n_samples)
         trained.update(train_mlp(model, data["X"][:n_train], data["y"][:n_train], seed=seed,
-                                 epochs=epochs, recipe=recipe, **fit))
+                                 epochs=epochs, recipe=recipe, lr=lr, batch_size=batch_size))
 
     def validate(model) -> None:
         if not np.all(np.isfinite(torch_predict(model)(arrays["X_test"][:N_EXPLAINED]))):

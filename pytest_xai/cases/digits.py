@@ -49,7 +49,8 @@ from pytest_xai.cases import register
 SOURCE = "Belaid et al. 2022, Compare-xAI, test mnist (Covert et al. 2020), on load_digits"
 PAD, SIDE = 2, 12
 N_BACKGROUND, N_EXPLAINED = 20, 10
-MLP = dict(hidden_layer_sizes=(40,), solver="sgd", alpha=1e-4, learning_rate_init=0.2, random_state=1, max_iter=200)
+MLP = {"hidden_layer_sizes": (40,), "solver": "sgd", "alpha": 1e-4, "learning_rate_init": 0.2, "random_state": 1,
+       "max_iter": 200}
 MIN_ACCURACY = 0.9
 INK = (0.25, 1.0)  # the function-dummy case's values on the masked pixels (digit ink is in [0, 1])
 # Pixels with no ink in any of the 539 training images: the 80 border pixels and 4 interior ones

@@ -132,7 +132,7 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
     _, header = next(records, (None, None))
     if not header:
         raise DataFileError(f"{path}: the file is empty; {fix}")
-    column = {}
+    column: dict[str, int] = {}
     for index, name in enumerate(header):
         column.setdefault(name.strip(), index)  # duplicated names (priors_count): the first one
     missing = [name for name in _REQUIRED if name not in column]
@@ -146,7 +146,7 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
             raise DataFileError(f"{path}, line {line}: {len(row)} fields, the header has {len(header)}; {fix}")
         cell = {name: row[column[name]].strip() for name in _REQUIRED}
 
-        def number(name):
+        def number(name, cell=cell, line=line):  # bound now: called only for this row
             try:
                 value = float(cell[name])
             except ValueError:

@@ -22,6 +22,7 @@ are not applicable.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
 
 import numpy as np
@@ -35,7 +36,7 @@ _AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)
 #: function index -> (products: list of (index set I, index set J) adding sum_{i in I, j in J} x_i x_j,
 #:                    ANDs: list of (index set, value every x_i must equal, or a per-index tuple of values))
-TERMS = {
+TERMS: dict[int, tuple[list[tuple[Sequence[int], Sequence[int]]], list[tuple[Sequence[int], int | tuple[int, ...]]]]] = {
     0: ([], []),
     1: ([(range(10), range(10)), (range(10, 20), range(20, 30))], []),
     2: ([], [_AND_20, _AND_10_30]),
@@ -83,7 +84,7 @@ def _case(info, k: int) -> Case:
     )
 
 
-_CHECKS = {"interaction_detection": {}}
+_CHECKS: dict[str, dict[str, object]] = {"interaction_detection": {}}
 
 
 @register(family="interactions", category="fidelity", source=SOURCE.format(0), checks=_CHECKS)

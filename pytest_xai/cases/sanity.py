@@ -377,6 +377,7 @@ def model_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score
     for layer, model in case.meta["cascade"]:
         last = np.asarray(reexplain(model), dtype=np.float64)
         curve.append({"layer": layer, "abs_spearman": similarity(original, last)["abs_spearman"]})
+    assert last is not None  # a cascade has a step per parametrised layer, a user case's one step
     return randomisation_score("model_randomisation", original, last, reexplain, case, midpoint,
                                {"curve": curve})
 

@@ -43,7 +43,7 @@ LEXICON = {
     "worst": (0.001, 0.006), "bad": (0.002, 0.006), "awful": (0.001, 0.004), "boring": (0.002, 0.005),
 }
 PLANTED = ("best",)
-TFIDF = dict(max_df=0.999, min_df=0.01, strip_accents="ascii", lowercase=True)
+TFIDF = {"max_df": 0.999, "min_df": 0.01, "strip_accents": "ascii", "lowercase": True}
 
 
 def corpus(seed: int) -> tuple[list[str], np.ndarray]:

@@ -50,9 +50,9 @@ def _xgboost_model(info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: 
     """XGBRegressor as in Compare-xAI (eta=1, base_score=0) but with reg_lambda=0 (CX-7), cached."""
     import xgboost
 
-    params = dict(objective="reg:squarederror", n_estimators=n_estimators, max_depth=max_depth,
-                  learning_rate=1.0, base_score=0.0, reg_lambda=0.0, min_child_weight=0.0,
-                  random_state=0, tree_method="exact", n_jobs=1)
+    params = {"objective": "reg:squarederror", "n_estimators": n_estimators, "max_depth": max_depth,
+              "learning_rate": 1.0, "base_score": 0.0, "reg_lambda": 0.0, "min_child_weight": 0.0,
+              "random_state": 0, "tree_method": "exact", "n_jobs": 1}
     truth = np.array([y[np.all(X == p, axis=1)][0] for p in points])
     tolerance = 1e-6 * max(1.0, float(np.ptp(truth)))
 

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
+
+if TYPE_CHECKING:  # torch is imported lazily, inside the calls; the annotations stay strings at run time
+    import torch
 
 SMOOTHGRAD_NOISE = 0.15  # fraction of the input range; Smilkov et al. 2017 suggest 10-20 %
 
@@ -439,7 +442,7 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
         raise NotApplicable(f"{method}: captum's LRP has no rule for {', '.join(unsupported)} layers")
     weighted = [m for m in leaves if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
     missing = object()
-    saved = [getattr(m, "rule", missing) for m in weighted]
+    saved: list[Any] = [getattr(m, "rule", missing) for m in weighted]  # captum's rule objects, or missing
     try:
         for m in weighted:
             m.rule = make_rule()
@@ -487,4 +490,4 @@ def _import_captum() -> None:
 for _explainer in (saliency, input_x_gradient, integrated_gradients, smoothgrad, deeplift, guided_backprop,
                    guided_gradcam_first_conv, guided_gradcam_last_conv, occlusion, feature_ablation, feature_permutation, shapley_value_sampling, captum_kernel_shap,
                    captum_lime, lrp_z, lrp_alpha1beta0):
-    _explainer.prepare = _import_captum
+    _explainer.prepare = _import_captum  # type: ignore[attr-defined]  # the contract's function attribute

@@ -375,6 +375,7 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
                     raise BenchmarkFormatError(f"{path}: article {label}/{path.stem} not found under {newsgroups}")
                 record = parse_newsgroups(_read_json(path), _read_text(article), label=label, where=str(path))
             else:
+                assert imdb is not None  # imdb jobs come from its human_attention folder
                 review = None
                 for folder_name in (f"{label}_val", label):
                     candidate = reviews / folder_name / f"{path.stem}.txt" if reviews else None
