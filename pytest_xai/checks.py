@@ -8,6 +8,10 @@ so that multiplying the model output by 100 changes no verdict.
 
 Every check is proven able to fail: the self-tests run it with a reference explainer that passes it
 and with one that fails it.
+
+Longer than the project's ~500 lines on purpose: it is the registry plus the checks every family
+shares (symmetry, dummy, ranking, correlated features, ...), each a short function with the
+docstring that cites its paper and its zoo calibration; a family's own checks live in its package.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ that computes ``F`` exactly), and ``additive_mlp`` explains the paper's fully co
 trained on samples of ``F`` (a CPU recipe, see :func:`train_mlp`).  The check
 :func:`additive_correlation` is the paper's metric: per-sample Pearson correlation across pixels
 between the heatmap and the ground truth.
+
+One module of ~600 lines for one paper: the generator, its exact contributions, the torch twin of
+``F``, the training recipe of the paper's network and the check are each other's inputs and are
+only ever read together.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ in float64, in eval mode.  Every builder runs the unit's self-test: the network 
 generated labels to rtol 1e-5, the large gating constants are never exceeded, and the closed-form
 ground truths agree with Shapley values enumerated over all coalitions on the network itself.
 
+One module for the family although it is ~700 lines: the eight units share the construction
+helpers (``_linear``, ``_relu``, ``_sequential``), the self-test and the two checks, and each unit is
+one builder function; split, every file would import all of those back.
+
 Ground truths live in ``case.truth``: ``"xai_units"`` (the unit's own convention) and ``"shapley"``
 (exact baseline-Shapley values w.r.t. ``case.baseline``).  They differ only on the conflicting (U2)
 and interacting (U3) units, which therefore carry both checks, :func:`units_mse` and
