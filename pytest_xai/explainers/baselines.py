@@ -6,6 +6,7 @@ import numpy as np
 
 from pytest_xai import shapley
 from pytest_xai.errors import NotApplicable
+from pytest_xai.explainers.grouped import group_ids
 from pytest_xai.explainers.targets import per_row
 
 
@@ -47,7 +48,7 @@ def feature_occlusion(inputs, predict, baseline, target, groups=None):
     flat = inputs.reshape(n, -1)
     row = np.zeros(inputs.shape[1:]) if baseline is None else np.asarray(baseline, dtype=float)
     reference = np.broadcast_to(row, inputs.shape).reshape(n, -1)
-    ids = np.arange(flat.shape[1]) if groups is None else _group_ids(groups, inputs.shape[1:])
+    ids = np.arange(flat.shape[1]) if groups is None else group_ids(inputs, groups).reshape(-1)
 
     def output(rows):
         y = np.asarray(predict(rows.reshape((-1,) + inputs.shape[1:])), dtype=float)
@@ -61,15 +62,6 @@ def feature_occlusion(inputs, predict, baseline, target, groups=None):
         occluded[:, members] = reference[:, members]
         out[:, members] = (full - output(occluded))[:, None]
     return out.reshape(inputs.shape)
-
-
-def _group_ids(groups, feature_shape) -> np.ndarray:
-    """The case's feature groups as one flat int id per input element, or a clear error."""
-    ids = np.asarray(groups)
-    if ids.shape != tuple(feature_shape) or not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"groups must be an int array shaped like one input {tuple(feature_shape)}, "
-                         f"got {ids.dtype} {ids.shape}")
-    return ids.reshape(-1)
 
 
 @per_row
