@@ -241,18 +241,36 @@ class Forest:
     ``x[feature] <= threshold``), on the unique rows only (coalition hybrids repeat a lot).
     """
 
+    #: (row, tree) pairs walked at once: small enough that the walk's arrays stay in the CPU cache
+    #: (measured: 2x faster than one tree at a time on few rows, 1.2x on 15k rows, and 2x faster
+    #: than all the rows at once), large enough that the Python loop over tree levels is short.
+    PAIRS = 65_536
+
     def __init__(self, arrays: dict[str, np.ndarray]):
         self.columns = [int(c) for c in arrays["columns"]]
-        self.trees: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        start = 0
-        for count in arrays["node_count"].tolist():
-            part = slice(start, start + count)
-            left, right = arrays["left"][part].astype(np.intp), arrays["right"][part].astype(np.intp)
-            children = np.empty(2 * count, dtype=np.intp)  # node 2k: x > threshold (right), 2k + 1: left
-            children[0::2], children[1::2] = right, left
-            self.trees.append((children, arrays["feature"][part].astype(np.intp), arrays["threshold"][part],
-                               left < 0, arrays["p_real"][part]))
-            start += count
+        counts = arrays["node_count"].astype(np.intp)
+        self.roots = np.concatenate([[0], np.cumsum(counts)[:-1]])  # each tree's first node in the joined arrays
+        offset = np.repeat(self.roots, counts)
+        left, right = arrays["left"].astype(np.intp), arrays["right"].astype(np.intp)
+        self.is_leaf = left < 0
+        self.children = np.empty(2 * len(left), dtype=np.intp)  # node 2k: x > threshold (right), 2k + 1: left
+        self.children[0::2], self.children[1::2] = right + offset, left + offset
+        self.feature, self.threshold = arrays["feature"].astype(np.intp), arrays["threshold"]
+        self.p_real = arrays["p_real"]
+
+    def _leaves(self, flat: np.ndarray, n: int, d: int) -> np.ndarray:
+        """The leaf each of ``n`` rows (``flat``: n x d, float64, row-major) reaches in each tree, (n, trees):
+        all trees walked together, one tree level per pass over the (row, tree) pairs not yet at a leaf."""
+        trees = len(self.roots)
+        node = np.tile(self.roots, n)
+        starts = np.repeat(np.arange(n) * d, trees)
+        active = np.flatnonzero(~self.is_leaf[node])
+        while active.size:
+            at = node[active]
+            at = self.children[2 * at + (flat[starts[active] + self.feature[at]] <= self.threshold[at])]
+            node[active] = at
+            active = active[~self.is_leaf[at]]
+        return node.reshape(n, trees)
 
     @staticmethod
     def arrays_of(forest, columns) -> dict[str, np.ndarray]:
@@ -268,21 +286,19 @@ class Forest:
                 "p_real": joined(lambda t: t.value[:, 0, 1] / t.value[:, 0].sum(axis=1))}
 
     def in_distribution(self, X) -> np.ndarray:
-        """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba)."""
+        """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba,
+        which adds the trees' probabilities in order, then divides)."""
         rows = np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32)
         unique, inverse = unique_rows(rows)
         n, d = unique.shape
-        flat, starts = unique.astype(np.float64).ravel(), np.arange(n) * d
-        total = np.zeros(n)
-        for children, feature, threshold, is_leaf, p_real in self.trees:
-            node, active = np.zeros(n, dtype=np.intp), np.arange(n)
-            while active.size:  # one level per pass, over the rows not yet at a leaf
-                at = node[active]
-                at = children[2 * at + (flat[starts[active] + feature[at]] <= threshold[at])]
-                node[active] = at
-                active = active[~is_leaf[at]]
-            total += p_real[node]
-        return (total / len(self.trees))[inverse]
+        p = np.empty(n)
+        chunk = max(1, self.PAIRS // len(self.roots))
+        for first in range(0, n, chunk):
+            part = unique[first:first + chunk]
+            leaves = self._leaves(part.astype(np.float64).ravel(), len(part), d).T  # (trees, rows)
+            # summed over axis 0, numpy adds tree after tree, as sklearn does: the same rounding
+            p[first:first + chunk] = self.p_real[leaves].sum(axis=0) / len(self.roots)
+        return p[inverse]
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -194,6 +194,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         _stop_on_sigterm(config)
+        if _runs_tests_here(config):
+            state.runner.start()  # the zygote's imports (about 7 s) overlap collection
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
         if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
@@ -309,10 +311,12 @@ def _row_of(item: pytest.Function) -> str:
     return f"{base}[{'-'.join(rest)}]" if rest else base
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the engine's worker zygote while the first cases are built (its imports overlap)."""
-    if _state(session.config).explainers and any(_explainer_of(item) for item in session.items):
-        _state(session.config).runner.start()
+def _runs_tests_here(config: pytest.Config) -> bool:
+    """Whether this process will run tests: not under ``--collect-only``, and not the controller of
+    ``-n N`` (its workers run the tests and start their own engine)."""
+    if config.getoption("collectonly", False):
+        return False
+    return hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
 
 
 def _explainer_of(item: pytest.Item) -> Any:
