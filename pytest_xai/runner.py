@@ -10,13 +10,15 @@ where threshold precedence is decided; :func:`draw_picture` draws worst examples
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import signal
 import sys
 import threading
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,9 +96,12 @@ class Runner:
                  budget: int | None = None):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
-        self.memo: dict[tuple[str, Any, int], tuple[Case, Outcome]] = {}
+        self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
+        #: Entered while this thread only waits for a worker's reply (the plugin lets its prefetch
+        #: thread build the next case then).
+        self.waiting: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
 
     @property
     def pool(self) -> Pool:
@@ -168,13 +173,23 @@ class Runner:
     def reexplain(self, explainer: Explainer, case: Case, model: Any = None, *, other_seed: bool = False,
                   rows: list[int] | None = None, perturb: tuple[int, float] | None = None) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
-        validation, never memoised; raises ExplainerError.  ``model`` swaps in another model (sanity
-        checks; ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` =
-        (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
-        ``other_seed`` gives the explainer another seed."""
+        validation; raises ExplainerError.  ``model`` swaps in another model (sanity checks;
+        ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` = (seed, radius)
+        perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`); ``other_seed`` gives the
+        explainer another seed.
+
+        The explanation of another model of the case, or of the case's model under the other seed,
+        is memoised like ``explain`` (the two sanity checks share the floor models and the reseeded
+        explanation); a call with the same seed and model, which ``determinism`` compares with the
+        first, and calls on other inputs are made every time."""
         seed = self.seed_for(case) + (1 if other_seed else 0)
         swap = model is not None and model is not case.model
         variant = _variant(case, model) if swap else None
+        key = None
+        if rows is None and perturb is None and (variant is not None or (other_seed and not swap)):
+            key = (*self._key(explainer, case, seed), "reexplain", repr(variant))
+            if key in self.memo:
+                return _attributions(self.memo[key][1], swap)
         changed = case.with_model(model) if swap else case
         inputs: dict[str, Any] | None = {k: v for k, v in (("rows", rows), ("perturb", perturb))
                                          if v is not None} or None
@@ -185,12 +200,9 @@ class Runner:
             inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in inputs.items()}
         outcome = self._call(explainer, changed, seed=seed, base=case if swap or inputs else None, variant=variant,
                              inputs=inputs)
-        if outcome.status == "skip":
-            raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
-                                 f"{outcome.message}")
-        if outcome.status != "ok" or outcome.explanation is None:
-            raise outcome.error()
-        return outcome.explanation.attributions
+        if key is not None:
+            self.memo[key] = (case, outcome)
+        return _attributions(outcome, swap)
 
     def _call(self, explainer: Explainer, case: Case, *, seed: int, base: Case | None = None,
               variant: list[Any] | None = None, inputs: dict[str, Any] | None = None) -> Outcome:
@@ -211,13 +223,15 @@ class Runner:
         built = cases.built_with(source)
         request: dict[str, Any] = {"seed": int(seed), "variant": variant, "inputs": inputs,
                    "budget": budget.for_case(case, self.budget)}
+        pickled = None
         if built is None:
-            reply, arrays = self.pool.explain(explainer.spec, request, case=case.without_hooks())
+            pickled = case.without_hooks()
         else:
             name, case_seed, root, data_dir = built
             request.update(case=name, case_seed=case_seed, cache_root=None if root is None else str(root),
                            data_dir=data_dir, modules=_modules_of(source))
-            reply, arrays = self.pool.explain(explainer.spec, request)
+        with self.waiting():
+            reply, arrays = self.pool.explain(explainer.spec, request, case=pickled)
         attributions, importance, interactions = contract.coerce(
             {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case)
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
@@ -281,6 +295,16 @@ def _same_explanation(a: Any, b: Any) -> bool:
         return (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
 
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
+
+
+def _attributions(outcome: Outcome, swap: bool) -> Any:
+    """A re-explanation's attributions; its skip or error raised as ExplainerError."""
+    if outcome.status == "skip":
+        raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
+                             f"{outcome.message}")
+    if outcome.status != "ok" or outcome.explanation is None:
+        raise outcome.error()
+    return outcome.explanation.attributions
 
 
 def _variant(case: Case, model: Any) -> list[Any] | None:

@@ -324,6 +324,46 @@ def test_hooks_are_case_fields_and_a_hand_made_case_reaches_the_worker_without_t
         dataclasses.replace(case, meta={"draw": print})
 
 
+def test_reexplain_memoises_other_models_and_the_other_seed_but_repeats_the_same_call():
+    """The two sanity checks share the floor models and the reseeded explanation: each is computed
+    once.  The same model under the same seed (``determinism``'s second call) and explanations of
+    other inputs are computed every time."""
+    import dataclasses
+
+    import numpy as np
+    from sklearn.linear_model import LinearRegression
+
+    import pytest_xai
+    from pytest_xai.cache import Cache
+    from pytest_xai.contract import Explainer
+    from pytest_xai.runner import Runner
+
+    calls: list[int] = []
+
+    def counted(inputs, predict, seed):
+        calls.append(seed)
+        return predict(inputs)[:, None] * np.ones_like(inputs)
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    first, second = (LinearRegression().fit(X, X @ w) for w in ([1.0, 2.0, 0.0], [0.0, -1.0, 3.0]))
+    case = pytest_xai.make_case(X[:5], model=first, background=X[:8])
+    case = dataclasses.replace(case, meta={**case.meta, "random_models": (second,)},
+                               swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict))
+    runner = Runner(seed=0, limits=None, cache=Cache(None), data_dir=None)
+    explainer = Explainer("counted", "tests:counted", counted, ("inputs", "predict", "seed"))
+    runner.explain(explainer, case)
+    for _ in range(2):
+        swapped = runner.reexplain(explainer, case, second)
+        runner.reexplain(explainer, case, first, other_seed=True)
+    assert len(calls) == 3
+    np.testing.assert_allclose(swapped[:, 0], second.predict(X[:5]))
+    runner.reexplain(explainer, case)
+    runner.reexplain(explainer, case)
+    runner.reexplain(explainer, case, second, rows=[0, 1])
+    runner.reexplain(explainer, case, second, rows=[0, 1])
+    assert len(calls) == 7
+
+
 def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
     """The report's folder turned into a file during the run: the run says so and exits 3."""
     out = pytester.path / "out"

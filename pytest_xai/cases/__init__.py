@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,6 +42,8 @@ ENTRY_POINTS = "pytest_xai.families"
 
 _REGISTRY: dict[str, CaseInfo] = {}
 _BUILT: dict[tuple, Case] = {}
+_BUILDING: dict[tuple, threading.RLock] = {}  # one lock per key: a case is built once, by one thread
+_GUARD = threading.Lock()
 _LOADED: list[bool] = []
 BUILD_ARGUMENTS = ("info", "seed", "cache", "data_dir")
 
@@ -143,30 +146,39 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     keeps everything in memory (the builder receives ``Cache(None)``, which builds without
     storing).  ``data_dir`` is where a user keeps real datasets that some cases can read instead of
     their synthetic stand-ins (passed to builders that accept it).  ``fresh`` builds a new copy that
-    nothing else shares (from the disk cache), without memoising it.
+    nothing else shares (from the disk cache), without memoising it.  Safe to call from several
+    threads: each case is built once.
     """
     from pytest_xai.cache import NO_CACHE
 
     cache = NO_CACHE if cache is None else cache
     key = (name, seed, cache.root, data_dir)
-    if fresh or key not in _BUILT:
-        case_info = info(name)
-        given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}
-        build = case_info.build
-        assert build is not None  # register() always records the builder
-        wanted = inspect.signature(build).parameters
-        case = build(**{k: v for k, v in given.items() if k in wanted})
-        if not isinstance(case, Case):
-            raise TypeError(f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
-                            f"return pytest_xai.make_case(...)")
-        if case.info is not case_info:
-            import dataclasses
-
-            case = dataclasses.replace(case, info=case_info)
-        if fresh:
-            return case
-        _BUILT[key] = case
+    if fresh:
+        return _build(name, seed, cache, data_dir)
+    if key not in _BUILT:
+        with _GUARD:
+            lock = _BUILDING.setdefault(key, threading.RLock())
+        with lock:  # another thread building it (the plugin's prefetch): wait for its case
+            if key not in _BUILT:
+                _BUILT[key] = _build(name, seed, cache, data_dir)
     return _BUILT[key]
+
+
+def _build(name: str, seed: int, cache: Any, data_dir: Any) -> Case:
+    case_info = info(name)
+    given = {"info": case_info, "seed": seed, "cache": cache, "data_dir": data_dir}
+    build = case_info.build
+    assert build is not None  # register() always records the builder
+    wanted = inspect.signature(build).parameters
+    case = build(**{k: v for k, v in given.items() if k in wanted})
+    if not isinstance(case, Case):
+        raise TypeError(f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
+                        f"return pytest_xai.make_case(...)")
+    if case.info is not case_info:
+        import dataclasses
+
+        case = dataclasses.replace(case, info=case_info)
+    return case
 
 
 def built_with(case: Case) -> tuple[str, int, Any, Any] | None:

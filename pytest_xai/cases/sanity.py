@@ -32,8 +32,8 @@ different one (for the ceiling: the explainer's own variability).  In a notebook
     reexplain = lambda model, *, other_seed=False: run(with_model(case, model), 1 if other_seed else 0)
     score = model_randomisation(run(case, 0), case, reexplain=reexplain)
 
-The explained inputs are the first 48 test images that the trained model classifies correctly,
-and ``target`` holds each one's class, the trained model's prediction, kept fixed for every
+The explained inputs are the first two test images of each digit that the trained model
+classifies correctly (20 images), and ``target`` holds each one's class, the trained model's prediction, kept fixed for every
 variant (the randomised models' argmax is arbitrary; Adebayo et al. §3).  The data-randomisation
 test therefore uses those class indices, not the memorising model's own predictions.
 """
@@ -53,7 +53,12 @@ from pytest_xai.stats import pearson_rows, spearman_rows
 
 SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
 
-N_TRAIN, N_EXPLAINED = 1000, 48
+#: Images explained per digit.  A verdict compares means over the images of per-image |Spearman|,
+#: whose sd is 0.09-0.17 on shap_kernel and saliency: over 20 images the sd of a mean is <= 0.04,
+#: against margins to the threshold of >= 0.25 (shap_kernel) and 0.5 (saliency).  Each verdict
+#: explains the case 5-7 times, so fewer images are the cheapest saving.
+N_TRAIN, PER_DIGIT = 1000, 2
+N_EXPLAINED = 10 * PER_DIGIT
 EPOCHS, EPOCHS_MEMORISE = 20, 150
 
 
@@ -194,10 +199,11 @@ def sanity_digits_mlp(info, *, seed, cache):
     floor = tuple(randomise(model, layers, seed=2000 + seed + i) for i in range(2))
     predict = _softmax_predict(model)
     predicted = predict(images[test_rows]).argmax(axis=1)
-    chosen = test_rows[predicted == labels[test_rows]][:N_EXPLAINED]
+    right = test_rows[predicted == labels[test_rows]]
+    chosen = np.sort(np.concatenate([right[labels[right] == digit][:PER_DIGIT] for digit in range(10)]))
     if len(chosen) < N_EXPLAINED:
-        raise AssertionError(f"{info.name}: only {len(chosen)} test images are classified correctly, "
-                             f"need {N_EXPLAINED}")
+        raise AssertionError(f"{info.name}: fewer than {PER_DIGIT} test images of some digit are classified "
+                             "correctly")
     inputs = images[chosen]
     background = images[train_rows[:50]]
     return Case(
@@ -208,9 +214,10 @@ def sanity_digits_mlp(info, *, seed, cache):
         meta={
             "cascade": cascade, "random_models": floor, "label_randomised": memoriser,
             "layers_top_down": layers,
-            # a verdict explains the case 7-8 times (cascade, floor, memoriser): 1,000 model
-            # evaluations an image keep a perturbation explainer within seconds per explanation
-            "budget": 48_000,
+            # the two verdicts explain the case 8 times (the original, 3 cascade steps, 2 floor models,
+            # the reseeded original, the memoriser): 1,000 model evaluations an image keep a
+            # perturbation explainer within seconds per explanation
+            "budget": 1_000 * N_EXPLAINED,
             "test_accuracy": _accuracy(model, images[test_rows], labels[test_rows]),
             "train_accuracy": _accuracy(model, images[train_rows], labels[train_rows]),
             "label_randomised_train_accuracy": _accuracy(memoriser, images[train_rows], permuted),

@@ -338,6 +338,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 return "xai-suite[" + test.partition("[")[2]  # e.g. xai-suite[cough_and_fever-shap_kernel]
             return nodeid
 
+    config.option.loadscopereorder = False  # xdist's default sorts groups by test count; ours come costliest first
     return OneExplanationPerWorker(config, log)
 
 
@@ -372,3 +373,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if (isinstance(item, pytest.Function) and getattr(item.function, "xai_check", None)
                     and "benchmark" not in item.fixturenames):
                 item.fixturenames.append("benchmark")
+    if hasattr(config, "workerinput"):
+        _costliest_first(items, _state(config).suite_costs())
+
+
+def _costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> None:
+    """Under xdist, the suite's (case, explainer) groups in the order of what they cost in the last
+    runs, costliest first, so that the last group a worker takes is a short one (longest
+    processing time first).  A pair never run is costed at its case's mean over explainers; with
+    nothing known the order stays as collected.  Other tests keep their places."""
+    if not costs:
+        return
+    by_case: dict[str, list[float]] = {}
+    for pair, seconds in costs.items():
+        by_case.setdefault(pair.rpartition("-")[0], []).append(seconds)
+
+    def cost(item: pytest.Item) -> float:
+        assert isinstance(item, pytest.Function)  # a suite test
+        params = _params(item)
+        case = params["xai_case_name"]
+        known = costs.get(f"{case}-{params['xai_explainer'].name}")
+        if known is None:
+            means = by_case.get(case)
+            known = sum(means) / len(means) if means else 0.0
+        return known
+
+    places = [i for i, item in enumerate(items) if getattr(getattr(item, "function", None), "xai_check", None)]
+    ordered = sorted((items[i] for i in places), key=cost, reverse=True)  # stable: ties keep collection order
+    for i, item in zip(places, ordered):
+        items[i] = item

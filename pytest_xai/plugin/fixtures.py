@@ -7,6 +7,7 @@ Part of the plugin (the only package that imports pytest).
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,8 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     state = _state(request.config)
 
     def get(name: str):
+        for caught in state.prefetched_warnings.pop(name, []):  # raised while it was built in the background
+            warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
         try:
             return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
@@ -84,6 +87,8 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rec.family, rec.category = case.info.family, case.info.category
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         run = lambda: state.runner.explain(explainer, case, seed=seed)
+        if not state.runner.memoised(explainer, case, seed):
+            state.prefetch()  # the next test's case is built while this call waits for its worker
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
             benchmark.disabled = True  # the call was timed by the test that made it: no second timing
         if benchmark is not None:

@@ -5,9 +5,11 @@ Part of the plugin (the only package that imports pytest).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +21,29 @@ WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time lim
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
 xai_repeats = pytest.StashKey[tuple]()
+COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
+
+
+class Turns:
+    """The test thread and the prefetch thread take turns: ``lock`` is the test thread's except
+    while it only waits for a worker (``with turns():``, the runner's ``waiting``).  So a case
+    builder never runs beside test code: warnings filters and the global random generators of
+    numpy and torch are process-wide, and builders and tests both use them."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.lock.acquire()  # the test thread's turn
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()  # after the prefetch's current build, if one is running
 
 
 class XaiState:
@@ -41,6 +65,11 @@ class XaiState:
         self.families_loaded = False
         self._cache = None
         self._runner = None
+        self.next_case: str | None = None  # the suite case to build while this test waits
+        self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
+        self._prefetching: Any = None
+        self._turns: Turns | None = None
+        self.prefetched_warnings: dict[str, list[warnings.WarningMessage]] = {}
 
     @property
     def cache(self):
@@ -73,7 +102,79 @@ class XaiState:
                                   budget=self.budget)
         return self._runner
 
+    def _remember_costs(self) -> None:
+        """Seconds each (case, explainer) of the suite took, kept in pytest's cache for the next
+        run's order under xdist (:func:`suite_costs`)."""
+        cache = getattr(self.config, "cache", None)
+        spent: dict[str, float] = {}
+        for rec in self.records:
+            if rec.case and rec.explainer and rec.check and rec.duration is not None:
+                pair = f"{rec.case}-{rec.explainer}"
+                spent[pair] = spent.get(pair, 0.0) + rec.duration
+        if cache is None or not spent:
+            return
+        known = cache.get(COSTS_KEY, {})
+        cache.set(COSTS_KEY, {**(known if isinstance(known, dict) else {}),
+                              **{pair: round(seconds, 3) for pair, seconds in spent.items()}})
+
+    def suite_costs(self) -> dict[str, float]:
+        """``{"case-explainer": seconds}`` from the last runs (empty without pytest's cache)."""
+        cache = getattr(self.config, "cache", None)
+        known = cache.get(COSTS_KEY, {}) if cache is not None else {}
+        if not isinstance(known, dict):
+            return {}
+        return {k: float(v) for k, v in known.items() if isinstance(v, (int, float))}
+
+    def prefetch(self) -> None:
+        """Build the next test's case in a background thread, in the turns this thread spends
+        waiting for a worker's reply (:class:`Turns`), so that the next test finds it built.
+
+        A failed build is dropped: the next test builds again and reports the error.  Warnings the
+        build raises are kept and raised again in the test that asks for the case (``xai_case``)."""
+        import threading
+
+        name, self.next_case = self.next_case, None
+        if name is None or self._runner is None or self._runner.limits is None:
+            return  # in-process calls never wait: nothing to overlap
+        if self._prefetching is not None and self._prefetching.is_alive():
+            return
+        if self._turns is None:
+            self._turns = self._runner.waiting = Turns()
+        turns = self._turns
+        from pytest_xai import cases
+
+        def build() -> None:
+            with turns.lock, warnings.catch_warnings(record=True) as caught:
+                try:
+                    cases.get(name, seed=self.seed, cache=self.cache, data_dir=self.data_dir)
+                except Exception:  # noqa: BLE001 - the test that needs the case builds it again and reports it
+                    return
+            self.prefetched_warnings[name] = caught
+
+        self._prefetching = threading.Thread(target=build, name=f"pytest-xai prefetch {name}", daemon=True)
+        self._prefetching.start()
+
     # Hooks: this object is registered as a plugin in pytest_configure.
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Serially, the tests run in ``session.items`` order: note the next other case after each."""
+        if hasattr(self.config, "workerinput"):
+            return
+        following = None
+        for item in reversed(session.items):
+            name = _case_name(item)
+            self.upcoming[item.nodeid] = following
+            following = name if name is not None else following
+
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """The case to prefetch during this test: serially the next other case; under xdist a
+        worker knows only its next test, so that test's case if it is another one."""
+        current = _case_name(item)
+        if item.nodeid in self.upcoming:
+            following = self.upcoming[item.nodeid]
+        else:
+            following = _case_name(nextitem) if nextitem is not None else None
+        self.next_case = following if following != current else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
@@ -100,6 +201,8 @@ class XaiState:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self._runner is not None:
             self._runner.close()
+        if not hasattr(self.config, "workerinput"):
+            self._remember_costs()
         path = self.config.getoption("xai_report")
         ci = self.config.stash[xai_ci]
         if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
@@ -143,3 +246,8 @@ def _rec(node: pytest.Item) -> Record:
     if rec is None:
         rec = node.stash[xai_record] = Record()
     return rec
+
+
+def _case_name(item: pytest.Item) -> str | None:
+    """The suite case a test checks (its ``xai_case_name`` parameter), or None for other tests."""
+    return getattr(getattr(item, "callspec", None), "params", {}).get("xai_case_name")
