@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
+
+
+def rankdata(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``scipy.stats.rankdata`` (average ranks), imported on first use: ``scipy.stats`` takes about
+    1.5 s to import, and the families that import this module are loaded in every pytest run that
+    configures an explainer, even under ``--collect-only``."""
+    from scipy.stats import rankdata as scipy_rankdata
+
+    return np.asarray(scipy_rankdata(values, axis=axis), dtype=float)
 
 
 def descending_ranks(values: Any) -> np.ndarray:

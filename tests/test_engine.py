@@ -416,3 +416,74 @@ def test_benchmark_does_not_warn_on_a_memoised_explanation(pytester):
     result.assert_outcomes(passed=2)
     assert "not used" not in result.stdout.str() + result.stderr.str()
 
+
+
+PREFETCHED_CASES = """
+import threading
+import warnings
+
+import numpy as np
+
+from pytest_xai import Case, cases
+
+
+def _case(info):
+    with open("built.txt", "a") as fh:
+        fh.write(f"{info.name} {threading.current_thread().name}\\n")
+    warnings.warn(f"built {info.name}", UserWarning)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    predict = lambda rows: np.asarray(rows, dtype=float) @ [1.0, 2.0, 0.0]
+    return Case(info=info, inputs=X[:4], predict=predict, feature_names=["a", "b", "unused"], model=predict,
+                background=X)
+
+
+@cases.register(family="user", category="fidelity", source="test", checks={"dummy": {"features": (2,)}})
+def prefetch_first(info, *, seed, cache):
+    return _case(info)
+
+
+@cases.register(family="user", category="fidelity", source="test", checks={"dummy": {"features": (2,)}})
+def prefetch_second(info, *, seed, cache):
+    return _case(info)
+"""
+
+
+def test_the_next_case_is_built_while_the_test_thread_waits_and_its_warnings_reach_its_own_test(pytester):
+    """Serially, the second case is built by the prefetch thread during the first test's call; the
+    warning its builder raised is shown under the second test, not the first."""
+    pytester.makeconftest(PREFETCHED_CASES)
+    result = pytester.runpytest(*QUIET, "-k", "prefetch_", f"--xai-explainer={REF}:exact_shapley", "-W", "always")
+    assert result.ret == 0, result.stdout.str()
+    built = (pytester.path / "built.txt").read_text().splitlines()  # the plugin's builds, then the worker's
+    assert built[:2] == ["prefetch_first MainThread", "prefetch_second pytest-xai prefetch prefetch_second"]
+    out = result.stdout.str()
+    summary = out[out.index("warnings summary"):]
+    second = summary.index("dummy[prefetch_second-exact_shapley]")
+    assert "UserWarning: built prefetch_second" in summary[second:]
+    assert "UserWarning: built prefetch_second" not in summary[:second]
+
+
+def test_under_xdist_the_costliest_groups_of_the_last_run_come_first(pytester):
+    """The seconds per (case, explainer) recorded at the end of a run order the next run's suite
+    groups, costliest first; an unknown pair is costed at its case's mean; other tests keep their place."""
+    from pytest_xai.plugin import _costliest_first
+
+    pytester.makepyfile(test_user="def test_mine():\n    pass\n")
+    items, _ = pytester.inline_genitems("test_user.py", "-p", "no:randomly", "-k", "cough_and_fever or a_and_b_or_c or test_mine",
+                                        f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random")
+    names = [item.name for item in items]
+    costs = {"a_and_b_or_c-exact_shapley": 9.0, "cough_and_fever_10_90-random": 5.0, "cough_and_fever-random": 1.0,
+             "cough_and_fever-exact_shapley": 3.0}
+    _costliest_first(items, costs)
+    ordered = [item.name for item in items]
+    assert ordered.index("test_mine") == names.index("test_mine")
+    suite = [n for n in ordered if n != "test_mine"]
+    assert suite[0] == "ranking[a_and_b_or_c-exact_shapley]"
+    expected = {"a_and_b_or_c-exact_shapley": 9.0, "a_and_b_or_c-random": 9.0, "cough_and_fever_10_90-random": 5.0,
+                "cough_and_fever_10_90-exact_shapley": 5.0, "cough_and_fever-exact_shapley": 3.0,
+                "cough_and_fever-random": 1.0}
+    cost = [expected.get(n.partition("[")[2].rstrip("]"), 0.0) for n in suite]  # -k also picks other cases
+    assert cost == sorted(cost, reverse=True) and cost.count(0.0) == len(suite) - len(expected)
+    unchanged = [item.name for item in items]
+    _costliest_first(items, {})
+    assert [item.name for item in items] == unchanged
