@@ -337,25 +337,25 @@ def _modules_of(case: Case) -> list[list[str | None]]:
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 
 
-def draw_picture(report: str | Path, test_name: str, case: Case, explanation: Any, score: Score) -> str | None:
-    """Draw the worst example of ``score`` next to the JSON report; the path, or None.
-
-    Only cases that know how to draw (``Case.draw``) and scores that name a row draw.
-    """
+def picture_path(report: str | Path, test_name: str, case: Case, score: Score) -> Path | None:
+    """Where the worst example of ``score`` is drawn, next to the JSON report, or None: only cases
+    that know how to draw (``Case.draw``) and scores that name a row draw."""
     import re
 
-    from pytest_xai.checks import attributions_of
-
-    draw = case.draw
-    row = (score.worst or {}).get("row")
-    if draw is None or row is None:
+    if case.draw is None or (score.worst or {}).get("row") is None:
         return None
     report = Path(report)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
-    path = report.parent / f"{report.stem}-pictures" / f"{name}.png"
+    return report.parent / f"{report.stem}-pictures" / f"{name}.png"
+
+
+def draw_picture(path: Path, case: Case, explanation: Any, score: Score) -> None:
+    """Draw the worst example of ``score`` at ``path`` (:func:`picture_path`)."""
+    from pytest_xai.checks import attributions_of
+
+    assert case.draw is not None and score.worst is not None
     path.parent.mkdir(parents=True, exist_ok=True)
-    draw(path, case, attributions_of(explanation), int(row))
-    return str(path)
+    case.draw(path, case, attributions_of(explanation), int(score.worst["row"]))
 
 
 def combine_repeats(scores: list[Score], *, seeds: list[int], n: int,

@@ -455,7 +455,7 @@ def test_the_next_case_is_built_while_the_test_thread_waits_and_its_warnings_rea
     result = pytester.runpytest(*QUIET, "-k", "prefetch_", f"--xai-explainer={REF}:exact_shapley", "-W", "always")
     assert result.ret == 0, result.stdout.str()
     built = (pytester.path / "built.txt").read_text().splitlines()  # the plugin's builds, then the worker's
-    assert built[:2] == ["prefetch_first MainThread", "prefetch_second pytest-xai prefetch prefetch_second"]
+    assert built[:2] == ["prefetch_first MainThread", "prefetch_second pytest-xai background"]
     out = result.stdout.str()
     summary = out[out.index("warnings summary"):]
     second = summary.index("dummy[prefetch_second-exact_shapley]")
@@ -487,3 +487,34 @@ def test_under_xdist_the_costliest_groups_of_the_last_run_come_first(pytester):
     unchanged = [item.name for item in items]
     _costliest_first(items, {})
     assert [item.name for item in items] == unchanged
+
+
+BAD_DRAWING = """
+import numpy as np
+
+from pytest_xai import Case, cases
+
+
+def draw(path, case, attributions, row):
+    raise RuntimeError("no canvas here")
+
+
+@cases.register(family="user", category="fidelity", source="test",
+                checks={"symmetry": {"features": (0, 1), "mirror": (1, 0)}})
+def badly_drawn(info, *, seed, cache):
+    X = np.array([[1.0, 2.0], [2.0, 1.0]])
+    predict = lambda rows: np.prod(np.asarray(rows, dtype=float), axis=1)
+    return Case(info=info, inputs=X, predict=predict, feature_names=["a", "b"], model=predict,
+                background=np.zeros((1, 2)), draw=draw)
+"""
+
+
+def test_a_picture_that_cannot_be_drawn_is_reported_at_the_end_and_left_out_of_the_report(pytester):
+    """Pictures are drawn in the background: a failing drawing never fails its test; the run says
+    which picture failed and why, and the JSON report names no picture for it."""
+    pytester.makeconftest(BAD_DRAWING)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest(*QUIET, "-k", "badly_drawn", f"--xai-explainer={REF}:random", f"--xai-report={report}")
+    (rec,) = _report(report)["results"]
+    assert rec["status"] == "FAIL" and rec["picture"] is None, rec  # random attributions are not symmetric
+    result.stdout.fnmatch_lines(["pytest-xai: could not draw the worst example of symmetry*badly_drawn*RuntimeError*"])

@@ -163,22 +163,18 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 
 def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
-    """Draw the worst example next to the JSON report, for cases that know how to draw."""
+    """The worst example's picture next to the JSON report, for cases that know how to draw; drawn
+    in the background while the next test waits for its worker (:meth:`XaiState.draw_later`)."""
     report = request.config.getoption("xai_report")
     if not report:
         return
-    import warnings
+    from pytest_xai.runner import draw_picture, picture_path
 
-    from pytest_xai.runner import draw_picture
-
-    try:
-        path = draw_picture(report, request.node.name, case, explanation, score)
-    except Exception as exc:  # noqa: BLE001 - a picture is a convenience: never fail the test for it
-        warnings.warn(f"pytest-xai: could not draw the worst example of {request.node.name}: "
-                      f"{type(exc).__name__}: {exc}", stacklevel=2)
+    path = picture_path(report, request.node.name, case, score)
+    if path is None:
         return
-    if path:
-        _rec(request.node).picture = path
+    _rec(request.node).picture = str(path)
+    _state(request.config).draw_later(request.node.name, lambda: draw_picture(path, case, explanation, score))
 
 
 def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:

@@ -25,25 +25,62 @@ COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) o
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 
 
-class Turns:
-    """The test thread and the prefetch thread take turns: ``lock`` is the test thread's except
-    while it only waits for a worker (``with turns():``, the runner's ``waiting``).  So a case
-    builder never runs beside test code: warnings filters and the global random generators of
-    numpy and torch are process-wide, and builders and tests both use them."""
+class Background:
+    """Work done while the test thread only waits for a worker's reply: building the next test's
+    case and drawing the pictures of finished tests, in one daemon thread.
+
+    The two threads take turns on ``lock``: it is the test thread's except inside ``waiting()``
+    (the runner's ``waiting``), so background work never runs beside test code (warnings filters
+    and the global random generators of numpy and torch are process-wide, and builders, drawings
+    and tests all use them).  A job that is running when the reply arrives finishes first."""
 
     def __init__(self) -> None:
+        import collections
         import threading
 
         self.lock = threading.Lock()
         self.lock.acquire()  # the test thread's turn
+        self.jobs: collections.deque[tuple[Callable[[], None], bool]] = collections.deque()  # (job, a prefetch)
+        self.changed = threading.Condition()
+        self.pending = 0
+        threading.Thread(target=self._run, name="pytest-xai background", daemon=True).start()
 
     @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
+    def waiting(self) -> Iterator[None]:
         self.lock.release()
         try:
             yield
         finally:
-            self.lock.acquire()  # after the prefetch's current build, if one is running
+            self.lock.acquire()
+
+    def add(self, job: Callable[[], None], *, prefetch: bool = False) -> None:
+        """Queue ``job`` (it must catch its own exceptions); a prefetch goes before the others."""
+        with self.changed:
+            (self.jobs.appendleft if prefetch else self.jobs.append)((job, prefetch))
+            self.pending += 1
+            self.changed.notify_all()
+
+    def drain(self) -> None:
+        """At the end of a session: drop the builds not started (no test needs them now) and give
+        the background thread every turn until the rest is done."""
+        with self.changed:
+            dropped = [entry for entry in self.jobs if entry[1]]
+            for entry in dropped:
+                self.jobs.remove(entry)
+            self.pending -= len(dropped)
+        with self.waiting(), self.changed:
+            self.changed.wait_for(lambda: self.pending == 0)
+
+    def _run(self) -> None:
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: bool(self.jobs))
+                job, _ = self.jobs.popleft()
+            with self.lock:
+                job()
+            with self.changed:
+                self.pending -= 1
+                self.changed.notify_all()
 
 
 class XaiState:
@@ -67,9 +104,9 @@ class XaiState:
         self._runner = None
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
-        self._prefetching: Any = None
-        self._turns: Turns | None = None
+        self._background: Background | None = None
         self.prefetched_warnings: dict[str, list[warnings.WarningMessage]] = {}
+        self.picture_failures: list[str] = []
 
     @property
     def cache(self):
@@ -125,34 +162,55 @@ class XaiState:
             return {}
         return {k: float(v) for k, v in known.items() if isinstance(v, (int, float))}
 
+    @property
+    def background(self) -> Background | None:
+        """The background thread (:class:`Background`), started on first use; None when calls run
+        in this process (they never wait, so there is nothing to overlap)."""
+        if self._background is None and self.runner.limits is not None:
+            self._background = Background()
+            self.runner.waiting = self._background.waiting
+        return self._background
+
     def prefetch(self) -> None:
-        """Build the next test's case in a background thread, in the turns this thread spends
-        waiting for a worker's reply (:class:`Turns`), so that the next test finds it built.
+        """Build the next test's case in the background, so that the next test finds it built.
 
         A failed build is dropped: the next test builds again and reports the error.  Warnings the
         build raises are kept and raised again in the test that asks for the case (``xai_case``)."""
-        import threading
-
         name, self.next_case = self.next_case, None
-        if name is None or self._runner is None or self._runner.limits is None:
-            return  # in-process calls never wait: nothing to overlap
-        if self._prefetching is not None and self._prefetching.is_alive():
+        if name is None:
             return
-        if self._turns is None:
-            self._turns = self._runner.waiting = Turns()
-        turns = self._turns
+        background = self.background
+        if background is None:
+            return
         from pytest_xai import cases
 
         def build() -> None:
-            with turns.lock, warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught:
                 try:
                     cases.get(name, seed=self.seed, cache=self.cache, data_dir=self.data_dir)
                 except Exception:  # noqa: BLE001 - the test that needs the case builds it again and reports it
                     return
             self.prefetched_warnings[name] = caught
 
-        self._prefetching = threading.Thread(target=build, name=f"pytest-xai prefetch {name}", daemon=True)
-        self._prefetching.start()
+        background.add(build, prefetch=True)
+
+    def draw_later(self, test: str, draw: Callable[[], None]) -> None:
+        """Draw a picture in the background (inline when calls run in this process); a failure
+        is reported at the end of the session, and the report then shows no picture."""
+
+        def job() -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a picture is a convenience: its warnings are not the test's
+                try:
+                    draw()
+                except Exception as exc:  # noqa: BLE001 - reported at the end, never fails a test
+                    self.picture_failures.append(f"{test}: {type(exc).__name__}: {exc}")
+
+        background = self.background
+        if background is None:
+            job()
+        else:
+            background.add(job)
 
     # Hooks: this object is registered as a plugin in pytest_configure.
 
@@ -186,6 +244,8 @@ class XaiState:
                 self.records.append(rec)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        for failure in self.picture_failures:
+            terminalreporter.write_line(f"pytest-xai: could not draw the worst example of {failure}")
         if not self.records:
             return
         from pytest_xai import report as xai_report
@@ -199,8 +259,13 @@ class XaiState:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._background is not None:
+            self._background.drain()  # the last pictures
         if self._runner is not None:
             self._runner.close()
+        for rec in self.records:  # a picture whose drawing failed (or a worker's, under xdist, lost)
+            if rec.picture and not os.path.exists(rec.picture):
+                rec.picture = None
         if not hasattr(self.config, "workerinput"):
             self._remember_costs()
         path = self.config.getoption("xai_report")
