@@ -99,8 +99,8 @@ class Runner:
         self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
-        #: Entered while this thread only waits for a worker's reply (the plugin lets its prefetch
-        #: thread build the next case then).
+        #: Entered while this thread only waits for a worker's reply (the plugin's background thread
+        #: builds the next case and draws pictures then: ``plugin.state.Background``).
         self.waiting: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
 
     @property

@@ -174,7 +174,7 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     if path is None:
         return
     _rec(request.node).picture = str(path)
-    _state(request.config).draw_later(request.node.name, lambda: draw_picture(path, case, explanation, score))
+    _state(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
 
 
 def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,9 +195,9 @@ class XaiState:
 
         background.add(build, prefetch=True)
 
-    def draw_later(self, test: str, draw: Callable[[], None]) -> None:
-        """Draw a picture in the background (inline when calls run in this process); a failure
-        is reported at the end of the session, and the report then shows no picture."""
+    def draw_later(self, test: str, path: Path, draw: Callable[[], None]) -> None:
+        """Draw the picture at ``path`` in the background (inline when calls run in this process); a
+        failure is reported at the end of the session, and the report then shows no picture."""
 
         def job() -> None:
             with warnings.catch_warnings():
@@ -204,6 +205,7 @@ class XaiState:
                 try:
                     draw()
                 except Exception as exc:  # noqa: BLE001 - reported at the end, never fails a test
+                    path.unlink(missing_ok=True)  # never an older run's picture in its place
                     self.picture_failures.append(f"{test}: {type(exc).__name__}: {exc}")
 
         background = self.background
