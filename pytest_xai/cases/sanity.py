@@ -33,8 +33,9 @@ different one (for the ceiling: the explainer's own variability).  In a notebook
     score = model_randomisation(run(case, 0), case, reexplain=reexplain)
 
 The explained inputs are the first two test images of each digit that the trained model
-classifies correctly (20 images), and ``target`` holds each one's class, the trained model's prediction, kept fixed for every
-variant (the randomised models' argmax is arbitrary; Adebayo et al. §3).  The data-randomisation
+classifies correctly (20 images), and ``target`` holds each one's class, the trained model's
+prediction, kept fixed for every variant (the randomised models' argmax is arbitrary; Adebayo et
+al. §3).  The data-randomisation
 test therefore uses those class indices, not the memorising model's own predictions.
 """
 
@@ -55,8 +56,8 @@ SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
 
 #: Images explained per digit.  A verdict compares means over the images of per-image |Spearman|,
 #: whose sd is 0.09-0.17 on shap_kernel and saliency: over 20 images the sd of a mean is <= 0.04,
-#: against margins to the threshold of >= 0.25 (shap_kernel) and 0.5 (saliency).  Each verdict
-#: explains the case 5-7 times, so fewer images are the cheapest saving.
+#: against margins to the threshold of >= 0.25 (shap_kernel) and 0.5 (saliency).  The two verdicts
+#: explain the case 8 times, so fewer images are the cheapest saving.
 N_TRAIN, PER_DIGIT = 1000, 2
 N_EXPLAINED = 10 * PER_DIGIT
 EPOCHS, EPOCHS_MEMORISE = 20, 150
