@@ -157,6 +157,36 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
     return Explainer(name=attr.split(".")[-1], spec=spec, func=func, wants=_wanted(func, where))
 
 
+REFERENCE_MODULE = "pytest_xai.explainers"
+
+
+def check_without_import(spec: str, option: str = "--xai-explainer") -> Explainer:
+    """:func:`load` for a process that runs no explainer (the controller of ``pytest -n N``).
+
+    A reference explainer (``pytest_xai.explainers:NAME``) is checked by its name and by its library
+    being installed, without importing that library: ``import shap`` alone took 3.7 s there,
+    before any xdist worker could start.  Its ``func`` then raises if called and ``wants`` is
+    empty; the workers load it for real.  Any other spec is loaded, so that a bad one still stops
+    pytest in the controller, with the same message as without ``-n``.
+    """
+    module_part, _, attr = spec.partition(":")
+    from pytest_xai import explainers
+
+    if module_part != REFERENCE_MODULE or attr not in explainers.__all__:
+        return load(spec, option)
+    library = explainers.library_of(attr)
+    if library is not None and importlib.util.find_spec(library) is None:
+        raise SpecError(
+            f"{option}={spec}: loading {attr!r} from module {module_part!r} raised ModuleNotFoundError: No module "
+            f"named {library!r}\n(install the extra it needs, e.g. pip install 'pytest-xai[{library}]')"
+        )
+
+    def not_loaded(**_: Any) -> Any:
+        raise RuntimeError(f"{spec} was checked by name only, in a process that runs no explainer")
+
+    return Explainer(name=attr, spec=spec, func=not_loaded, wants=())
+
+
 def _getattr_path(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)

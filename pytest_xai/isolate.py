@@ -17,6 +17,7 @@ explainer code run in the plugin's process, and both time tasks in wall seconds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
 import secrets
@@ -85,10 +86,15 @@ class _Phase:
     cpu: float | None
 
 
-#: Libraries a zygote imports (when the plugin's process uses them) so that workers start warm.
+#: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
+#: what the cases' models need.
 PRELOAD = ("numpy", "scipy.stats", "sklearn.ensemble", "sklearn.linear_model", "sklearn.neural_network",
-           "sklearn.tree", "xgboost", "torch", "shap", "captum.attr", "lime.lime_tabular", "chess",
-           "pytest_xai.cases", "pytest_xai.contract", "pytest_xai.explainers.baselines")
+           "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", "pytest_xai.contract",
+           "pytest_xai.explainers.baselines")
+#: Explainer libraries: imported before the first fork too when the plugin's process has imported
+#: them (its explainers' modules did, at configure); otherwise after, while the zygote waits for
+#: requests, so that a run of exact_shapley does not wait for shap's 1.3 s.
+PRELOAD_LATER = ("shap", "captum.attr", "lime.lime_tabular")
 
 
 class Zygote:
@@ -96,38 +102,87 @@ class Zygote:
 
     Started fresh (``python -m pytest_xai.worker --zygote``) with one thread per pool; it never runs
     user code and refuses to fork while it holds more than one thread (then a worker is spawned
-    from scratch instead).  One per plugin process, shared by its sessions.
+    from scratch instead).  One per plugin process, shared by its sessions; under ``pytest -n N``
+    the controller starts one for all its xdist workers (:meth:`serve`), which connect to it.
     """
 
     _shared: Zygote | None = None
+    #: In an xdist worker: the socket of the controller's zygote (``workerinput["xai_zygote"]``).
+    address: str | None = None
 
-    def __init__(self, modules: list[str]):
+    def __init__(self, modules: list[str], later: tuple[str, ...] | list[str] = (), listener: Any = None):
         import socket
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener = listener
+        listen = ["--listen", str(listener.fileno())] if listener is not None else []
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_xai.worker", "--zygote", str(theirs.fileno()), *modules],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, env=thread_environment())
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", "pytest_xai.worker", "--zygote", str(theirs.fileno()), *listen, *modules,
+                 "--", *later],
+                pass_fds=(theirs.fileno(), *([listener.fileno()] if listener is not None else [])),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, env=thread_environment())
         finally:
             theirs.close()
         self.ready = False
 
     @classmethod
-    def shared(cls) -> Zygote | None:
+    def shared(cls, first: tuple[str, ...] = ()) -> Zygote | None:
         """The zygote of this process, started on first use (None where it cannot work).
 
-        It preloads the libraries of :data:`PRELOAD` that are installed; the plugin starts it as
-        soon as collection ends, so its imports overlap the plugin's own building of the cases.
+        In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
+        one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed,
+        the explainer libraries in ``first`` before its first fork; the plugin starts it at
+        configure, so its imports overlap collection and the plugin's own building of the cases.
         """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
-        if cls._shared is None or cls._shared.proc.poll() is not None:
-            import importlib.util
-
-            cls._shared = cls([m for m in PRELOAD if importlib.util.find_spec(m.partition(".")[0]) is not None])
+        if cls._shared is None or (cls._shared.proc is not None and cls._shared.proc.poll() is not None):
+            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first)
         return cls._shared
+
+    @classmethod
+    def serve(cls, first: tuple[str, ...] = ()) -> str | None:
+        """Start this process's zygote listening on a socket; its address, for the xdist workers."""
+        if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
+            return None
+        if (cls._shared is None or cls._shared.listener is None or cls._shared.proc is None
+                or cls._shared.proc.poll() is not None):
+            import socket
+
+            if cls._shared is not None:
+                cls._shared.stop()
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            path = os.path.join(tempfile.mkdtemp(prefix="xai-zygote-"), "socket")
+            listener.bind(path)
+            listener.listen()
+            cls._shared = cls._start(first, listener)
+        return str(cls._shared.listener.getsockname())
+
+    @classmethod
+    def _start(cls, first: tuple[str, ...], listener: Any = None) -> Zygote:
+        import importlib.util
+
+        installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
+        now = [m for m in installed
+               if m not in PRELOAD_LATER or m.partition(".")[0] in (*first, *sys.modules)]
+        return cls(now, [m for m in installed if m not in now], listener)
+
+    @classmethod
+    def _connect(cls, address: str) -> Zygote | None:
+        """A client of the zygote listening at ``address``, or None when nothing listens there."""
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            return None
+        client = cls.__new__(cls)
+        client.sock, client.listener, client.proc, client.ready = sock, None, None, False
+        return client
 
     def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), timeout: float = 30.0) -> dict[str, Any]:
         import json
@@ -163,12 +218,20 @@ class Zygote:
         return None
 
     def stop(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        """Kill the zygote this process started; a client only disconnects."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
         self.sock.close()
+        if self.listener is not None:
+            path = self.listener.getsockname()
+            self.listener.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                os.rmdir(os.path.dirname(path))
         if Zygote._shared is self:
             Zygote._shared = None
 

@@ -114,12 +114,23 @@ class Runner:
             self._pool = Pool(self.limits)
         return self._pool
 
-    def start(self) -> None:
-        """Start the process workers are forked from, in the background (calls need it later)."""
+    def start(self, zygote: str | None = None, first: tuple[str, ...] = ()) -> None:
+        """Start the process workers are forked from, in the background (calls need it later):
+        the one listening at ``zygote`` if given (the xdist controller's), else a new one that
+        imports the explainer libraries ``first`` before its first fork."""
         if self.limits is not None:
             from pytest_xai.isolate import Zygote
 
-            Zygote.shared()
+            Zygote.address = zygote
+            Zygote.shared(first)
+
+    def serve(self, first: tuple[str, ...] = ()) -> str | None:
+        """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
+        if self.limits is None:
+            return None
+        from pytest_xai.isolate import Zygote
+
+        return Zygote.serve(first)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -168,27 +168,37 @@ def main(argv: list[str]) -> int:
         wire.write(reply_fd, message)
 
 
-def zygote(sock_fd: int, modules: list[str]) -> int:
+def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | None = None) -> int:
     """Import the heavy libraries once, then fork a worker per request (``--zygote``).
 
     This process runs no user code and is checked to hold a single thread before every fork, so
     each worker starts in milliseconds without inheriting a thread pool.  Requests arrive on a
     SOCK_SEQPACKET socket with the worker's three descriptors (requests, replies, output); the
     reply is the worker's pid.  Workers are this process's children: it reaps them and answers
-    ``status`` requests with their exit code.
+    ``status`` requests with their exit code.  ``later`` are imported after the first answer, one
+    at a time while no request is waiting.  With ``listen_fd`` (a listening socket: the xdist
+    controller's), every process that connects is served the same way; the zygote ends when the
+    process that started it closes ``sock_fd``.
     """
     import json
+    import select
     import socket
     import warnings
 
     _die_with_parent()
     warnings.simplefilter("ignore")
-    for name in modules:
+
+    def preload(name: str) -> None:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - preloading is an optimisation: a worker imports what it needs again
             pass
-    sock = socket.socket(fileno=sock_fd)
+
+    for name in modules:
+        preload(name)
+    owner = socket.socket(fileno=sock_fd)
+    server = socket.socket(fileno=listen_fd) if listen_fd is not None else None
+    clients = [owner]
     statuses: dict[int, int] = {}
 
     def reap(*_: Any) -> None:
@@ -202,47 +212,67 @@ def zygote(sock_fd: int, modules: list[str]) -> int:
             statuses[pid] = os.waitstatus_to_exitcode(status)
 
     signal.signal(signal.SIGCHLD, reap)
-    sock.send(b'{"ready": true}')
+    owner.send(b'{"ready": true}')
+    later = list(later)
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
-        if not message:
-            return 0
-        request = json.loads(message)
-        if request["op"] == "status":
-            reap()
-            sock.send(json.dumps({"status": statuses.pop(request["pid"], None)}).encode())
+        readable = [*clients, *([server] if server is not None else [])]
+        waiting = select.select(readable, [], [], 0 if later else None)[0]
+        if not waiting:
+            preload(later.pop(0))
             continue
-        threads = len(os.listdir("/proc/self/task"))
-        if threads != 1 or len(fds) != 3:
+        for sock in waiting:
+            if sock is server:
+                client, _ = server.accept()
+                client.send(b'{"ready": true}')
+                clients.append(client)
+                continue
+            message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+            if not message:
+                if sock is owner:
+                    return 0
+                clients.remove(sock)
+                sock.close()
+                continue
+            request = json.loads(message)
+            if request["op"] == "status":
+                reap()
+                sock.send(json.dumps({"status": statuses.pop(request["pid"], None)}).encode())
+                continue
+            threads = len(os.listdir("/proc/self/task"))
+            if threads != 1 or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({"error": f"the zygote holds {threads} threads"}).encode())
+                continue
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the worker
+                code = 1
+                try:
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    warnings.resetwarnings()
+                    for other in (*clients, *([server] if server is not None else [])):
+                        other.close()
+                    os.setsid()
+                    request_r, reply_w, log = fds
+                    for target in (1, 2):
+                        os.dup2(log, target)
+                    os.close(log)
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.close(null)
+                    code = main(["worker", str(request_r), str(reply_w)])
+                finally:
+                    os._exit(code)
             for fd in fds:
                 os.close(fd)
-            sock.send(json.dumps({"error": f"the zygote holds {threads} threads"}).encode())
-            continue
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the worker
-            code = 1
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                warnings.resetwarnings()
-                sock.close()
-                os.setsid()
-                request_r, reply_w, log = fds
-                for target in (1, 2):
-                    os.dup2(log, target)
-                os.close(log)
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.close(null)
-                code = main(["worker", str(request_r), str(reply_w)])
-            finally:
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
-        sock.send(json.dumps({"pid": pid}).encode())
+            sock.send(json.dumps({"pid": pid}).encode())
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"]:
-        sys.exit(zygote(int(sys.argv[2]), sys.argv[3:]))
+        listen = int(sys.argv[4]) if sys.argv[3:4] == ["--listen"] else None
+        names = sys.argv[5:] if listen is not None else sys.argv[3:]
+        split = names.index("--") if "--" in names else len(names)
+        sys.exit(zygote(int(sys.argv[2]), names[:split], names[split + 1:], listen))
     sys.exit(main(sys.argv))

@@ -99,3 +99,29 @@ def test_same_name_from_two_modules_is_disambiguated(tmp_path):
 def test_spec_errors_name_option_and_value():
     with pytest.raises(SpecError, match=r"ini xai_explainers=a:b:c: expected"):
         contract.load("a:b:c", option="ini xai_explainers")
+
+
+def test_a_reference_spec_is_checked_without_importing_its_library():
+    """What the controller of ``pytest -n N`` does: no ``import shap`` there."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pytest_xai import contract; "
+            "e = contract.check_without_import('pytest_xai.explainers:shap_kernel'); "
+            "print(e.name, e.wants, 'shap' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["shap_kernel", "()", "False"]
+    with pytest.raises(RuntimeError, match="checked by name only"):
+        contract.check_without_import("pytest_xai.explainers:shap_kernel").func(inputs=None)
+
+
+def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(monkeypatch, tmp_path):
+    with pytest.raises(SpecError, match="has no attribute 'shap_kernal'; did you mean shap_kernel"):
+        contract.check_without_import("pytest_xai.explainers:shap_kernal")
+    (tmp_path / "mine.py").write_text("def explain(inputs):\n    return inputs\n")
+    assert contract.check_without_import(f"{tmp_path / 'mine.py'}:explain").wants == ("inputs",)  # loaded
+    real = contract.importlib.util.find_spec
+    monkeypatch.setattr(contract.importlib.util, "find_spec", lambda name, *a: None if name == "lime" else real(name, *a))
+    with pytest.raises(SpecError, match=r"No module named 'lime'\n\(install the extra it needs, e.g. pip install "
+                                         r"'pytest-xai\[lime\]'\)"):
+        contract.check_without_import("pytest_xai.explainers:lime_tabular", option="ini xai_explainers")

@@ -518,3 +518,31 @@ def test_a_picture_that_cannot_be_drawn_is_reported_at_the_end_and_left_out_of_t
     (rec,) = _report(report)["results"]
     assert rec["status"] == "FAIL" and rec["picture"] is None, rec  # random attributions are not symmetric
     result.stdout.fnmatch_lines(["pytest-xai: could not draw the worst example of symmetry*badly_drawn*RuntimeError*"])
+
+
+PARENT_RECORDER = """
+import os
+
+def explain(inputs):
+    with open(os.environ["XAI_PARENTS"], "a") as out:
+        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {os.getppid()} {os.getpid()}\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_under_xdist_every_worker_forks_from_the_one_zygote_of_the_controller(pytester, monkeypatch):
+    """``-n 2``: the controller starts one zygote (its imports are made once, not once per xdist
+    worker) and both xdist workers' explainer processes are its children."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(recorder=PARENT_RECORDER)
+    parents = pytester.path / "parents.txt"
+    monkeypatch.setenv("XAI_PARENTS", str(parents))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "cough_and_fever or a_and_b_or_c",
+                                           f"--xai-explainer={pytester.path / 'recorder.py'}:explain")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    rows = [line.split() for line in parents.read_text().splitlines()]
+    assert {row[0] for row in rows} == {"gw0", "gw1"}
+    zygotes = {row[1] for row in rows}
+    assert len(zygotes) == 1, rows
+    with pytest.raises(ProcessLookupError):  # gone with the run
+        os.kill(int(zygotes.pop()), 0)

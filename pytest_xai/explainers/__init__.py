@@ -35,6 +35,8 @@ _WHERE = {
         "captum",
     ),
 }
+#: The library a module of ``_WHERE`` imports at its top; the others import theirs inside the calls.
+_IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}
 #: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
 ZOO_MEMBERS = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean",
                "sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
@@ -53,6 +55,12 @@ def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+
+
+def library_of(name: str) -> str | None:
+    """The library that looking up the explainer ``name`` imports (None: none, or ``name`` is no
+    explainer of this module), so that it can be checked without importing it."""
+    return _IMPORTS_AT_TOP.get(_WHERE.get(name, ""))
 
 
 def __dir__() -> list[str]:

@@ -154,6 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family (SMOKE)")
     from pytest_xai import contract
+    from pytest_xai import explainers as explainers_module
 
     specs_given = config.getoption("xai_explainer") or config.getini("xai_explainers")
     if specs_given:  # before any explainer module is imported: thread pools read these at import
@@ -162,11 +163,12 @@ def pytest_configure(config: pytest.Config) -> None:
         for var in THREAD_VARIABLES:
             os.environ.setdefault(var, "1")  # docs/design.md "Speed rules": contention made captum 25-100x slower
     loaded = []
+    load = contract.load if _runs_explainers_here(config) else contract.check_without_import
     for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
                           ("ini xai_explainers", config.getini("xai_explainers"))):
         for spec in specs:
             try:
-                loaded.append(contract.load(spec.strip(), option=source))
+                loaded.append(load(spec.strip(), option=source))
             except SpecError as exc:
                 raise pytest.UsageError(str(exc)) from None
     explainers = contract.dedupe(loaded)
@@ -194,8 +196,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         _stop_on_sigterm(config)
-        if _runs_tests_here(config):
-            state.runner.start()  # the zygote's imports (about 7 s) overlap collection
+        first = tuple(filter(None, (explainers_module.library_of(e.spec.partition(":")[2]) for e in explainers
+                                    if e.spec.partition(":")[0] == contract.REFERENCE_MODULE)))
+        if _runs_tests_here(config):  # the zygote's imports (about 5 s) overlap collection
+            state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first)
+        elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers
+            state.zygote = state.runner.serve(first)
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
         if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
@@ -311,16 +317,29 @@ def _row_of(item: pytest.Function) -> str:
     return f"{base}[{'-'.join(rest)}]" if rest else base
 
 
+def _runs_explainers_here(config: pytest.Config) -> bool:
+    """Whether this process may call an explainer: anything but the controller of ``-n N`` (xdist
+    does not distribute ``--collect-only``)."""
+    return (hasattr(config, "workerinput") or config.getoption("collectonly", False)
+            or not config.getoption("numprocesses", None))
+
+
 def _runs_tests_here(config: pytest.Config) -> bool:
     """Whether this process will run tests: not under ``--collect-only``, and not the controller of
     ``-n N`` (its workers run the tests and start their own engine)."""
-    if config.getoption("collectonly", False):
-        return False
-    return hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
+    return not config.getoption("collectonly", False) and _runs_explainers_here(config)
 
 
 def _explainer_of(item: pytest.Item) -> Any:
     return getattr(getattr(item, "callspec", None), "params", {}).get("xai_explainer")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Each xdist worker forks its explainer workers from the controller's zygote (imported once)."""
+    state = node.config.stash.get(xai_state, None)
+    if state is not None and state.zygote is not None:
+        node.workerinput["xai_zygote"] = state.zygote
 
 
 @pytest.hookimpl(optionalhook=True)
