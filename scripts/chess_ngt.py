@@ -337,7 +337,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="suite seeds (positions) to pool")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs" / "chess_ngt.md"))
     args = parser.parse_args()
-    cc.N_EXPLAINED = cc.N_PER_CLASS  # every generated position of a class, not the suite's first 32
+    cc.N_EXPLAINED = cc.N_PER_CLASS  # every generated position of a class, not the suite's first 16
     start = time.perf_counter()
     res = measure(args.seeds)
     command = "python scripts/chess_ngt.py --seeds " + " ".join(map(str, args.seeds))

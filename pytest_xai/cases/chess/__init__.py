@@ -132,15 +132,16 @@ __all__ = [
 ]
 
 SOURCE = "Mücke & Pfahler 2022, 'Check Mate', LWDA (CEUR-WS Vol-3341)"
-#: Positions each case explains: the first 32 of its class.  ``ngt`` passes on the mean distance over
-#: positions; its thresholds were calibrated at 32 positions a class, where the sd of that mean is
-#: ~0.02 against a margin of 0.5 between the threshold and the random control, so more positions
-#: would not change a verdict, only multiply the cost of perturbation explainers.
-N_EXPLAINED = 32
-#: Model evaluations a call may spend (``pytest_xai.budget``): the CNN costs ~0.35 ms a row on one
-#: thread, the python-chess oracle ~0.07 ms; 625 and 1,250 evaluations a position keep a
-#: perturbation explainer (KernelSHAP, LIME over the 64 squares) within seconds a case.
-BUDGET = {"cnn": 20_000, "oracle": 40_000}
+#: Positions each case explains: the first 16 of its class.  ``ngt`` passes on the mean distance over
+#: positions.  Its thresholds were calibrated at 32 positions a class, where the sd of that mean is
+#: ~0.02 (~0.11 a position); at 16 it is ~0.03, a seventeenth of the 0.5 margin between the
+#: threshold and the random control, so a control's verdict cannot change, and each perturbation
+#: explainer's call costs half.  Explainers within ~0.05 of the threshold are there at any size.
+N_EXPLAINED = 16
+#: Model evaluations a call may spend per position explained (``pytest_xai.budget``): the CNN costs
+#: ~0.35 ms a row on one thread, the python-chess oracle ~0.07 ms; 625 and 1,250 evaluations a
+#: position keep a perturbation explainer (KernelSHAP, LIME over the 64 squares) within seconds a case.
+BUDGET_PER_POSITION = {"cnn": 625, "oracle": 1_250}
 
 
 def _case(info, label: int, seed: int, cache: Cache, model: Any, predict, torch_model=None, data_dir=None) -> Case:
@@ -152,7 +153,7 @@ def _case(info, label: int, seed: int, cache: Cache, model: Any, predict, torch_
     meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
             "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
             "seed": seed, "groups": square_groups(),
-            "budget": BUDGET["oracle" if isinstance(model, ChessOracle) else "cnn"]}
+            "budget": BUDGET_PER_POSITION["oracle" if isinstance(model, ChessOracle) else "cnn"] * len(sel)}
     return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
                 model=model, target=label, background=all_planes,
                 baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,
