@@ -7,7 +7,9 @@ a shared machine quieter, so compare the ratios of runs made side by side in thi
 - for shap_kernel and exact_shapley, the same against the code before the budget of model
   evaluations, checked out from ``XAI_BENCH_BEFORE`` (a git revision, default ``e2e6d29``) into a
   temporary worktree;
-- the warm suite of shap_kernel and exact_shapley on two xdist workers, as on a 2-core machine;
+- the warm suite of shap_kernel and exact_shapley on two xdist workers, as on a 2-core machine, now
+  and before;
+- shap_kernel cold on two xdist workers, now and before;
 - ``-n 2`` against serial on a two-explainer run.
 
 ``extra_info`` holds each run's verdict counts (passed, failed, timeouts), so a faster run that
@@ -91,14 +93,30 @@ def test_suite_cold_then_warm(benchmark, checkouts, tmp_path_factory, code, expl
     assert warm["pass"] + warm["fail"] > 0
 
 
+@pytest.mark.parametrize("code", ["now", "before"])
 @pytest.mark.parametrize("explainer", ["shap_kernel", "exact_shapley"])
-def test_suite_warm_on_two_workers(benchmark, tmp_path_factory, explainer):
+def test_suite_warm_on_two_workers(benchmark, checkouts, tmp_path_factory, explainer, code):
     """The warm suite as the README runs it on a 2-core machine: ``-n 2``."""
+    tree = checkouts[code]
+    if tree is None:
+        pytest.skip(f"no git worktree of {BEFORE} (not a git clone?)")
     benchmark.group = f"suite warm: {explainer}"
-    cache, _ = warm_cache(ROOT, "now", explainer, tmp_path_factory.getbasetemp())
-    warm = _timed(benchmark, lambda: run_suite(ROOT, cache, tmp_path_factory.mktemp("r") / "warm.json", explainer,
+    cache, _ = warm_cache(tree, code, explainer, tmp_path_factory.getbasetemp())
+    warm = _timed(benchmark, lambda: run_suite(tree, cache, tmp_path_factory.mktemp("r") / "warm.json", explainer,
                                                workers=2))
     assert warm["pass"] + warm["fail"] > 0
+
+
+@pytest.mark.parametrize("code", ["now", "before"])
+def test_suite_cold_on_two_workers(benchmark, checkouts, tmp_path_factory, code):
+    """shap_kernel from an empty cache on ``-n 2``: every case built or trained, as a first CI run."""
+    tree = checkouts[code]
+    if tree is None:
+        pytest.skip(f"no git worktree of {BEFORE} (not a git clone?)")
+    benchmark.group = "suite cold: shap_kernel, -n 2"
+    base = tmp_path_factory.mktemp("cold")
+    cold = _timed(benchmark, lambda: run_suite(tree, base / "cache", base / "cold.json", "shap_kernel", workers=2))
+    assert cold["pass"] + cold["fail"] > 0
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["serial", "-n 2"])
