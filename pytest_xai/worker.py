@@ -211,62 +211,70 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
                 return
             statuses[pid] = os.waitstatus_to_exitcode(status)
 
+    def handle(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        if request["op"] == "status":
+            reap()
+            return {"status": statuses.pop(request["pid"], None)}
+        threads = len(os.listdir("/proc/self/task"))
+        if threads != 1 or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return {"error": f"the zygote holds {threads} threads"}
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker
+            code = 1
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                warnings.resetwarnings()
+                for sock in (*clients, *([server] if server is not None else [])):
+                    sock.close()
+                os.setsid()
+                request_r, reply_w, log = fds
+                for target in (1, 2):
+                    os.dup2(log, target)
+                os.close(log)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                code = main(["worker", str(request_r), str(reply_w)])
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        return {"pid": pid}
+
     signal.signal(signal.SIGCHLD, reap)
     owner.send(b'{"ready": true}')
     later = list(later)
     while True:
         readable = [*clients, *([server] if server is not None else [])]
-        waiting = select.select(readable, [], [], 0 if later else None)[0]
-        if not waiting:
+        if not (waiting := select.select(readable, [], [], 0 if later else None)[0]):
             preload(later.pop(0))
             continue
         for sock in waiting:
             if sock is server:
-                client, _ = server.accept()
-                client.send(b'{"ready": true}')
-                clients.append(client)
-                continue
-            message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
-            if not message:
-                if sock is owner:
-                    return 0
-                clients.remove(sock)
-                sock.close()
-                continue
-            request = json.loads(message)
-            if request["op"] == "status":
-                reap()
-                sock.send(json.dumps({"status": statuses.pop(request["pid"], None)}).encode())
-                continue
-            threads = len(os.listdir("/proc/self/task"))
-            if threads != 1 or len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                sock.send(json.dumps({"error": f"the zygote holds {threads} threads"}).encode())
-                continue
-            sys.stdout.flush()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the worker
-                code = 1
+                sock, _ = server.accept()
+                clients.append(sock)
+                reply: dict[str, Any] = {"ready": True}
+            else:
                 try:
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    warnings.resetwarnings()
-                    for other in (*clients, *([server] if server is not None else [])):
-                        other.close()
-                    os.setsid()
-                    request_r, reply_w, log = fds
-                    for target in (1, 2):
-                        os.dup2(log, target)
-                    os.close(log)
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    os.dup2(null, 0)
-                    os.close(null)
-                    code = main(["worker", str(request_r), str(reply_w)])
-                finally:
-                    os._exit(code)
-            for fd in fds:
-                os.close(fd)
-            sock.send(json.dumps({"pid": pid}).encode())
+                    message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+                except OSError:
+                    message, fds = b"", []
+                if not message:  # that process has gone
+                    if sock is owner:
+                        return 0
+                    clients.remove(sock)
+                    sock.close()
+                    continue
+                reply = handle(json.loads(message), fds)
+            try:
+                sock.send(json.dumps(reply).encode())
+            except OSError:  # the others are still served
+                if sock is not owner:
+                    clients.remove(sock)
+                    sock.close()
 
 
 if __name__ == "__main__":

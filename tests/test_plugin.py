@@ -47,6 +47,17 @@ def test_bad_spec_is_a_usage_error_without_traceback(pytester, spec, message):
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
+@pytest.mark.parametrize("spec", [f"{REF}:shap_kernal", "broken_mod:explain"])
+def test_under_xdist_a_bad_spec_stops_the_controller_before_any_worker(pytester, spec):
+    """The controller checks reference specs by name (no import) and loads the others."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
+    result = pytester.runpytest_subprocess(*QUIET, "-n", "2", f"--xai-explainer={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("did you mean shap_kernel" if "shap" in spec else "RuntimeError: config missing") in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str() and "bringing up nodes" not in result.stdout.str()
+
+
 def test_module_raising_on_import_shows_the_original_error(pytester):
     pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
     pytester.syspathinsert()
