@@ -118,6 +118,8 @@ def test_a_reference_spec_is_checked_without_importing_its_library():
 def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(monkeypatch, tmp_path):
     with pytest.raises(SpecError, match="has no attribute 'shap_kernal'; did you mean shap_kernel"):
         contract.check_without_import("pytest_xai.explainers:shap_kernal")
+    with pytest.raises(SpecError, match="'degenerate' is a module, not a callable explainer"):
+        contract.check_without_import("pytest_xai.explainers:degenerate")
     (tmp_path / "mine.py").write_text("def explain(inputs):\n    return inputs\n")
     assert contract.check_without_import(f"{tmp_path / 'mine.py'}:explain").wants == ("inputs",)  # loaded
     real = contract.importlib.util.find_spec
