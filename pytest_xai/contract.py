@@ -52,26 +52,47 @@ CONTRACT = {
 }
 
 
-@dataclass(frozen=True)
 class Explainer:
     """A loaded explainer: ``name`` is what reports and test ids show.
+
+    ``func`` and ``wants`` may be left to ``load(spec)`` on first use (:func:`check_without_import`),
+    so that a process that only hands calls to its workers never imports the explainer's library.
 
     An explainer function may carry a ``prepare`` attribute: a no-argument callable run once in
     each worker process before its first call, under the same limits, e.g. to JIT-compile what
     every call needs.
     """
 
-    name: str
-    spec: str
-    func: Callable[..., Any]
-    wants: tuple[str, ...]
+    __slots__ = ("_func", "_option", "_wants", "name", "spec")
+
+    def __init__(self, name: str, spec: str, func: Callable[..., Any] | None = None, wants: tuple[str, ...] = (),
+                 *, option: str = "--xai-explainer") -> None:
+        self.name, self.spec, self._func, self._wants, self._option = name, spec, func, wants, option
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        return self._loaded()[0]
+
+    @property
+    def wants(self) -> tuple[str, ...]:
+        return self._loaded()[1]
+
+    def _loaded(self) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        if self._func is None:
+            loaded = load(self.spec, self._option)
+            self._func, self._wants = loaded._loaded()
+        return self._func, self._wants
 
     @property
     def prepare(self) -> Callable[[], None] | None:
         return getattr(self.func, "prepare", None)
 
+    def renamed(self, name: str) -> Explainer:
+        """The same explainer (loaded or not) under another name."""
+        return Explainer(name, self.spec, self._func, self._wants, option=self._option)
+
     def __repr__(self) -> str:
-        return f"Explainer({self.name!r}, wants={list(self.wants)})"
+        return f"Explainer({self.name!r}, spec={self.spec!r})"
 
 
 @dataclass(frozen=True)
@@ -154,20 +175,20 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
         ) from exc
     if not callable(func):
         raise SpecError(f"{where}: {attr!r} is a {type(func).__name__}, not a callable explainer")
-    return Explainer(name=attr.split(".")[-1], spec=spec, func=func, wants=_wanted(func, where))
+    return Explainer(attr.split(".")[-1], spec, func, _wanted(func, where))
 
 
 REFERENCE_MODULE = "pytest_xai.explainers"
 
 
 def check_without_import(spec: str, option: str = "--xai-explainer") -> Explainer:
-    """:func:`load` for a process that runs no explainer (the controller of ``pytest -n N``).
+    """:func:`load`, but a reference explainer (``pytest_xai.explainers:NAME``) is checked by its
+    name and by its library being installed, and imported only on first use of ``func``.
 
-    A reference explainer (``pytest_xai.explainers:NAME``) is checked by its name and by its library
-    being installed, without importing that library: ``import shap`` alone took 3.7 s there,
-    before any xdist worker could start.  Its ``func`` then raises if called and ``wants`` is
-    empty; the workers load it for real.  Any other spec is loaded, so that a bad one still stops
-    pytest in the controller, with the same message as without ``-n``.
+    The processes of the plugin hand every call to workers (:mod:`pytest_xai.isolate`), which load
+    the explainer themselves: ``import shap`` alone took 3.7 s there, before the first test (the
+    controller of ``pytest -n N`` made every xdist worker wait for it).  Any other spec is loaded
+    now, so that a bad one still stops pytest at once, with the same message.
     """
     module_part, _, attr = spec.partition(":")
     from pytest_xai import explainers
@@ -180,11 +201,7 @@ def check_without_import(spec: str, option: str = "--xai-explainer") -> Explaine
             f"{option}={spec}: loading {attr!r} from module {module_part!r} raised ModuleNotFoundError: No module "
             f"named {library!r}\n(install the extra it needs, e.g. pip install 'pytest-xai[{library}]')"
         )
-
-    def not_loaded(**_: Any) -> Any:
-        raise RuntimeError(f"{spec} was checked by name only, in a process that runs no explainer")
-
-    return Explainer(name=attr, spec=spec, func=not_loaded, wants=())
+    return Explainer(attr, spec, option=option)
 
 
 def _getattr_path(obj: Any, dotted: str) -> Any:
@@ -227,7 +244,7 @@ def dedupe(explainers: list[Explainer]) -> list[Explainer]:
     unique = list(seen.values())
     names = [e.name for e in unique]
     return [
-        e if names.count(e.name) == 1 else Explainer(e.spec, e.spec, e.func, e.wants) for e in unique
+        e if names.count(e.name) == 1 else e.renamed(e.spec) for e in unique
     ]
 
 

@@ -58,6 +58,30 @@ def test_under_xdist_a_bad_spec_stops_the_controller_before_any_worker(pytester,
     assert "Traceback" not in result.stderr.str() + result.stdout.str() and "bringing up nodes" not in result.stdout.str()
 
 
+@pytest.mark.parametrize(("timeout", "imported"), [("60", False), ("0", True)])
+def test_only_the_process_that_calls_an_explainer_imports_its_library(pytester, timeout, imported):
+    """shap is imported by the explainer's worker, not by the plugin's process (3.7 s there, at
+    configure); in-process mode (``--xai-timeout=0``) imports it at its first call."""
+    pytester.makeconftest("import sys\n\ndef pytest_sessionfinish(session):\n"
+                          "    print('SHAP_IMPORTED', 'shap' in sys.modules)\n")
+    result = pytester.runpytest_subprocess(*QUIET, "-s", f"--xai-explainer={REF}:shap_kernel",
+                                           f"--xai-timeout={timeout}", "-k", "gt_shapley and gaussian_linear_rho50")
+    result.assert_outcomes(passed=1)
+    assert f"SHAP_IMPORTED {imported}" in result.stdout.str()
+
+
+def test_the_plugin_freezes_the_heap_at_exit_after_a_last_collection():
+    """Python's teardown then skips the collections over torch's and shap's objects (1.9 -> 0.3 s)."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, gc; from pytest_xai.plugin import _quick_teardown; "
+            "atexit.register(lambda: print(gc.get_freeze_count() > 1000)); "  # runs after the handler registered next
+            "_quick_teardown()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True"]
+
+
 def test_module_raising_on_import_shows_the_original_error(pytester):
     pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
     pytester.syspathinsert()

@@ -163,12 +163,11 @@ def pytest_configure(config: pytest.Config) -> None:
         for var in THREAD_VARIABLES:
             os.environ.setdefault(var, "1")  # docs/design.md "Speed rules": contention made captum 25-100x slower
     loaded = []
-    load = contract.load if _runs_explainers_here(config) else contract.check_without_import
     for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
                           ("ini xai_explainers", config.getini("xai_explainers"))):
         for spec in specs:
             try:
-                loaded.append(load(spec.strip(), option=source))
+                loaded.append(contract.check_without_import(spec.strip(), option=source))
             except SpecError as exc:
                 raise pytest.UsageError(str(exc)) from None
     explainers = contract.dedupe(loaded)
@@ -196,6 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         _stop_on_sigterm(config)
+        _quick_teardown()
         first = tuple(filter(None, (explainers_module.library_of(e.spec.partition(":")[2]) for e in explainers
                                     if e.spec.partition(":")[0] == contract.REFERENCE_MODULE)))
         if _runs_tests_here(config):  # the zygote's imports (about 5 s) overlap collection
@@ -227,6 +227,25 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, previous)
 
     config.add_cleanup(restore)
+
+
+def _quick_teardown() -> None:
+    """At exit, collect the garbage there is, then freeze the heap (:func:`gc.freeze`).
+
+    Python's teardown runs cyclic collections over every object still alive: 1.9 s a process
+    with torch, xgboost, scikit-learn and shap imported, 0.3 s frozen, measured on 2 cores.  Under
+    ``-n N`` the controller waits for each worker's.  Objects still alive at exit are freed by
+    reference counting or left to the OS, which Python allows at exit; nothing of the plugin's is
+    pending by then (reports are written and closed at session finish).
+    """
+    import atexit
+    import gc
+
+    def freeze() -> None:
+        gc.collect()
+        gc.freeze()
+
+    atexit.register(freeze)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
