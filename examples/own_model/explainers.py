@@ -35,9 +35,13 @@ integrated_gradients.completeness = "baseline"  # IG sums to f(x) - f(baseline)
 
 
 def broken(inputs, model: "sklearn.base.BaseEstimator", background):
-    """Deliberately broken: TreeSHAP, sign-flipped, normalised over the batch, plus noise that is
-    drawn afresh on every call (no seed) and jumps with the input's bytes."""
-    values = -tree_shap(inputs, model, background)
+    """Deliberately broken: TreeSHAP with each row's order of importance reversed (the largest
+    |value| becomes the smallest) and its sign flipped, normalised over the batch, plus noise that
+    is drawn afresh on every call (no seed).  Without the reversal the noisy order passed the
+    order-only monotonicity check in 4 of 40 calls; reversed it scored at most 0.53 against 0.6."""
+    values = tree_shap(inputs, model, background)
+    size = np.abs(values)
+    values = -np.sign(values) * (size.max(axis=1, keepdims=True) + size.min(axis=1, keepdims=True) - size)
     values = values / np.abs(values).max()
     jitter = np.random.default_rng().standard_normal(values.shape)
     return values + jitter * np.abs(values).mean()
