@@ -9,6 +9,7 @@ collection), :mod:`~pytest_xai.plugin.state` (the session), :mod:`~pytest_xai.pl
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -229,6 +230,7 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
     config.add_cleanup(restore)
 
 
+@functools.cache  # once a process: pytester runs configure again and again in one
 def _quick_teardown() -> None:
     """At exit, collect the garbage there is, then freeze the heap (:func:`gc.freeze`).
 
