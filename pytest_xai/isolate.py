@@ -87,10 +87,10 @@ class _Phase:
 
 
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
-#: what the cases' models need.
-PRELOAD = ("numpy", "scipy.stats", "sklearn.ensemble", "sklearn.linear_model", "sklearn.neural_network",
-           "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", "pytest_xai.contract",
-           "pytest_xai.explainers.baselines")
+#: what the cases' models and their builders need.
+PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
+           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases",
+           "pytest_xai.contract", "pytest_xai.explainers.baselines")
 #: Explainer libraries: imported before the first fork too when the plugin's process has imported
 #: them (its explainers' modules did, at configure); otherwise after, while the zygote waits for
 #: requests, so that a run of exact_shapley does not wait for shap's 1.3 s.

@@ -12,6 +12,7 @@ process boundary; only cases that are not registered arrive pickled, from the pl
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.util
 import os
 import pickle
@@ -29,6 +30,10 @@ if TYPE_CHECKING:  # imported in the requests that need them: a worker starts wi
     from pytest_xai.contract import Explainer
 
 ARRAYS = ("attributions", "importance", "interactions")
+#: Seconds a zygote defers its later imports after forking an xdist worker, for the next to ask.
+XDIST_GAP = 1.0
+#: Largest request a zygote reads: a ``become`` request carries an environment.
+REQUEST_BYTES = 1 << 18
 
 
 def _die_with_parent() -> None:
@@ -168,6 +173,45 @@ def main(argv: list[str]) -> int:
         wire.write(reply_fd, message)
 
 
+def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
+    """In a child of the zygote: run ``python -c CODE`` as the client process would have, with its
+    stdin, stdout and stderr, environment, directory and ``sys.path`` (:mod:`pytest_xai.xdist_worker`).
+
+    The libraries the zygote imported stay imported; that is the point.  ``fds`` ends with the
+    client's lifeline, held open until this process ends.  Returns the ``SystemExit`` the caller
+    raises, so that the process exits as Python does (atexit handlers, then finalization).
+    """
+    import io
+    import types
+
+    _die_with_parent()
+    os.set_inheritable(fds[3], False)
+    for fd, target in zip(fds[:3], (0, 1, 2), strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["environ"])
+    sys.path[:] = request["sys_path"]
+    sys.argv = request["argv"]
+    sys.dont_write_bytecode = bool(request["dont_write_bytecode"])
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace")
+    if "numpy" in sys.modules:  # its global generator was seeded at import: each process its own
+        sys.modules["numpy"].random.seed()
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(request["code"], "<string>", "exec"), main.__dict__)  # noqa: S102 - the client's own -c
+    except SystemExit as exc:
+        return exc
+    except BaseException:  # noqa: BLE001 - reported as python -c would
+        traceback.print_exc()
+        return SystemExit(1)
+    return SystemExit(0)
+
+
 def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | None = None) -> int:
     """Import the heavy libraries once, then fork a worker per request (``--zygote``).
 
@@ -186,6 +230,7 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
     import warnings
 
     _die_with_parent()
+    filters = list(warnings.filters)  # a fresh interpreter's, restored in every child
     warnings.simplefilter("ignore")
 
     def preload(name: str) -> None:
@@ -216,30 +261,38 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
             reap()
             return {"status": statuses.pop(request["pid"], None)}
         threads = len(os.listdir("/proc/self/task"))
-        if threads != 1 or len(fds) != 3:
+        expected = 4 if request["op"] == "become" else 3
+        if threads != 1 or len(fds) != expected:
             for fd in fds:
                 os.close(fd)
-            return {"error": f"the zygote holds {threads} threads"}
+            why = f"holds {threads} threads" if threads != 1 else f"received {len(fds)} descriptors, not {expected}"
+            return {"error": f"the zygote {why}"}
         sys.stdout.flush()
+        gc.freeze()  # what the zygote imported is never collected: a child's collections skip it, pages stay shared
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the worker
-            code = 1
+            code, exiting = 1, None
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                warnings.resetwarnings()
+                warnings.filters[:] = filters  # type: ignore[index]  # a list at run time
                 for sock in (*clients, *([server] if server is not None else [])):
                     sock.close()
                 os.setsid()
-                request_r, reply_w, log = fds
-                for target in (1, 2):
-                    os.dup2(log, target)
-                os.close(log)
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.close(null)
-                code = main(["worker", str(request_r), str(reply_w)])
+                if request["op"] == "become":
+                    exiting = become(request, fds)
+                else:
+                    request_r, reply_w, log = fds
+                    for target in (1, 2):
+                        os.dup2(log, target)
+                    os.close(log)
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.close(null)
+                    code = main(["worker", str(request_r), str(reply_w)])
             finally:
-                os._exit(code)
+                if exiting is None:
+                    os._exit(code)
+            raise exiting  # out of the zygote's frames: this process ends as ``python -c`` does
         for fd in fds:
             os.close(fd)
         return {"pid": pid}
@@ -247,10 +300,13 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
     signal.signal(signal.SIGCHLD, reap)
     owner.send(b'{"ready": true}')
     later = list(later)
+    quiet_until = 0.0  # xdist starts its workers one after the other: the next is about to ask
     while True:
         readable = [*clients, *([server] if server is not None else [])]
-        if not (waiting := select.select(readable, [], [], 0 if later else None)[0]):
-            preload(later.pop(0))
+        wait = max(0.0, quiet_until - time.monotonic()) if later else None
+        if not (waiting := select.select(readable, [], [], wait)[0]):
+            if time.monotonic() >= quiet_until:
+                preload(later.pop(0))
             continue
         for sock in waiting:
             if sock is server:
@@ -259,7 +315,7 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
                 reply: dict[str, Any] = {"ready": True}
             else:
                 try:
-                    message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+                    message, fds, _, _ = socket.recv_fds(sock, REQUEST_BYTES, 4)
                 except OSError:
                     message, fds = b"", []
                 if not message:  # that process has gone
@@ -268,7 +324,10 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
                     clients.remove(sock)
                     sock.close()
                     continue
-                reply = handle(json.loads(message), fds)
+                request = json.loads(message)
+                reply = handle(request, fds)
+                if request["op"] == "become":
+                    quiet_until = time.monotonic() + XDIST_GAP
             try:
                 sock.send(json.dumps(reply).encode())
             except OSError:  # the others are still served

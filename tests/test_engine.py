@@ -530,13 +530,26 @@ def explain(inputs):
 """
 
 
-def test_under_xdist_every_worker_forks_from_the_one_zygote_of_the_controller(pytester, monkeypatch):
-    """``-n 2``: the controller starts one zygote (its imports are made once, not once per xdist
-    worker) and both xdist workers' explainer processes are its children."""
+WORKER_RECORDER = """
+import os, sys
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # before any case is built: what the worker started with
+        with open(os.environ["XAI_WORKERS"], "a") as out:
+            out.write(f"{config.workerinput['workerid']} {os.getppid()} {'torch' in sys.modules}\\n")
+"""
+
+
+def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zygote(pytester, monkeypatch):
+    """``-n 2``: the controller starts one zygote; the xdist workers are its forks, with torch already
+    imported (its imports are made once for the run, not once per xdist worker), and so are both
+    workers' explainer processes."""
     pytest.importorskip("xdist")
     pytester.makepyfile(recorder=PARENT_RECORDER)
-    parents = pytester.path / "parents.txt"
+    pytester.makeconftest(WORKER_RECORDER)
+    parents, workers = pytester.path / "parents.txt", pytester.path / "workers.txt"
     monkeypatch.setenv("XAI_PARENTS", str(parents))
+    monkeypatch.setenv("XAI_WORKERS", str(workers))
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "cough_and_fever or a_and_b_or_c",
                                            f"--xai-explainer={pytester.path / 'recorder.py'}:explain")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
@@ -544,5 +557,90 @@ def test_under_xdist_every_worker_forks_from_the_one_zygote_of_the_controller(py
     assert {row[0] for row in rows} == {"gw0", "gw1"}
     zygotes = {row[1] for row in rows}
     assert len(zygotes) == 1, rows
+    started = sorted(line.split() for line in workers.read_text().splitlines())
+    assert started == [["gw0", *zygotes, "True"], ["gw1", *zygotes, "True"]], (started, zygotes)
     with pytest.raises(ProcessLookupError):  # gone with the run
         os.kill(int(zygotes.pop()), 0)
+
+
+def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
+    """Only the plain ``popen`` workers of ``-n N`` are forked from the zygote; ``--tx popen`` spelled
+    out with a python of the user's runs that python."""
+    pytest.importorskip("xdist")
+    pytester.makeconftest(WORKER_RECORDER)
+    workers = pytester.path / "workers.txt"
+    monkeypatch.setenv("XAI_WORKERS", str(workers))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--dist", "load", "--tx", f"popen//python={sys.executable}",
+                                           "-k", "cough_and_fever", f"--xai-explainer={REF}:random")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    ((_, _, torch),) = [line.split() for line in workers.read_text().splitlines()]
+    assert torch == "False"  # a fresh python: nothing preloaded
+
+
+@pytest.fixture
+def bare_zygote():
+    """A zygote that preloads nothing (it starts in a fraction of a second), listening as under -n N."""
+    import socket
+    import tempfile
+
+    from pytest_xai.isolate import Zygote
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(os.path.join(tempfile.mkdtemp(prefix="xai-test-zygote-"), "socket"))
+    listener.listen()
+    zygote = Zygote([], [], listener)
+    yield zygote
+    zygote.stop()
+    zygote.listener.close()  # stop() closes only the listener of the shared zygote's
+
+
+def _forked_python(address: str, code: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pytest_xai.xdist_worker", address, "-u", "-c", code, "an", "arg"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **kwargs)
+
+
+FORKED = """
+import os, sys
+print(os.getppid(), os.getcwd(), os.environ["XAI_SEEN"], sys.argv, sys.path[0] == "", sys.stdin.readline().strip())
+print("to stderr", file=sys.stderr)
+sys.exit(int(os.environ["XAI_EXIT"]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+@pytest.mark.parametrize("status", [3, 0])
+def test_a_forked_worker_runs_its_code_as_python_c_would(bare_zygote, tmp_path, status):
+    """``python -m pytest_xai.xdist_worker SOCKET -u -c CODE ARGS``: CODE runs in a fork of the zygote
+    with the client's stdin, stdout, stderr, directory, environment and argv, and the client exits
+    with its status."""
+    env = {**os.environ, "XAI_SEEN": "seen", "XAI_EXIT": str(status)}
+    proc = _forked_python(str(bare_zygote.listener.getsockname()), FORKED, cwd=tmp_path, env=env)
+    out, err = proc.communicate("a line\n", timeout=60)
+    assert proc.returncode == status, err
+    assert out.split(None, 2)[:2] == [str(bare_zygote.proc.pid), str(tmp_path)], out
+    assert "seen ['-c', 'an', 'arg'] True a line" in out and "to stderr" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+def test_a_forked_worker_reports_an_uncaught_exception_and_exits_1(bare_zygote):
+    proc = _forked_python(str(bare_zygote.listener.getsockname()), "raise ValueError('from the code')")
+    _, err = proc.communicate("", timeout=60)
+    assert proc.returncode == 1 and "ValueError: from the code" in err, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+def test_a_signal_to_the_client_reaches_its_forked_worker(bare_zygote):
+    """xdist stops a worker by signalling the process it started: the client passes SIGTERM on and
+    exits as the worker did (128 + 15)."""
+    proc = _forked_python(str(bare_zygote.listener.getsockname()), "import sys, time; print('up', flush=True); time.sleep(60)")
+    assert proc.stdout.readline().strip() == "up"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+
+
+def test_without_a_zygote_the_client_becomes_plain_python(tmp_path):
+    """Nothing listens at the address (or the zygote cannot fork): the client execs ``python`` itself."""
+    proc = _forked_python(str(tmp_path / "no-socket"), "import os, sys; print(os.getpid()); sys.exit(4)")
+    out, _ = proc.communicate("", timeout=60)
+    assert proc.returncode == 4 and out.strip() == str(proc.pid)

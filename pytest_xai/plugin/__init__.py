@@ -203,6 +203,7 @@ def pytest_configure(config: pytest.Config) -> None:
             state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first)
         elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers
             state.zygote = state.runner.serve(first)
+            _fork_xdist_workers(config, state.zygote)
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
         if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
@@ -353,6 +354,20 @@ def _runs_tests_here(config: pytest.Config) -> bool:
 
 def _explainer_of(item: pytest.Item) -> Any:
     return getattr(getattr(item, "callspec", None), "params", {}).get("xai_explainer")
+
+
+def _fork_xdist_workers(config: pytest.Config, zygote: str | None) -> None:
+    """Under ``-n N``, xdist's workers start as forks of the zygote (:mod:`pytest_xai.xdist_worker`),
+    so torch, xgboost, scikit-learn and scipy are imported once for the run, not once a worker.
+
+    Only the plain ``popen`` workers of ``-n N``; a ``--tx`` the user wrote is left as written.
+    """
+    if zygote is None:
+        return
+    import shlex
+
+    python = shlex.join([sys.executable, "-m", "pytest_xai.xdist_worker", zygote])
+    config.option.tx = [f"popen//python={python}" if tx == "popen" else tx for tx in config.getoption("tx") or []]
 
 
 @pytest.hookimpl(optionalhook=True)

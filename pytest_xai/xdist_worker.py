@@ -1,0 +1,93 @@
+"""The ``python`` of xdist's workers under ``pytest -n N``: a fork of the zygote, which imported torch,
+xgboost, scikit-learn and scipy once for the whole run (docs/design.md, "Isolation").
+
+xdist starts each worker as ``PYTHON -u -c BOOTSTRAP`` over pipes (execnet's popen gateway).  The
+plugin makes ``PYTHON`` this module (``popen//python=... -m pytest_xai.xdist_worker SOCKET``): it
+asks the zygote listening at ``SOCKET`` to fork a child that runs ``BOOTSTRAP`` with this process's
+stdin, stdout, stderr, environment, directory and ``sys.path``, then waits for that child and exits
+with its code, passing on SIGINT, SIGTERM and SIGHUP.  When the zygote cannot fork (it does not
+answer, or holds a thread), this process becomes that plain ``python`` instead (``os.execv``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+#: Flags of execnet's command line that a forked child can honour (``-B``: no bytecode files).
+FLAGS = ("-u", "-B")
+
+
+def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[socket.socket, int, int] | None:
+    """(the zygote's socket, the child's pid, the read end of its lifeline), or None."""
+    from pytest_xai.worker import REQUEST_BYTES
+
+    request = json.dumps({"op": "become", "code": code, "argv": ["-c", *argv], "cwd": os.getcwd(),
+                          "environ": dict(os.environ), "sys_path": ["", *sys.path[1:]],
+                          "dont_write_bytecode": "-B" in flags or sys.dont_write_bytecode}).encode()
+    if len(request) > REQUEST_BYTES:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    lifeline, theirs = os.pipe()
+    try:
+        sock.settimeout(300.0)  # the zygote answers once it has imported its libraries
+        sock.connect(address)
+        socket.send_fds(sock, [request], [0, 1, 2, theirs])  # queued: served before the zygote's later imports
+        json.loads(sock.recv(4096))  # ready
+        pid = json.loads(sock.recv(4096)).get("pid")
+    except (OSError, ValueError):
+        pid = None
+    finally:
+        os.close(theirs)
+    if not isinstance(pid, int):
+        sock.close()
+        os.close(lifeline)
+        return None
+    return sock, pid, lifeline
+
+
+def _status(sock: socket.socket, pid: int) -> int:
+    """The child's exit code as the zygote reaped it (1 when it cannot say)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            sock.send(json.dumps({"op": "status", "pid": pid}).encode())
+            status = json.loads(sock.recv(4096)).get("status")
+        except (OSError, ValueError):
+            return 1
+        if status is not None:
+            return 128 - status if status < 0 else int(status)  # killed: as a shell reports it
+        time.sleep(0.01)
+    return 1
+
+
+def main(argv: list[str]) -> int:
+    address, args = argv[1], argv[2:]
+    flags = args[:args.index("-c")] if "-c" in args else None
+    forked = None
+    if flags is not None and set(flags) <= set(FLAGS) and len(args) > len(flags) + 1:
+        code = args[len(flags) + 1]
+        forked = _fork(address, flags, code, args[len(flags) + 2:])
+    if forked is None:
+        os.execv(sys.executable, [sys.executable, *args])
+    sock, pid, lifeline = forked
+
+    def pass_on(signum, frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, pass_on)
+    while os.read(lifeline, 1):  # EOF once the child has ended (it holds the write end)
+        pass
+    return _status(sock, pid)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
