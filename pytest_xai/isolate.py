@@ -91,8 +91,9 @@ class _Phase:
 PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
            "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases",
            "pytest_xai.contract", "pytest_xai.explainers.baselines")
-#: Explainer libraries: imported before the first fork too when the plugin's process has imported
-#: them (its explainers' modules did, at configure); otherwise after, while the zygote waits for
+#: Explainer libraries: imported before the first explainer process is forked when the run's
+#: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
+#: the xdist workers are forked, which never call them); otherwise while the zygote waits for
 #: requests, so that a run of exact_shapley does not wait for shap's 1.3 s.
 PRELOAD_LATER = ("shap", "captum.attr", "lime.lime_tabular")
 
@@ -110,7 +111,8 @@ class Zygote:
     #: In an xdist worker: the socket of the controller's zygote (``workerinput["xai_zygote"]``).
     address: str | None = None
 
-    def __init__(self, modules: list[str], later: tuple[str, ...] | list[str] = (), listener: Any = None):
+    def __init__(self, modules: list[str], later: tuple[str, ...] | list[str] = (), listener: Any = None,
+                 before_fork: tuple[str, ...] | list[str] = ()):
         import socket
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -119,7 +121,7 @@ class Zygote:
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "pytest_xai.worker", "--zygote", str(theirs.fileno()), *listen, *modules,
-                 "--", *later],
+                 "--", *before_fork, "--", *later],
                 pass_fds=(theirs.fileno(), *([listener.fileno()] if listener is not None else [])),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True, env=thread_environment())
@@ -165,9 +167,14 @@ class Zygote:
         import importlib.util
 
         installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
-        now = [m for m in installed
-               if m not in PRELOAD_LATER or m.partition(".")[0] in (*first, *sys.modules)]
-        return cls(now, [m for m in installed if m not in now], listener)
+        used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
+        now = [m for m in installed if m not in PRELOAD_LATER]
+        later = [m for m in installed if m in PRELOAD_LATER and m not in used]
+        if listener is None:
+            return cls(now + used, later)
+        # under -n N the xdist workers fork first and do not need the explainer libraries: those
+        # are imported while the workers start, before the first explainer process is forked
+        return cls(now, later, listener, before_fork=used)
 
     @classmethod
     def _connect(cls, address: str) -> Zygote | None:
@@ -199,7 +206,7 @@ class Zygote:
     def fork(self, fds: tuple[int, int, int]) -> int | None:
         """A new worker's pid, or None when the zygote cannot fork safely now."""
         try:
-            return self._ask({"op": "fork"}, fds).get("pid")
+            return self._ask({"op": "fork"}, fds, timeout=300.0).get("pid")  # may wait for imports
         except (OSError, ValueError):
             self.stop()
             return None

@@ -212,7 +212,8 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     return SystemExit(0)
 
 
-def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | None = None) -> int:
+def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | None = None,
+           before_fork: list[str] | None = None) -> int:
     """Import the heavy libraries once, then fork a worker per request (``--zygote``).
 
     This process runs no user code and is checked to hold a single thread before every fork, so
@@ -220,7 +221,8 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
     SOCK_SEQPACKET socket with the worker's three descriptors (requests, replies, output); the
     reply is the worker's pid.  Workers are this process's children: it reaps them and answers
     ``status`` requests with their exit code.  ``later`` are imported after the first answer, one
-    at a time while no request is waiting.  With ``listen_fd`` (a listening socket: the xdist
+    at a time while no request is waiting; ``before_fork`` too, first, and all of them before the
+    first worker is forked (an xdist worker, which does not need them, is forked before).  With ``listen_fd`` (a listening socket: the xdist
     controller's), every process that connects is served the same way; the zygote ends when the
     process that started it closes ``sock_fd``.
     """
@@ -267,6 +269,8 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
                 os.close(fd)
             why = f"holds {threads} threads" if threads != 1 else f"received {len(fds)} descriptors, not {expected}"
             return {"error": f"the zygote {why}"}
+        while request["op"] == "fork" and pending:
+            preload(pending.pop(0))
         sys.stdout.flush()
         gc.freeze()  # what the zygote imported is never collected: a child's collections skip it, pages stay shared
         pid = os.fork()
@@ -299,14 +303,15 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
 
     signal.signal(signal.SIGCHLD, reap)
     owner.send(b'{"ready": true}')
+    pending = list(before_fork or ())
     later = list(later)
     quiet_until = 0.0  # xdist starts its workers one after the other: the next is about to ask
     while True:
         readable = [*clients, *([server] if server is not None else [])]
-        wait = max(0.0, quiet_until - time.monotonic()) if later else None
+        wait = max(0.0, quiet_until - time.monotonic()) if pending or later else None
         if not (waiting := select.select(readable, [], [], wait)[0]):
             if time.monotonic() >= quiet_until:
-                preload(later.pop(0))
+                preload((pending or later).pop(0))
             continue
         for sock in waiting:
             if sock is server:
@@ -339,7 +344,8 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"]:
         listen = int(sys.argv[4]) if sys.argv[3:4] == ["--listen"] else None
-        names = sys.argv[5:] if listen is not None else sys.argv[3:]
-        split = names.index("--") if "--" in names else len(names)
-        sys.exit(zygote(int(sys.argv[2]), names[:split], names[split + 1:], listen))
+        names = sys.argv[5:] if listen is not None else sys.argv[3:]  # NOW... -- BEFORE_FORK... -- LATER...
+        one = names.index("--")
+        two = names.index("--", one + 1)
+        sys.exit(zygote(int(sys.argv[2]), names[:one], names[two + 1:], listen, names[one + 1:two]))
     sys.exit(main(sys.argv))

@@ -536,7 +536,8 @@ import os, sys
 def pytest_configure(config):
     if hasattr(config, "workerinput"):  # before any case is built: what the worker started with
         with open(os.environ["XAI_WORKERS"], "a") as out:
-            out.write(f"{config.workerinput['workerid']} {os.getppid()} {'torch' in sys.modules}\\n")
+            out.write(f"{config.workerinput['workerid']} {os.getppid()} {'torch' in sys.modules} "
+                      f"{'shap' in sys.modules}\\n")
 """
 
 
@@ -558,9 +559,25 @@ def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zy
     zygotes = {row[1] for row in rows}
     assert len(zygotes) == 1, rows
     started = sorted(line.split() for line in workers.read_text().splitlines())
-    assert started == [["gw0", *zygotes, "True"], ["gw1", *zygotes, "True"]], (started, zygotes)
+    assert started == [["gw0", *zygotes, "True", "False"], ["gw1", *zygotes, "True", "False"]], (started, zygotes)
     with pytest.raises(ProcessLookupError):  # gone with the run
         os.kill(int(zygotes.pop()), 0)
+
+
+def test_xdist_workers_fork_before_the_zygote_imports_the_explainers_library(pytester, monkeypatch):
+    """``-n 2`` with KernelSHAP: the xdist workers (which never call shap) are forked before the
+    zygote imports shap; the explainer processes forked after have it, and the run gives verdicts."""
+    pytest.importorskip("xdist")
+    pytest.importorskip("shap")
+    pytester.makeconftest(WORKER_RECORDER)
+    workers = pytester.path / "workers.txt"
+    monkeypatch.setenv("XAI_WORKERS", str(workers))
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "symmetry and cough_and_fever",
+                                           f"--xai-explainer={REF}:shap_kernel", f"--xai-report={report}")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert [line.split()[2:] for line in workers.read_text().splitlines()] == [["True", "False"]] * 2
+    assert [r["status"] for r in _report(report)["results"]] == ["PASS"]
 
 
 def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
@@ -573,7 +590,7 @@ def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
     result = pytester.runpytest_subprocess("-p", "no:randomly", "--dist", "load", "--tx", f"popen//python={sys.executable}",
                                            "-k", "cough_and_fever", f"--xai-explainer={REF}:random")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
-    ((_, _, torch),) = [line.split() for line in workers.read_text().splitlines()]
+    ((_, _, torch, _),) = [line.split() for line in workers.read_text().splitlines()]
     assert torch == "False"  # a fresh python: nothing preloaded
 
 
