@@ -65,14 +65,20 @@ def _status(sock: socket.socket, pid: int) -> int:
     return 1
 
 
+#: Signals passed on to the child; held back while it is being forked, then delivered to it.
+PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def main(argv: list[str]) -> int:
     address, args = argv[1], argv[2:]
     flags = args[:args.index("-c")] if "-c" in args else None
     forked = None
+    signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON)  # the child may run before we know its pid
     if flags is not None and set(flags) <= set(FLAGS) and len(args) > len(flags) + 1:
         code = args[len(flags) + 1]
         forked = _fork(address, flags, code, args[len(flags) + 2:])
     if forked is None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)
         os.execv(sys.executable, [sys.executable, *args])
     sock, pid, lifeline = forked
 
@@ -82,8 +88,9 @@ def main(argv: list[str]) -> int:
         except ProcessLookupError:
             pass
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in PASSED_ON:
         signal.signal(signum, pass_on)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)  # a signal that came meanwhile is passed on now
     while os.read(lifeline, 1):  # EOF once the child has ended (it holds the write end)
         pass
     return _status(sock, pid)
