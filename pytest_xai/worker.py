@@ -198,12 +198,12 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace")
-    if "numpy" in sys.modules:  # its global generator was seeded at import: each process its own
-        sys.modules["numpy"].random.seed()
-    main = types.ModuleType("__main__")
-    sys.modules["__main__"] = main
+    if "numpy.random" in sys.modules:  # its global generator was seeded at import: each process its own
+        sys.modules["numpy.random"].seed()
+    namespace = types.ModuleType("__main__")
+    sys.modules["__main__"] = namespace
     try:
-        exec(compile(request["code"], "<string>", "exec"), main.__dict__)  # noqa: S102 - the client's own -c
+        exec(compile(request["code"], "<string>", "exec"), namespace.__dict__)  # noqa: S102 - the client's own -c
     except SystemExit as exc:
         return exc
     except BaseException:  # noqa: BLE001 - reported as python -c would

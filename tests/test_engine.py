@@ -596,7 +596,7 @@ def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
 
 @pytest.fixture
 def bare_zygote():
-    """A zygote that preloads nothing (it starts in a fraction of a second), listening as under -n N."""
+    """A zygote that preloads only numpy.random (it starts in a fraction of a second), listening as under -n N."""
     import socket
     import tempfile
 
@@ -605,7 +605,7 @@ def bare_zygote():
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(os.path.join(tempfile.mkdtemp(prefix="xai-test-zygote-"), "socket"))
     listener.listen()
-    zygote = Zygote([], [], listener)
+    zygote = Zygote(["numpy.random"], [], listener)
     yield zygote
     zygote.stop()
     zygote.listener.close()  # stop() closes only the listener of the shared zygote's
@@ -637,6 +637,16 @@ def test_a_forked_worker_runs_its_code_as_python_c_would(bare_zygote, tmp_path, 
     assert proc.returncode == status, err
     assert out.split(None, 2)[:2] == [str(bare_zygote.proc.pid), str(tmp_path)], out
     assert "seen ['-c', 'an', 'arg'] True a line" in out and "to stderr" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+def test_forked_workers_draw_different_numbers_from_numpys_global_generator(bare_zygote):
+    """numpy, imported by the zygote, seeded its global generator once; each fork gets its own, as
+    a new process would (unseeded tests would otherwise draw the same numbers in every xdist worker)."""
+    code = "import numpy as np; print(np.random.random())"
+    draws = {_forked_python(str(bare_zygote.listener.getsockname()), code).communicate("", timeout=60)[0]
+             for _ in range(2)}
+    assert len(draws) == 2, draws
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
