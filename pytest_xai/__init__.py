@@ -5,6 +5,10 @@ numpy, torch and friends.  Everything heavy is imported by the modules that need
 
 Your own model and data (README "Test your explainer on your model"): :func:`make_case` builds a
 case, :func:`register_case` adds a case builder to the suite, :func:`register_check` a check.
+
+PYTEST_DONT_REWRITE: under ``pytest -n N`` the xdist workers are forks of a process that imported
+this package (``docs/design.md``, "Isolation"), so pytest could not rewrite its asserts there and
+would warn in every worker; it has none to rewrite.
 """
 
 from pytest_xai.case import Case, CaseInfo, Score

@@ -93,8 +93,10 @@ PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklea
            "pytest_xai.contract", "pytest_xai.explainers.baselines")
 #: Explainer libraries: imported before the first explainer process is forked when the run's
 #: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
-#: the xdist workers are forked, which never call them); otherwise while the zygote waits for
-#: requests, so that a run of exact_shapley does not wait for shap's 1.3 s.
+#: the xdist workers are forked, which never call them).  The others only when a user's explainer
+#: is in the run (it may import any of them on its first call), while the zygote waits for
+#: requests; none when every explainer is a reference one, whose libraries are known: an import
+#: under way delays the next fork (shap's 1.2 s held back the first fork of an exact_shapley run).
 PRELOAD_LATER = ("shap", "captum.attr", "lime.lime_tabular")
 
 
@@ -130,22 +132,23 @@ class Zygote:
         self.ready = False
 
     @classmethod
-    def shared(cls, first: tuple[str, ...] = ()) -> Zygote | None:
+    def shared(cls, first: tuple[str, ...] = (), others: bool = True) -> Zygote | None:
         """The zygote of this process, started on first use (None where it cannot work).
 
         In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
         one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed,
-        the explainer libraries in ``first`` before its first fork; the plugin starts it at
+        the explainer libraries in ``first`` before its first fork, the others (when ``others``) while
+        it waits; the plugin starts it at
         configure, so its imports overlap collection and the plugin's own building of the cases.
         """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
         if cls._shared is None or (cls._shared.proc is not None and cls._shared.proc.poll() is not None):
-            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first)
+            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first, others=others)
         return cls._shared
 
     @classmethod
-    def serve(cls, first: tuple[str, ...] = ()) -> str | None:
+    def serve(cls, first: tuple[str, ...] = (), others: bool = True) -> str | None:
         """Start this process's zygote listening on a socket; its address, for the xdist workers."""
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
@@ -159,17 +162,17 @@ class Zygote:
             path = os.path.join(tempfile.mkdtemp(prefix="xai-zygote-"), "socket")
             listener.bind(path)
             listener.listen()
-            cls._shared = cls._start(first, listener)
+            cls._shared = cls._start(first, listener, others)
         return str(cls._shared.listener.getsockname())
 
     @classmethod
-    def _start(cls, first: tuple[str, ...], listener: Any = None) -> Zygote:
+    def _start(cls, first: tuple[str, ...], listener: Any = None, others: bool = True) -> Zygote:
         import importlib.util
 
         installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
         used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
         now = [m for m in installed if m not in PRELOAD_LATER]
-        later = [m for m in installed if m in PRELOAD_LATER and m not in used]
+        later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
         if listener is None:
             return cls(now + used, later)
         # under -n N the xdist workers fork first and do not need the explainer libraries: those

@@ -114,23 +114,24 @@ class Runner:
             self._pool = Pool(self.limits)
         return self._pool
 
-    def start(self, zygote: str | None = None, first: tuple[str, ...] = ()) -> None:
+    def start(self, zygote: str | None = None, first: tuple[str, ...] = (), others: bool = True) -> None:
         """Start the process workers are forked from, in the background (calls need it later):
         the one listening at ``zygote`` if given (the xdist controller's), else a new one that
-        imports the explainer libraries ``first`` before its first fork."""
+        imports the explainer libraries ``first`` before its first fork (and, with ``others``, the
+        other explainer libraries while it waits: the run has explainers whose libraries are unknown)."""
         if self.limits is not None:
             from pytest_xai.isolate import Zygote
 
             Zygote.address = zygote
-            Zygote.shared(first)
+            Zygote.shared(first, others)
 
-    def serve(self, first: tuple[str, ...] = ()) -> str | None:
+    def serve(self, first: tuple[str, ...] = (), others: bool = True) -> str | None:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
         if self.limits is None:
             return None
         from pytest_xai.isolate import Zygote
 
-        return Zygote.serve(first)
+        return Zygote.serve(first, others)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -580,6 +580,52 @@ def test_xdist_workers_fork_before_the_zygote_imports_the_explainers_library(pyt
     assert [r["status"] for r in _report(report)["results"]] == ["PASS"]
 
 
+def test_forked_xdist_workers_do_not_warn_that_pytest_xai_cannot_be_rewritten(tmp_path):
+    """pytest marks an installed plugin's package for assert rewriting and warns in each worker
+    that already imported it, as a fork of the zygote has (found from this checkout's metadata when
+    it is installed in place, as it is here and in CI; a wheel's metadata lists it too)."""
+    pytest.importorskip("xdist")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "-o", f"cache_dir={tmp_path}",
+                           "-k", "symmetry and cough_and_fever", f"--xai-explainer={REF}:exact_shapley"],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout and "PytestAssertRewriteWarning" not in done.stdout, done.stdout[-2000:]
+
+
+ZYGOTE_RECORDER = """
+import os
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # the xdist worker's parent is the zygote: its libraries to preload
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
+            args = cmdline.read().decode().split("\\0")[:-1]
+        with open(os.environ["XAI_ZYGOTE_ARGS"], "w") as out:
+            out.write(" ".join(args[args.index("--zygote"):]))
+"""
+
+
+@pytest.mark.parametrize("user", [False, True], ids=["reference explainer", "user explainer"])
+def test_the_zygote_preloads_other_explainer_libraries_only_for_a_user_explainer(pytester, monkeypatch, user):
+    """A run of reference explainers knows their libraries: the zygote imports no other (an import
+    under way holds back the next fork).  A user's explainer may import any of them on its first
+    call, so then they are imported while the zygote waits."""
+    pytest.importorskip("xdist")
+    pytest.importorskip("shap")
+    pytester.makeconftest(ZYGOTE_RECORDER)
+    pytester.makepyfile(recorder=PARENT_RECORDER)
+    args = pytester.path / "zygote.txt"
+    monkeypatch.setenv("XAI_ZYGOTE_ARGS", str(args))
+    monkeypatch.setenv("XAI_PARENTS", str(pytester.path / "parents.txt"))
+    spec = f"{pytester.path / 'recorder.py'}:explain" if user else f"{REF}:exact_shapley"
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "symmetry and cough_and_fever",
+                                           f"--xai-explainer={spec}")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    zygote = args.read_text().split()
+    later = zygote[len(zygote) - zygote[::-1].index("--"):]  # NOW... -- BEFORE_FORK... -- LATER...
+    assert "torch" in zygote and ("shap" in later) == user, zygote
+
+
 def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
     """Only the plain ``popen`` workers of ``-n N`` are forked from the zygote; ``--tx popen`` spelled
     out with a python of the user's runs that python."""

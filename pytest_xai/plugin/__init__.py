@@ -193,17 +193,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state, "xai-state")
     ci = config.stash[xai_ci] = XaiCi(config, state)
     config.pluginmanager.register(ci, "xai-ci")
-    _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         _stop_on_sigterm(config)
         _quick_teardown()
-        first = tuple(filter(None, (explainers_module.library_of(e.spec.partition(":")[2]) for e in explainers
-                                    if e.spec.partition(":")[0] == contract.REFERENCE_MODULE)))
-        if _runs_tests_here(config):  # the zygote's imports (about 5 s) overlap collection
-            state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first)
+        reference = [e.spec.partition(":")[2] for e in explainers if e.spec.partition(":")[0] == contract.REFERENCE_MODULE]
+        first = tuple(filter(None, map(explainers_module.library_of, reference)))
+        others = len(reference) < len(explainers)  # a user's explainer may import any explainer library
+        # started first: the zygote's imports (about 5 s) overlap the loading of the case families
+        # below and collection, on the other core
+        if _runs_tests_here(config):
+            state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first, others)
         elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers
-            state.zygote = state.runner.serve(first)
+            state.zygote = state.runner.serve(first, others)
             _fork_xdist_workers(config, state.zygote)
+    _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
+    if explainers:
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
         if not config.getoption("xai_no_suite") and suite not in config.args:
             if config.args_source != pytest.Config.ArgsSource.ARGS and config.getoption("xai_explainer"):
