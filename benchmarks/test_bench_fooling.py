@@ -8,7 +8,10 @@ the rows KernelSHAP asks it about, against the naive way and against sklearn, in
 - "sklearn predict_proba": a forest trained here, in sklearn's compiled code, as the reference (the
   cases' own forests are not stored, only their arrays).
 
-Every way gives the same probabilities to 1e-12.  Run with
+The scaffolds route a row by ``P >= 0.5`` alone: :meth:`~pytest_xai.cases.fooling.Forest.is_in_distribution`
+(the trees that decide each row) against the full probability from every tree.
+
+Every way gives the same probabilities to 1e-12, and the same routing.  Run with
 ``pytest benchmarks/test_bench_fooling.py -p no:xdist``.
 """
 
@@ -58,6 +61,15 @@ def test_scaffold_detector(benchmark, scaffold, way):
     func = forest.in_distribution if way == "this code" else lambda X: row_dedup_tree_by_tree(forest, X)
     p = benchmark.pedantic(func, args=(rows,), rounds=3)
     np.testing.assert_allclose(p, row_dedup_tree_by_tree(forest, rows), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("way", ["the trees that decide", "every tree"])
+def test_scaffold_routing(benchmark, scaffold, way):
+    name, forest, rows = scaffold
+    benchmark.group = f"fooling routing (P >= 0.5) on {ROWS:,} coalition rows: {name}"
+    func = forest.is_in_distribution if way == "the trees that decide" else lambda X: forest.in_distribution(X) >= 0.5
+    routed = benchmark.pedantic(func, args=(rows,), rounds=3)
+    assert np.array_equal(routed, forest.in_distribution(rows) >= 0.5)
 
 
 @pytest.fixture(scope="module")

@@ -134,7 +134,26 @@ def test_the_detector_walk_over_tree_arrays_predicts_as_the_sklearn_forest():
     on_threshold[np.arange(len(split)), np.asarray(columns)[tree.feature[split]]] = tree.threshold[split]
     rows = np.vstack([rows, on_threshold, X, X[:100]])
     expected = forest.predict_proba(rows[:, columns].astype(np.float32))[:, 1]
-    np.testing.assert_allclose(detector.in_distribution(rows), expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(detector.in_distribution(rows), expected)  # bit for bit: trees added in order
+
+
+@pytest.mark.parametrize("level", [0.5, 0.3, 0.95])
+def test_the_detectors_routing_from_the_trees_that_decide_it_equals_its_probability_at_the_level(level):
+    """``is_in_distribution`` stops adding trees once a row's mean is decided; it must equal
+    ``in_distribution(X) >= level`` everywhere, rows at or next to the level included."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2000, 4))
+    y = (X[:, 0] + rng.normal(0, 1.0, 2000) > 0).astype(int)  # noisy: many leaves between 0 and 1
+    forest = RandomForestClassifier(40, random_state=0, n_jobs=1, min_samples_leaf=5).fit(X, y)
+    detector = fooling.Forest(fooling.Forest.arrays_of(forest, [0, 1, 2, 3]))
+    rows = np.vstack([rng.normal(size=(20000, 4)), X])
+    p = detector.in_distribution(rows)
+    assert ((p >= level - 0.02) & (p < level + 0.02)).sum() > 100  # rows next to the level are tested
+    routed = detector.is_in_distribution(rows, level)
+    assert routed.dtype == bool and np.array_equal(routed, p >= level)
+    assert np.array_equal(detector.is_in_distribution(rows[:0], level), np.zeros(0, bool))
 
 
 def test_an_ineffective_attack_errors_instead_of_passing():

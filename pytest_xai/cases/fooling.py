@@ -245,6 +245,10 @@ class Forest:
     #: (measured: 2x faster than one tree at a time on few rows, 1.2x on 15k rows, and 2x faster
     #: than all the rows at once), large enough that the Python loop over tree levels is short.
     PAIRS = 65_536
+    #: Tree levels walked between two checks of which pairs reached their leaf.
+    LEVELS = 4
+    #: Trees added at a time once a row's routing can be decided (:meth:`is_in_distribution`).
+    TREES = 5
 
     def __init__(self, arrays: dict[str, np.ndarray]):
         self.columns = [int(c) for c in arrays["columns"]]
@@ -253,24 +257,34 @@ class Forest:
         offset = np.repeat(self.roots, counts)
         left, right = arrays["left"].astype(np.intp), arrays["right"].astype(np.intp)
         self.is_leaf = left < 0
+        leaf = np.flatnonzero(self.is_leaf)
         self.children = np.empty(2 * len(left), dtype=np.intp)  # node 2k: x > threshold (right), 2k + 1: left
         self.children[0::2], self.children[1::2] = right + offset, left + offset
-        self.feature, self.threshold = arrays["feature"].astype(np.intp), arrays["threshold"]
+        self.children[2 * leaf] = self.children[2 * leaf + 1] = leaf  # a leaf is its own child: walks stop there
+        self.feature = np.where(self.is_leaf, 0, arrays["feature"]).astype(np.intp)
+        # float32 rows against float64 thresholds: x <= t exactly when x <= the largest float32 <= t
+        threshold = np.asarray(arrays["threshold"], dtype=np.float64)
+        below = threshold.astype(np.float32)
+        over = below.astype(np.float64) > threshold
+        below[over] = np.nextafter(below[over], np.float32(-np.inf))
+        self.threshold = np.where(self.is_leaf, np.float32(np.inf), below)
         self.p_real = arrays["p_real"]
 
-    def _leaves(self, flat: np.ndarray, n: int, d: int) -> np.ndarray:
-        """The leaf each of ``n`` rows (``flat``: n x d, float64, row-major) reaches in each tree, (n, trees):
-        all trees walked together, one tree level per pass over the (row, tree) pairs not yet at a leaf."""
-        trees = len(self.roots)
-        node = np.tile(self.roots, n)
-        starts = np.repeat(np.arange(n) * d, trees)
-        active = np.flatnonzero(~self.is_leaf[node])
-        while active.size:
-            at = node[active]
-            at = self.children[2 * at + (flat[starts[active] + self.feature[at]] <= self.threshold[at])]
-            node[active] = at
-            active = active[~self.is_leaf[at]]
-        return node.reshape(n, trees)
+    def _leaves(self, rows: np.ndarray, roots: np.ndarray) -> np.ndarray:
+        """The leaf each row (float32, n x d) reaches in each tree of ``roots``, (trees, n): all those
+        trees walked together, one tree level per pass over the (tree, row) pairs not yet at a leaf."""
+        n, d = rows.shape
+        flat = rows.ravel()
+        node = np.repeat(roots, n)
+        start = np.tile(np.arange(n) * d, len(roots))
+        walking = np.flatnonzero(~self.is_leaf[node])
+        while walking.size:
+            at, where = node[walking], start[walking]
+            for _ in range(self.LEVELS):  # a pair at its leaf stays there: no check needed in between
+                at = self.children[2 * at + (flat[where + self.feature[at]] <= self.threshold[at])]
+            node[walking] = at
+            walking = walking[~self.is_leaf[at]]
+        return node.reshape(len(roots), n)
 
     @staticmethod
     def arrays_of(forest, columns) -> dict[str, np.ndarray]:
@@ -285,20 +299,44 @@ class Forest:
                 "feature": joined(lambda t: t.feature), "threshold": joined(lambda t: t.threshold),
                 "p_real": joined(lambda t: t.value[:, 0, 1] / t.value[:, 0].sum(axis=1))}
 
+    def _add(self, total: np.ndarray, rows: np.ndarray, open_rows: np.ndarray, trees: slice) -> None:
+        """``total[open_rows]`` += each tree's leaf value, tree after tree as sklearn adds them."""
+        roots = self.roots[trees]
+        chunk = max(1, self.PAIRS // len(roots))
+        for first in range(0, len(open_rows), chunk):
+            part = open_rows[first:first + chunk]
+            values = self.p_real[self._leaves(rows[part], roots)]  # (trees, rows)
+            # summed over axis 0, numpy adds tree after tree, as sklearn does: the same rounding
+            total[part] = np.vstack([total[part][None], values]).sum(axis=0)
+
+    def _unique(self, X) -> tuple[np.ndarray, np.ndarray]:
+        return unique_rows(np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32))
+
     def in_distribution(self, X) -> np.ndarray:
         """P(real row) per row: the mean over trees of the leaf's class-1 fraction (as predict_proba,
         which adds the trees' probabilities in order, then divides)."""
-        rows = np.ascontiguousarray(np.asarray(X, dtype=float)[:, self.columns], dtype=np.float32)
-        unique, inverse = unique_rows(rows)
-        n, d = unique.shape
-        p = np.empty(n)
-        chunk = max(1, self.PAIRS // len(self.roots))
-        for first in range(0, n, chunk):
-            part = unique[first:first + chunk]
-            leaves = self._leaves(part.astype(np.float64).ravel(), len(part), d).T  # (trees, rows)
-            # summed over axis 0, numpy adds tree after tree, as sklearn does: the same rounding
-            p[first:first + chunk] = self.p_real[leaves].sum(axis=0) / len(self.roots)
-        return p[inverse]
+        unique, inverse = self._unique(X)
+        total = np.zeros(len(unique))
+        self._add(total, unique, np.arange(len(unique)), slice(None))
+        return (total / len(self.roots))[inverse]
+
+    def is_in_distribution(self, X, level: float = 0.5) -> np.ndarray:
+        """``in_distribution(X) >= level``, exactly, from only the trees needed to decide each row.
+
+        Leaf values lie in [0, 1], so after k of T trees a row whose sum already gives a mean >= level,
+        or cannot reach it even if the T - k others all give 1, is decided; most hybrids are far from
+        the level, and are decided after 55-60 of the 100 trees (about 1.6x faster)."""
+        unique, inverse = self._unique(X)
+        trees = len(self.roots)
+        total = np.zeros(len(unique))
+        open_rows = np.arange(len(unique))
+        done = 0
+        for stop in (*range(max(1, int(np.ceil(level * trees))), trees, self.TREES), trees):
+            self._add(total, unique, open_rows, slice(done, stop))
+            done = stop
+            reachable = (total[open_rows] + (trees - done)) / trees >= level - 1e-9  # margin for rounding
+            open_rows = open_rows[reachable & (total[open_rows] / trees < level)]
+        return (total / trees >= level)[inverse]
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -306,19 +344,28 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Each column is replaced by its code among its own distinct values and the codes are combined
     into one int64 key (re-coded whenever the next column could overflow it), so the final
-    dedup sorts integers, not rows: 3-4x faster on millions of coalition rows.
+    dedup sorts integers, not rows: 3-4x faster on millions of coalition rows.  When the key's range
+    is small (few distinct values per column, as in coalition hybrids) a table replaces that sort.
     """
     key = np.zeros(len(rows), dtype=np.int64)
     distinct = 1
     for column in rows.T:
-        values, code = np.unique(column, return_inverse=True)
+        values = np.unique(column)
+        code = np.searchsorted(values, column)
         if distinct * len(values) >= 2**62:
             _, key = np.unique(key, return_inverse=True)
             distinct = int(key.max()) + 1
         key = key * len(values) + code
         distinct *= len(values)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return rows[first], inverse.reshape(-1)
+    if distinct > 4 * len(rows):
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        return rows[first], inverse.reshape(-1)
+    seen = np.zeros(distinct, dtype=bool)
+    seen[key] = True
+    inverse = (np.cumsum(seen) - 1)[key]  # the rank of each row's key among the keys present
+    first = np.empty(int(inverse.max(initial=-1)) + 1, dtype=np.intp)
+    first[inverse[::-1]] = np.arange(len(rows) - 1, -1, -1)  # the last write wins: each key's first row
+    return rows[first], inverse
 
 
 class Scaffold:
@@ -330,7 +377,7 @@ class Scaffold:
         self.name = name
 
     def routes_to_f(self, X) -> np.ndarray:
-        return self.detector.in_distribution(X) >= 0.5
+        return self.detector.is_in_distribution(X, 0.5)
 
     def __call__(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=float)
