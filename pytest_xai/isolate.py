@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_xai import wire
+from pytest_xai.cases import FAMILIES
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.worker import ARRAYS
 
@@ -87,9 +88,10 @@ class _Phase:
 
 
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
-#: what the cases' models and their builders need.
+#: what the cases' models and their builders need, and the case families (every process that
+#: loads a case imports them all: 0.2-0.3 s each time).
 PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
-           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases",
+           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", *FAMILIES,
            "pytest_xai.contract", "pytest_xai.explainers.baselines")
 #: Explainer libraries: imported before the first explainer process is forked when the run's
 #: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
