@@ -704,6 +704,35 @@ def test_a_forked_worker_reports_an_uncaught_exception_and_exits_1(bare_zygote):
     assert proc.returncode == 1 and "ValueError: from the code" in err, err
 
 
+ENDING = """
+import atexit, os, sys, threading, time
+held = open(sys.argv[1], "w")
+held.write("written, never flushed or closed")  # buffered: the file is empty until someone flushes it
+
+def late():
+    time.sleep(0.3)
+    print("thread joined", flush=True)
+
+threading.Thread(target=late).start()
+atexit.register(print, "atexit ran")
+sys.exit("stopped with a message")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+def test_a_forked_worker_ends_as_python_would_without_the_teardown(bare_zygote, tmp_path):
+    """A forked worker skips the interpreter's teardown (0.5 s a worker under torch) but ends as
+    Python ends: its threads joined, its atexit handlers run, the files it left open flushed, and
+    ``sys.exit("message")`` printed and exit status 1."""
+    held = tmp_path / "held.txt"
+    code = ENDING.replace("sys.argv[1]", repr(str(held)))
+    proc = _forked_python(str(bare_zygote.listener.getsockname()), code)
+    out, err = proc.communicate("", timeout=60)
+    assert proc.returncode == 1 and out.splitlines() == ["thread joined", "atexit ran"], (out, err)
+    assert err.strip() == "stopped with a message"
+    assert held.read_text() == "written, never flushed or closed"
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
 def test_a_signal_to_the_client_reaches_its_forked_worker(bare_zygote):
     """xdist stops a worker by signalling the process it started: the client passes SIGTERM on and
