@@ -138,10 +138,10 @@ class Zygote:
         """The zygote of this process, started on first use (None where it cannot work).
 
         In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
-        one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed,
-        the explainer libraries in ``first`` before its first fork, the others (when ``others``) while
-        it waits; the plugin starts it at
-        configure, so its imports overlap collection and the plugin's own building of the cases.
+        one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed:
+        the explainer libraries in ``first`` before its first fork, the others (when ``others``)
+        while it waits.  The plugin starts it at configure, so its imports overlap collection and
+        the plugin's own building of the cases.
         """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
