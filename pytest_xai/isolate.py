@@ -280,6 +280,10 @@ class Worker:
                     stderr=subprocess.STDOUT, start_new_session=True, env=thread_environment())
                 pid = self.proc.pid
             self.pid: int = pid
+        except BaseException:  # e.g. Ctrl-C before the zygote's answer: a worker it forked reads EOF and ends
+            os.close(self._request)
+            os.close(self._reply)
+            raise
         finally:
             os.close(request_r)
             os.close(reply_w)
