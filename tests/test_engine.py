@@ -248,6 +248,14 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -261,10 +269,14 @@ def _alive(pid: int) -> bool:
 def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pytester, signum):
     """Sent to the pytest process alone (not its group): the hung worker is killed at once, the
     run ends interrupted (rc 2) with its report, and no process it started is left (by PID)."""
-    report = pytester.path / "r.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *QUIET, "-k", TOY, hostile("sleeps_forever"), "--xai-timeout=600",
-         f"--xai-report={report}"], cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    report, printed = pytester.path / "r.json", pytester.path / "printed.txt"
+    # -X faulthandler: a hang is diagnosed by the stacks SIGABRT dumps.  Without hypothesis' plugin,
+    # which imports hypothesis at the terminal summary (1-4 s on a loaded machine), only ours is timed.
+    with printed.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "pytest", *QUIET, "-p", "no:hypothesispytest", "-k", TOY,
+             hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
+            cwd=pytester.path, stdout=out, stderr=out)
     deadline = time.monotonic() + 120
     while not any(len(_descendants(child)) for child in _descendants(proc.pid)):  # zygote -> worker
         assert time.monotonic() < deadline and proc.poll() is None, "the worker never started"
@@ -273,7 +285,17 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
     started = _descendants(proc.pid)
     sent = time.monotonic()
     proc.send_signal(signum)
-    assert proc.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
+    try:
+        code = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        tree = {pid: _command(pid) for pid in _descendants(proc.pid)}
+        with open(f"/proc/{proc.pid}/status") as fh:  # blocked (SigBlk) or ignored (SigIgn) signals?
+            masks = [line.strip() for line in fh if line.startswith("Sig")]
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=30)
+        pytest.fail(f"pytest did not end within 60 s of the signal; {masks}; its processes: {tree}; it printed:\n"
+                    f"{printed.read_text(errors='replace')[-20000:]}")
+    assert code == pytest.ExitCode.INTERRUPTED, printed.read_text(errors="replace")[-5000:]
     print(f"{signal.Signals(signum).name}: pytest ended {time.monotonic() - sent:.2f} s after the signal")
     assert _report(report)["exitstatus"] == pytest.ExitCode.INTERRUPTED
     time.sleep(0.2)
@@ -289,6 +311,28 @@ def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
     results = _report(report)["results"]
     assert sorted(r["check"] for r in results) == ["data_randomisation", "model_randomisation"]
     assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
+def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
+    """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,
+    so it cannot kill it; closing its request channel lets the worker read EOF and end."""
+    from pytest_xai.isolate import Worker, Zygote, _process_state
+
+    forked = []
+
+    def interrupted(self, fds):
+        forked.append(self._ask({"op": "fork"}, fds)["pid"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Zygote, "_shared", bare_zygote)
+    monkeypatch.setattr(Zygote, "fork", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Worker(f"{REF}:exact_shapley")
+    deadline = time.monotonic() + 30
+    while _process_state(forked[0]) not in (None, b"Z"):
+        assert time.monotonic() < deadline, "the worker the plugin never heard of is still running"
+        time.sleep(0.05)
 
 
 def test_hooks_are_case_fields_and_a_hand_made_case_reaches_the_worker_without_them():
