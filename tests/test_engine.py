@@ -313,6 +313,41 @@ def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
     assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
 
 
+class _Interrupt(BaseException):
+    pass
+
+
+def test_a_second_ctrl_c_while_a_background_job_finishes_leaves_the_turns_intact():
+    """Ctrl-C during a call, and again while the test thread waits for the background job to hand
+    back the lock: the interrupt reaches the test thread once the lock is its own, the background
+    thread lives on, and the session's last ``drain`` returns."""
+    import threading
+
+    from pytest_xai.plugin.state import Background
+
+    def interrupt(signum, frame):  # the second Ctrl-C; the job finishes only after it
+        release.set()
+        raise _Interrupt
+
+    background, release, ran = Background(), threading.Event(), []
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(_Interrupt), background.waiting():  # raised as the waiting ends
+            background.add(lambda: (release.wait(10), ran.append("job")))
+            while background.jobs:
+                time.sleep(0.01)
+            time.sleep(0.1)  # the job has started: it holds the lock
+            main = threading.get_ident()
+            threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGUSR1)).start()
+            raise KeyboardInterrupt  # the first, in the call
+        assert ran == ["job"]
+        background.add(lambda: ran.append("after"))
+        background.drain()  # with the lock lost, this raised or waited forever
+        assert ran == ["job", "after"]
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
 def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
     """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,

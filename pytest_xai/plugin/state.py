@@ -52,7 +52,23 @@ class Background:
         try:
             yield
         finally:
-            self.lock.acquire()
+            self._take_turn()
+
+    def _take_turn(self) -> None:
+        """Take the lock back, however often a signal interrupts the wait (a Ctrl-C while a job
+        finishes, then another): an interrupted ``acquire`` has not acquired, and without the lock
+        ``drain`` would release the background thread's, which then dies on its own release and
+        leaves ``drain`` waiting forever.  The signal's exception is raised once the turn is ours."""
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                self.lock.acquire()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the lock is ours
+                interrupted = exc
+                continue
+            break
+        if interrupted is not None:
+            raise interrupted
 
     def add(self, job: Callable[[], None], *, prefetch: bool = False) -> None:
         """Queue ``job`` (it must catch its own exceptions); a prefetch goes before the others."""
