@@ -289,8 +289,11 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
         code = proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
         tree = {pid: _command(pid) for pid in _descendants(proc.pid)}
-        with open(f"/proc/{proc.pid}/status") as fh:  # blocked (SigBlk) or ignored (SigIgn) signals?
-            masks = [line.strip() for line in fh if line.startswith("Sig")]
+        try:
+            with open(f"/proc/{proc.pid}/status") as fh:  # blocked (SigBlk) or ignored (SigIgn) signals?
+                masks = [line.strip() for line in fh if line.startswith("Sig")]
+        except OSError:
+            masks = ["it ended just after the wait"]
         proc.send_signal(signal.SIGABRT)
         proc.wait(timeout=30)
         pytest.fail(f"pytest did not end within 60 s of the signal; {masks}; its processes: {tree}; it printed:\n"
