@@ -355,7 +355,7 @@ def test_a_second_ctrl_c_while_a_background_job_finishes_leaves_the_turns_intact
 def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
     """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,
     so it cannot kill it; closing its request channel lets the worker read EOF and end."""
-    from pytest_xai.isolate import Worker, Zygote, _process_state
+    from pytest_xai.isolate import Worker, Zygote
 
     forked = []
 
@@ -368,7 +368,7 @@ def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zy
     with pytest.raises(KeyboardInterrupt):
         Worker(f"{REF}:exact_shapley")
     deadline = time.monotonic() + 30
-    while _process_state(forked[0]) not in (None, b"Z"):
+    while _alive(forked[0]):
         assert time.monotonic() < deadline, "the worker the plugin never heard of is still running"
         time.sleep(0.05)
 
