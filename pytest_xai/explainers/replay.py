@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -707,7 +707,6 @@ class Replay:
     fixed: Callable[..., Any]
     tests: tuple[Any, ...]
     uncaught: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def project(self) -> str:
@@ -758,9 +757,9 @@ REPLAYS: tuple[Replay, ...] = (
        uncaught="the wrong variances only re-weight how the additivity gap is spread; the resulting bias is "
                 "below the sampling noise every check must admit for sampling explainers. Catching it needs the "
                 "explainer's reported variances (the contract has none) or a convergence check at growing budgets"),
-    _e("shap_tree_forest_additivity", "shap/shap#2960",
-       "TreeExplainer's values of a scikit-learn random forest do not add up to its output on some rows "
-       "(additivity failures; here shap 0.51 vs scikit-learn 1.9, wine data)",
+    _e("shap_tree_forest_additivity", "shap/shap#1986",
+       "TreeExplainer's values of a scikit-learn random forest miss its output on some rows (here shap 0.51, "
+       "scikit-learn 1.9, wine)",
        shap_tree, exact_shapley, ("completeness", "replay_wine_forest")),
     _e("inseq_batched_attribution", "inseq-team/inseq#110",
        "attributions of a sentence changed with the other sentences in its batch, even for deterministic methods",
@@ -784,7 +783,7 @@ REPLAYS: tuple[Replay, ...] = (
     _e("saliency_batched_ig_steps", "PAIR-code/saliency#23",
        "batched Integrated Gradients no longer summed to the confidence change: the sum fell as 1/steps",
        divided_twice, _IG, ("completeness", "gaussian_linear_rho50")),
-    _e("pytest_xai_lime_key_zero", "pytest-xai#30",
+    _e("pytest_xai_lime_key_zero", "pytest-xai (found here)",
        "our own lime_tabular read LIME's as_map() key 0 for regression, which holds the weights negated",
        lime_key_zero, lime_fixed, ("symmetry", "x0_plus_x1_uniform_stat_dep")),
     _m("openxai_pgi_is_pgu", "AI4LIFE-GROUP/OpenXAI#28",
