@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -710,7 +711,8 @@ class Replay:
 
     @property
     def project(self) -> str:
-        return self.issue.split("#")[0].split("/")[-1]
+        """The project's name: the repository of "owner/repo#N", or the word before "@" or " (" ."""
+        return re.split(r"[#@ ]", self.issue)[0].split("/")[-1]
 
 
 def _e(name, issue, summary, mutant, fixed, *tests, uncaught=None) -> Replay:
@@ -748,8 +750,9 @@ REPLAYS: tuple[Replay, ...] = (
        uncaught="the wrong weights are exact for interactions up to order two; beyond, the error is a relative MSE "
                 "of about 5e-4 (gaussian_piecewise_linear_rho50; 3e-3 for a six-way product), inside the tolerance "
                 "every Shapley check keeps for sampling noise (gt_shapley 0.05). Catching it needs an exactness "
-                "check for explainers that claim exact values (relative MSE <= 1e-6) on a case with interactions "
-                "of order three or more"),
+                "check for explainers that claim exact values on a case with interactions of order three or more "
+                "whose truth uses the explainer's own background: gt_shapley at max_error=1e-6 on a six-way "
+                "product does it (tests/test_replay.py); no built-in case is such a case yet"),
     _e("shap_sampling_variance_sqrt", "shap/shap#4767",
        "SamplingExplainer divided the variance of the mean by sqrt(N), misallocating the additivity correction",
        sampling_variance_root, sampling_fixed, ("gt_shapley", "gaussian_nonlinear_additive_rho50"),
