@@ -59,7 +59,9 @@ def markdown(outcomes, seconds: float) -> str:
          "the table, on small built-in cases (and two built for the replays: `replay_softmax`, a 3-class softmax "
          "model, and `replay_wine_forest`, a 50-tree scikit-learn forest on the bundled wine data); metric "
          "mutants run through probes, properties any correct metric has (below). *Caught* means the mutant fails "
-         "at least one test that its fixed counterpart passes. `tests/test_replay.py` asserts every row."),
+         "at least one test that its fixed counterpart passes. `tests/test_replay.py` asserts every row. The "
+         "explainer mutants obey the contract, so any of them runs through the whole suite too, e.g. "
+         "`pytest --xai-explainer=pytest_xai.explainers.replay:first_row_multipliers`."),
         "",
         "| bug | project | what went wrong | tests | caught by | caught |",
         "|---|---|---|---|---|---|",
