@@ -181,7 +181,9 @@ def first_row_multipliers(inputs, predict, baseline, target):
 
 
 def log_probability_multipliers(inputs, predict, baseline, target):
-    """captum#519: softmax multipliers normalised: contributions to log p, not to p."""
+    """captum#519 (fixed with #1367): the softmax multipliers carry a normalisation the rescale rule
+    does not have; the stand-in here is the multipliers of log p, whose contributions sum to the
+    change of log p, not of the explained probability p."""
     def log_predict(x):
         return np.log(np.clip(np.asarray(predict(x), dtype=float), 1e-300, None))
 
