@@ -227,8 +227,8 @@ def _rows(case: Case, convention: str) -> np.ndarray:
         raise NotApplicable(f"case {case.name!r} has no {'background' if convention == 'interventional' else 'baseline'}"
                             f" to compute a {convention} reference against")
     x = np.asarray(case.inputs)
-    return np.broadcast_to(np.asarray(source, dtype=float), (1,) + x.shape[1:]) if convention == "baseline" \
-        else np.asarray(source, dtype=float)
+    rows = np.asarray(source, dtype=float)
+    return np.array(np.broadcast_to(rows, (1,) + x.shape[1:]) if convention == "baseline" else rows)  # writable
 
 
 def for_case(case: Case, convention: str = "interventional") -> Reference:
