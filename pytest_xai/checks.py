@@ -396,7 +396,6 @@ def _pairs_flipping(X: Floats, feature: int) -> tuple[Indices, Indices]:
 
 
 @check(marker="xai_symmetry", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"), passes_by_construction={
-    "noisy_10": "10 % noise moves the two switching effects by less than the 0.05 the rtol admits",
     "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
                                      "Shapley value",
     "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
@@ -413,7 +412,10 @@ def symmetric_effect(attributions: Any, case: Case, *, features: Sequence[int], 
     rows pairs (x_i = max, x_-i) / (x_i = min, x_-i) of phi_i(max) - phi_i(min), which is 1 for both
     features of x0 + x1 under any baseline or interventional convention (the offset E[x_i] cancels).
     Scored: delta = |Delta_i - Delta_j| / max(|Delta_i|, |Delta_j|); pass when delta <= rtol.  The
-    default 0.05 (as for ``symmetry``) admits sampling noise; exact Shapley gets 1e-15, noise fails.
+    default 0.05 (as for ``symmetry``): exact Shapley gets 1e-15, and KernelSHAP, LIME and sampling
+    Shapley at the default budget score 1.00 on the three x0 + x1 cases (``docs/verdicts.md``), whose
+    few distinct rows they estimate without sampling error there; it does not admit noise
+    added to each value: 10 % of the reference's RMS moves a pair's effect by more than 0.05 and fails.
     Both Deltas zero is degenerate and fails, and so does an attribution that explains nothing
     (:func:`explains_nothing`): Delta_i must have the sign of the output change, and since x0 + x1
     is additive, switching x0 on must not move x1's attribution by more than rtol of x0's (the model

@@ -220,7 +220,9 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
 @check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "min_score": 0.6},
        passes_by_construction={
            "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
-           "noisy_10": _SMALL_NOISE,
+           "noisy_10": "may pass or fail: independent noise of 10 % of the RMS reorders the small attributions and "
+                       "trails the truth by 0.02 to 0.09 (fails 7 of 13 cases, seed 0), more than KernelSHAP's own "
+                       "error at the default budget (at most 0.036, passes 13 of 13), which the tolerance is for",
            **dict.fromkeys(["input_itself@gaussian_piecewise_linear_rho50",
                             "input_minus_mean@gaussian_piecewise_linear_rho50",
                             "noisy_30@gaussian_piecewise_linear_rho50"],
@@ -239,10 +241,14 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
     absolute threshold cannot work, since the exact values score 0.67 on the non-additive
     piecewise-linear label and 0.97 on the piecewise-constant one.  On the 13 gaussian cases (seed 0)
     exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99), and
-    the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Passes by
-    construction ``sign_flipped``, ``scaled_negative`` and ``abs_of_exact`` (the metric reads only
-    the order of |w|), ``noisy_10``, and on the piecewise-linear case, where nothing is monotone,
-    the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
+    the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Noise: KernelSHAP at
+    the default budget trails by at most 0.036 (rho = 0.99) and passes all 13; LIME, whose weights are
+    not Shapley values, fails 11 of 13; independent noise of 10 % of the RMS on every value
+    (``noisy_10``) reorders the small attributions, trails by 0.02 to 0.09 and fails 7 of 13 (seed 0):
+    the tolerance admits an estimator's error, not that much independent noise, and ``noisy_10`` is
+    declared as allowed to pass, not promised to.  Passes by construction ``sign_flipped``,
+    ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of |w|), and on the
+    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
     be >= min_score (default 0.6; it reads only the order of |w|, so it is the weakest of the three).
     """
     return _relative_verdict("monotonicity", attributions, case, conditional, max_gap,
@@ -271,7 +277,12 @@ def infidelity(attributions, case: Case, *, conditional: str = "interventional",
     the case plus max_gap (default 0.05).  On the 13 gaussian cases (seed 0) the exact values score
     0.005 to 0.09, exact values against the 100-row background at most 0.033 more (rho = 0.99), and
     the closest zoo member not declared 0.078 more (the input itself at rho = 0.99).  The value is
-    1 - mean.  Passes by construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
+    1 - mean.  The gap cannot be tighter than what the legitimate estimate needs (the background
+    values trail by up to 0.033), and that is all that separates the exchange of x0 (weight 0) and x1
+    on the seven linear cases: it trails by 0.016 (rho = 0.99) to 0.033 (rho = 0); infidelity cannot
+    tell it from a correct estimate there, gt_shapley (error 0.06 to 0.08) rejects it.  Column
+    z-scoring trails by 0.13 (rho = 0.99) to 0.53 and fails everywhere (seed 0).  Passes by
+    construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
     and, at rho = 0.99 only, two swapped features that are nearly one variable.  On a case without
     exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
     a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).
