@@ -83,6 +83,11 @@ class Explainer:
             self._func, self._wants = loaded._loaded()
         return self._func, self._wants
 
+    def declared(self, name: str) -> Any:
+        """An attribute the function declares (``explain.reference = "baseline"``), None without one; a
+        reference explainer not imported yet is not imported for it (none of them declares one)."""
+        return None if self._func is None else getattr(self._func, name, None)
+
     @property
     def prepare(self) -> Callable[[], None] | None:
         return getattr(self.func, "prepare", None)

@@ -114,10 +114,20 @@ def _constant(v: np.ndarray) -> np.ndarray:
     return spread <= 1e-12 * np.maximum(np.abs(v).max(axis=-1), 1e-300)
 
 
+def _silent(a: np.ndarray) -> np.ndarray:
+    """Rows that are all zero: an explanation that says nothing about the row."""
+    return np.asarray(~(np.abs(a) > 0).any(axis=-1))
+
+
 def _correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
                         params: Mapping[str, Any]) -> MetricResult:
-    return _result(name, pearson_rows(a, b), True,
-                   [(_constant(a), f"{what_a} is constant: correlation undefined"),
+    """Pearson per row of ``a`` (the explanation) and ``b`` (what it should follow).  A row of ``a``
+    that is all zero where ``b`` varies scores 0 (it agrees with nothing; ``docs/defects.md`` XB-12);
+    other constant rows, and rows where ``b`` is constant, are undefined."""
+    silent = _silent(a) & ~_constant(b)
+    values = np.where(silent, 0.0, pearson_rows(np.where(silent[:, None], 1.0, a), b))
+    return _result(name, values, True,
+                   [(_constant(a) & ~silent, f"{what_a} is constant: correlation undefined"),
                     (_constant(b), f"{what_b} is constant: correlation undefined")], params)
 
 
@@ -237,7 +247,10 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
     correlation (cosine) sum w_i Delta_i / (|w| |Delta|): w and Delta share their zero (a feature
     without effect should get no attribution), and Pearson's centring forgives a per-row offset w + c
     (which scores exactly like w).  NaN when the attribution row or the Delta row is constant (e.g.
-    all zero; with ``centred=False`` only when it is all zero).  ``effects``: the Delta matrix from
+    all zero; with ``centred=False`` only when it is all zero).  An all-zero attribution row where
+    Delta is not constant scores 0: it explains nothing where the output depends on the features, and
+    leaving it out let an explainer that explains one row in ten pass (``docs/defects.md`` XB-12).
+    ``effects``: the Delta matrix from
     :func:`single_removal_effects` with the same arguments, to skip the model calls.
     """
     A, X = _pair(attributions, inputs)
@@ -251,9 +264,7 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
         norms = np.sqrt((w * w).sum(axis=1) * (delta * delta).sum(axis=1))
         cosine = np.clip(np.divide((w * delta).sum(axis=1), norms, out=np.zeros(n), where=norms > 0), -1.0, 1.0)
         return _result("faithfulness", cosine, True,
-                       [(~(np.abs(w) > 0).any(axis=1), "attribution is all zero: correlation undefined"),
-                        (~(np.abs(delta) > 0).any(axis=1), "Delta (feature effect) is all zero: correlation undefined")],
-                       params)
+                       [(_silent(delta), "Delta (feature effect) is all zero: correlation undefined")], params)
     return _correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)", params)
 
 
@@ -277,8 +288,10 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     order (:func:`importance_order`), never by index: delta_k = |E_{S+(k)}[f] - E_{S+(k-1)}[f]|,
     k = 1..d, and mono(x) = (1/(d-1)) sum_k 1[delta_k >= delta_{k+1}] (tie rule >=, with ``rtol``
     times the largest delta absorbing float noise).  The differences are taken in insertion order
-    (XAI-Bench XB-1 fixed).  NaN when d < 2, and when the attribution row is constant (all |w| equal):
-    such a row orders nothing.  Sign plays no part: -w gives the same order as w.
+    (XAI-Bench XB-1 fixed).  NaN when d < 2, when the output does not change as features are added,
+    and when the attribution row is constant but not zero (all |w| equal): such a row orders nothing.
+    An all-zero row scores 0, the worst value, where the output changes (``docs/defects.md`` XB-12).
+    Sign plays no part: -w gives the same order as w.
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
@@ -290,8 +303,12 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     delta = np.abs(np.diff(E, axis=1))
     tol = rtol * delta.max(axis=1, keepdims=True)
     values = (delta[:, :-1] >= delta[:, 1:] - tol).mean(axis=1) if d > 1 else np.full(n, np.nan)
+    moves = np.asarray((delta > 0).any(axis=1))
+    values = np.where(_silent(A) & moves, 0.0, values)
     return _result("monotonicity", values, True, [(np.full(n, d < 2), "needs at least 2 features"),
-                                                   (_constant(np.abs(A)), "all |attributions| are equal: no order")],
+                                                   (~moves, "the output does not change as features are added"),
+                                                   (_constant(np.abs(A)) & ~_silent(A),
+                                                    "all |attributions| are equal: no order")],
                    {"conditional": _conditional_name(reference), "n_samples": n_samples, "seed": seed,
                     "rtol": rtol})
 

@@ -52,6 +52,7 @@ class Record:
     repeat: dict[str, Any] | None = None
     flaky: bool | None = None
     regression: str | None = None
+    reference: dict[str, Any] | None = None  # the computed reference a user case's check was calibrated on
 
     def to_properties(self) -> list[tuple[str, Any]]:
         """The fields a test has set, as ``("xai_<field>", value)`` pairs of builtin values."""

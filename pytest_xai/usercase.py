@@ -66,7 +66,7 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
               truth: dict | None = None, train: tuple[Any, Any] | None = None,
               randomise: Callable[[Any, int], Any] | None = None, name: str = "my_case", family: str = "user",
               category: str = "fidelity", checks: Any = (), source: str = "", seed: int = 0,
-              max_background: int = 100) -> Case:
+              max_background: int = 100, reference: bool | int = True) -> Case:
     """A case from a user's model and data.
 
     ``inputs`` are the rows to explain (n, *features).  Give ``model`` (its ``predict`` is derived:
@@ -78,7 +78,10 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
     ``data_randomisation`` to refit a clone of ``model`` on permuted labels; ``randomise(model,
     seed)``: a randomised copy of ``model`` for ``model_randomisation`` (torch modules have a
     generic one).  ``name``, ``family``, ``category``, ``checks`` and ``source`` describe a hand-made
-    case; ``pytest_xai.register_case`` replaces them with its own.
+    case; ``pytest_xai.register_case`` replaces them with its own.  ``reference``: the fidelity
+    checks are calibrated on Shapley values computed from ``model`` (:mod:`pytest_xai.reference`,
+    up to ``reference.BUDGET`` model evaluations, or the number given); False turns that off and
+    leaves absolute bars.
     """
     import numpy as np
 
@@ -116,7 +119,10 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
         raise ValueError(f"make_case: {len(names)} feature names for {d} features")
     checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
-    meta = {"seed": int(seed), "randomise": randomise, "train": train}
+    if not isinstance(reference, (bool, int)) or (not isinstance(reference, bool) and reference <= 0):
+        raise ValueError(f"make_case: reference must be True, False or a positive number of model evaluations, "
+                         f"got {reference!r}")
+    meta = {"seed": int(seed), "randomise": randomise, "train": train, "reference": reference}
     return Case(info=info, inputs=x, predict=predict, feature_names=names, model=model if model is not None
                 else predict, target=target, background=None if background is None else np.asarray(background),
                 baseline=None if baseline is None else np.asarray(baseline),

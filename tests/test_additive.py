@@ -226,11 +226,16 @@ def test_check_passes_integrated_gradients_and_fails_gradient_and_random(oracle)
 def test_check_reports_undefined_samples_and_fails_when_none_is_defined(oracle):
     case = first_rows(oracle, 4)
     heat = case.truth["contribution"].copy()
-    heat[1] = 0.0
+    heat[1] = 1.0
     score = additive.additive_correlation(heat, case)
     assert score.passed and "3 samples" in score.detail and "1 x heatmap is constant" in score.detail
+    heat[1] = 0.0  # XB-12: an all-zero heatmap agrees with nothing (r = 0), it is not left out
+    score = additive.additive_correlation(heat, case)
+    assert "4 samples" in score.detail and score.value == pytest.approx(0.75)
     empty = additive.additive_correlation(np.zeros(case.inputs.shape), case)
-    assert not empty.passed and empty.value == 0.0 and "no sample has a defined correlation" in empty.detail
+    assert not empty.passed and empty.value == 0.0
+    constant = additive.additive_correlation(np.ones(case.inputs.shape), case)
+    assert not constant.passed and "no sample has a defined correlation" in constant.detail
 
 
 def test_lrp_alpha_beta_truths_flip_the_sign_of_negative_predictions(oracle):

@@ -396,15 +396,15 @@ def test_distances_match_scipy():
 
 
 def test_distances_undefined_cases_are_nan_with_reason():
-    maps = np.stack([np.eye(8), np.zeros((8, 8)), np.eye(8), np.full((8, 8), np.nan)])
-    masks = np.stack([np.zeros((8, 8)), np.eye(8), np.ones((8, 8)), np.eye(8)]).astype(bool)
+    maps = np.stack([np.eye(8), np.full((8, 8), 0.5), np.eye(8), np.full((8, 8), np.nan), np.zeros((8, 8))])
+    masks = np.stack([np.zeros((8, 8)), np.eye(8), np.ones((8, 8)), np.eye(8), np.eye(8)]).astype(bool)
     d, why = cc.distances(maps, masks, "correlation")
-    assert np.isnan(d).all()
-    assert why.tolist() == ["empty mask", "constant attribution map", "full mask", "non-finite attribution"]
+    assert np.isnan(d[:4]).all() and d[4] == 1.0  # XB-12: an all-zero map agrees with no mask
+    assert why.tolist() == ["empty mask", "constant attribution map", "full mask", "non-finite attribution", ""]
     d, why = cc.distances(maps, masks, "cosine")
-    assert why.tolist() == ["empty mask", "all-zero attribution map", "", "non-finite attribution"]
+    assert why.tolist() == ["empty mask", "", "", "non-finite attribution", ""] and d[4] == 1.0
     d, why = cc.distances(maps, masks, "euclidean")
-    assert np.isfinite(d[:3]).all() and np.isclose(d[1], 1 / np.sqrt(8))
+    assert np.isfinite(d[:3]).all() and np.isclose(d[4], 1 / np.sqrt(8))
     with pytest.raises(ValueError, match="metric must be one of"):
         cc.distances(maps, masks, "manhattan")
 
@@ -443,9 +443,11 @@ def test_ngt_passes_the_mask_and_fails_random(name, metric):
 
 def test_ngt_all_undefined_fails_with_reason():
     case = cases.get("chess_oracle_mate")
-    score = cc.ngt(np.zeros(case.inputs.shape), case)
+    score = cc.ngt(np.ones(case.inputs.shape), case)
     assert not score.passed and score.value == 0.0
     assert "undefined" in score.detail and "constant attribution map" in score.detail
+    zero = cc.ngt(np.zeros(case.inputs.shape), case)  # XB-12: distance 1 everywhere, not undefined
+    assert not zero.passed and zero.params["mean"] == 1.0 and zero.params["n_excluded"] == 0
     # mask1 of a mate is empty: correlation is undefined, counted, never 0
     score = cc.ngt(mask_explainer(case), case, mask="mask1")
     assert not score.passed and score.params["n_excluded"] == cc.N_EXPLAINED

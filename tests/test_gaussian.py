@@ -332,7 +332,9 @@ def test_gt_shapley_observational_convention_separates_the_two_games_at_high_rho
 def test_checks_report_undefined_points_and_fail_when_all_are_undefined():
     case = cases.get("gaussian_linear_rho50")
     zero = np.zeros_like(case.inputs)
-    score = _run("monotonicity", zero, case)
+    score = _run("monotonicity", zero, case)  # XB-12: an all-zero row is the worst order, not undefined
+    assert not score.passed and score.value == 0.0 and "mean monotonicity (interventional) 0.000" in score.detail
+    score = _run("monotonicity", np.ones_like(case.inputs), case)
     assert not score.passed and score.value == 0.0 and "undefined for every point" in score.detail
     partly = case.truth["shapley_interventional"].copy()
     partly[:3] = 1.0
@@ -401,7 +403,7 @@ def test_monotonicity_of_a_constant_map_is_not_won_by_the_dummies_coming_last(na
     case = cases.get(name)
     for member in ("zeros", "constant", "output_copied"):
         score = _run("monotonicity", _corrupt(case, member), case)
-        assert not score.passed and "undefined for every point" in score.detail
+        assert not score.passed and ("undefined for every point" in score.detail or score.value == 0.0)
 
 
 @pytest.mark.parametrize("name", ["gaussian_linear_rho0", "gaussian_linear_rho25", "gaussian_linear_rho50",

@@ -354,16 +354,21 @@ def test_agreement_micro_and_macro_by_hand():
     assert weighted.precision.tolist() == [0.25, 0.5] and weighted.recall.tolist() == [1 / 3, 0.5]
 
 
-def test_agreement_empty_selection_and_empty_mask_are_nan_excluded_and_counted():
-    E = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=bool)
-    H = np.array([[1, 0, 0], [0, 0, 0], [0, 1, 0]], dtype=float)
+def test_agreement_empty_selection_scores_zero_and_empty_mask_is_nan_excluded_and_counted():
+    E = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]], dtype=bool)
+    H = np.array([[1, 0, 0], [0, 0, 0], [0, 1, 0], [0, 0, 0]], dtype=float)
     result = human.agreement(E, H)
-    assert math.isnan(result.precision[0]) and math.isnan(result.recall[1])
-    assert result.n_empty_selection == 1 and result.n_empty_mask == 1
-    assert result.precision_macro == pytest.approx(0.5) and result.recall_macro == pytest.approx(0.5)
+    # XB-12: selecting nothing where humans looked is precision 0, not a sample left out
+    assert result.precision[0] == 0.0 and math.isnan(result.recall[1])
+    assert math.isnan(result.precision[3]) and math.isnan(result.recall[3])  # nothing to look at, nothing chosen
+    assert result.n_empty_selection == 2 and result.n_empty_mask == 2
+    assert result.precision_macro == pytest.approx(1 / 3) and result.recall_macro == pytest.approx(0.5)
+    assert result.precision_micro == pytest.approx(1 / 3)  # the empty row is charged the mean selection size
     nothing = human.agreement(np.zeros((2, 3), bool), H[:2])
-    assert math.isnan(nothing.precision_micro) and math.isnan(nothing.precision_macro)
-    assert math.isnan(nothing.f1_micro)
+    assert nothing.precision_micro == 0.0 and nothing.precision_macro == 0.0
+    assert nothing.f1_micro == 0.0
+    empty = human.agreement(np.zeros((2, 3), bool), np.zeros((2, 3)))
+    assert math.isnan(empty.precision_micro) and math.isnan(empty.f1_micro)
 
 
 def test_shape_mismatch_names_both_shapes():

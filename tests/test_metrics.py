@@ -39,8 +39,22 @@ def test_result_excludes_undefined_points_from_mean_and_counts_them():
 
 
 def test_all_undefined_gives_nan_mean_never_zero():
-    r = M.faithfulness(linear, np.ones((2, 3)), np.zeros((2, 3)), np.zeros(3), absolute=False)
+    flat = lambda X: np.zeros(len(X))  # the truth is zero: nothing to explain
+    r = M.faithfulness(flat, np.ones((2, 3)), np.ones((2, 3)), np.zeros(3), absolute=False)
     assert math.isnan(r.mean) and r.n_undefined == 2
+
+
+@pytest.mark.parametrize("centred", [True, False])
+def test_an_all_zero_row_scores_no_agreement_where_the_output_depends_on_its_features(centred):
+    """XB-12: one explained row and a zero row is not the score of the explained row alone."""
+    X = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 3.0]])
+    A = np.array([[3.0, 4.0, 3.0], [0.0, 0.0, 0.0]])  # row 0: its exact values
+    r = M.faithfulness(linear, X, A, np.zeros(3), absolute=False, centred=centred)
+    assert r.values[1] == 0.0 and r.n_undefined == 0 and r.mean < r.values[0]
+    mono = M.monotonicity(linear, X, A, np.zeros(3))
+    assert mono.values[1] == 0.0 and mono.values[0] == 1.0
+    flat = M.monotonicity(lambda X: np.zeros(len(X)), X, A, np.zeros(3))
+    assert np.isnan(flat.values[1])  # the output never changes: undefined, not wrong
 
 
 def test_attributions_must_match_the_shape_of_what_they_are_compared_with():

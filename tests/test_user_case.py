@@ -89,11 +89,33 @@ def test_conftest_case_and_check_run_like_built_in_ones(pytester):
     assert mine["passed"] is True and rows["completeness[my_model]", "zeros"]["outcome"] == "skipped"
     assert rows["not_all_on_one[my_model]", "exact"]["passed"] is True
     assert rows["determinism[my_model]", "zeros"]["passed"] is True  # seeded zeros are reproducible
+    assert rows["faithfulness[my_model]", "exact"]["reference"] == {  # calibrated on the model's own values
+        "method": "exact", "evaluations": 12 * 2**4 * 12, "max_error": 0.0, "convention": "interventional"}
     names = {case.get("name") for case in ET.parse(junit).iter("testcase")}
     assert {"completeness[my_model-exact]", "not_all_on_one[my_model-zeros]", "test_mine[zeros]"} <= names
     props = [p.attrib for case in ET.parse(junit).iter("testcase") if case.get("name") == "faithfulness[my_model-exact]"
              for p in case.iter("property")]
     assert {"name": "xai_family", "value": "mine"} in props
+
+
+def test_an_explainer_of_the_baseline_game_is_judged_against_baseline_shapley_values(pytester):
+    pytester.makeconftest(CONFTEST.replace("feature_names=", "baseline=np.zeros(4), feature_names="))
+    pytester.makepyfile(occlusion='''
+from pytest_xai.explainers.baselines import exact_shapley
+
+
+def baseline_shapley(inputs, predict, baseline, target):
+    return exact_shapley(inputs, predict, baseline[None], target)
+
+
+baseline_shapley.reference = "baseline"
+''')
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "-k", "my_model and faithfulness",
+                                           "--xai-explainer=occlusion:baseline_shapley", f"--xai-report={report}")
+    result.assert_outcomes(passed=1)
+    row = json.loads(report.read_text())["results"][0]
+    assert row["reference"]["convention"] == "baseline" and "(baseline)" in row["detail"]
 
 
 def test_entry_point_family_is_found_in_plugin_and_workers(pytester):

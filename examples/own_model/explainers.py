@@ -32,6 +32,7 @@ def integrated_gradients(inputs, model: "torch.nn.Module", target, baseline):
 
 
 integrated_gradients.completeness = "baseline"  # IG sums to f(x) - f(baseline)
+integrated_gradients.reference = "baseline"  # IG plays the baseline game: judged against baseline Shapley values
 
 
 def broken(inputs, model: "sklearn.base.BaseEstimator", background):

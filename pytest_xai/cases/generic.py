@@ -172,7 +172,7 @@ _SEEDED = "every zoo member draws its randomness from the seed it is given, so t
        passes_by_construction=dict.fromkeys(
            ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean", "sign_flipped",
             "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows", "noisy_10", "noisy_30",
-            "noisy_100"), _SEEDED))
+            "noisy_100", "one_row_in_ten"), _SEEDED))
 def determinism(attributions, case: Case, *, reexplain, rtol: float) -> Score:
     """The same seed gives the same attributions; the spread across seeds is reported.
 
@@ -252,7 +252,7 @@ _STABLE_NOTHING = ("a stability check asks only that small input changes give sm
        passes_by_construction=dict.fromkeys(
            ("constant", "noise", "input_itself", "output_copied", "input_minus_mean", "sign_flipped",
             "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows", "noisy_10", "noisy_30",
-            "noisy_100"), _STABLE_NOTHING))
+            "noisy_100", "one_row_in_ten"), _STABLE_NOTHING))
 def max_sensitivity(attributions, case: Case, *, reexplain, radius: float = 0.1, n_perturb: int = 4,
                     max_ratio: float) -> Score:
     """Small input perturbations give small attribution changes (max-sensitivity).

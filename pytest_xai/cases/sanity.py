@@ -357,7 +357,7 @@ _CORRUPTED_STILL_DEPENDS = ("the check asks only whether the explanation depends
                             "this fixed corruption is applied to the explanation of whichever model is explained, "
                             "so the dependence, and the verdict, are those of the reference")
 _SANITY_BY_CONSTRUCTION = dict.fromkeys(("sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped",
-                                         "shuffled_rows", "noisy_10", "noisy_30", "noisy_100"),
+                                         "shuffled_rows", "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten"),
                                         _CORRUPTED_STILL_DEPENDS)
 
 

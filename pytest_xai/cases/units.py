@@ -559,6 +559,8 @@ _COMMON_BY_CONSTRUCTION = {
                "leaves the common features, the only ones scored, at 0",
     "shuffled_rows": "the reference is 0 on the common features in every row, so another row's explanation "
                      "is 0 there too",
+    "one_row_in_ten": "the reference is 0 on the common features, so keeping it on one row in ten and zeroing the "
+                      "others keeps them at 0 while the ordinary features of the kept rows are credited",
 }
 
 
@@ -660,7 +662,9 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
 
     Stability alone is satisfied by maps that explain nothing, so two guards come first.  A map that
     is constant over the features of every row (zeros, a constant, the output copied) fails as
-    explaining nothing.  The unit has a dummy feature (``dummies``, weight 0): a map computed from
+    explaining nothing, and a point whose map is zero at it and at its perturbations, although the
+    output moves there, counts as unstable (relative change 2, the worst; ``docs/defects.md`` XB-12).
+    The unit has a dummy feature (``dummies``, weight 0): a map computed from
     the model gives it exactly 0, so its importance (mean |a|) must be at most ``rtol`` (1e-3, as
     :func:`pytest_xai.checks.dummy`) of the top importance; the input itself (stable: it moves by
     the noise only), the input minus a mean, noise and noisy or offset maps credit it and fail.
@@ -689,6 +693,9 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
                                  f"(weight 0), with {ratio:.3g} of the top importance (tolerance {rtol:g}): it "
                                  "is not computed from the model, so its stability says nothing"))
     change = relative_sensitivity(a, n_points, n_perturbations)
+    output = np.asarray(case.outputs(), dtype=float)
+    cloud = np.concatenate([output[:n_points, None], output[n_points:].reshape(n_perturbations, n_points).T], axis=1)
+    change = np.where(np.isnan(change) & (np.ptp(cloud, axis=1) > 0), 2.0, change)  # silent where f moves: worst
     defined = ~np.isnan(change)
     if not defined.any():
         return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction,
@@ -703,7 +710,8 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
         detail=(f"{fraction:.0%} of {int(defined.sum())} points keep their attribution within "
                 f"{max_relative_change:g} (relative) under input noise (need {min_fraction:.0%}); "
                 f"worst point {worst}: relative change {change[worst]:.3g}"
-                + (f"; {int((~defined).sum())} all-zero points excluded" if (~defined).any() else "")),
+                + (f"; {int((~defined).sum())} all-zero points where the output is constant excluded"
+                   if (~defined).any() else "")),
         params={**params, "median_relative_change": float(np.nanmedian(change)),
                 "undefined_points": int((~defined).sum())},
         worst={"row": worst, "input": np.asarray(case.inputs)[worst].tolist(),

@@ -40,7 +40,7 @@ _IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}
 #: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
 ZOO_MEMBERS = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean",
                "sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
-               "noisy_10", "noisy_30", "noisy_100")
+               "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten")
 _ZOO_PREFIX = "zoo_"
 __all__ = ["degenerate"]  # built in steps a linter can follow: the module, the lazy names, the zoo
 __all__ += list(_WHERE)

@@ -13,7 +13,8 @@ Two groups:
 - **exact values, corrupted**: ``sign_flipped``, ``scaled_negative`` (-3 x), ``abs_of_exact``,
   ``row_offset`` (plus a per-row constant), ``swapped`` (the two most important features swapped),
   ``shuffled_rows`` (each row gets another row's explanation), ``noisy_10``, ``noisy_30``,
-  ``noisy_100`` (seeded Gaussian noise at 10, 30, 100 % of the reference's RMS).  Their reference
+  ``noisy_100`` (seeded Gaussian noise at 10, 30, 100 % of the reference's RMS), ``one_row_in_ten``
+  (rows 0, 10, 20... explained, zeros elsewhere: a row explained as nothing counts).  Their reference
   is :func:`pytest_xai.explainers.baselines.exact_shapley`; where it cannot run (too many
   features, no background) they raise :class:`pytest_xai.NotApplicable`, so the test is skipped.
 
@@ -120,6 +121,13 @@ def _shuffled_rows(reference, inputs, output, background, rng):
     return reference[target]
 
 
+def _one_row_in_ten(reference, inputs, output, background, rng):
+    """The reference on rows 0, 10, 20, ... and zeros on every other row."""
+    reference = np.array(reference, dtype=float, copy=True)
+    reference[np.arange(len(reference)) % 10 != 0] = 0.0
+    return reference
+
+
 def _noisy(level: float) -> Transform:
     def transform(reference, inputs, output, background, rng):
         reference = np.asarray(reference, dtype=float)
@@ -133,7 +141,7 @@ def _noisy(level: float) -> Transform:
 NOTHING = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean")
 #: Members that corrupt a correct reference.
 CORRUPTED = ("sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
-             "noisy_10", "noisy_30", "noisy_100")
+             "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten")
 MEMBERS = NOTHING + CORRUPTED
 
 TRANSFORMS: dict[str, Transform] = {
@@ -152,6 +160,7 @@ TRANSFORMS: dict[str, Transform] = {
     "noisy_10": _noisy(0.10),
     "noisy_30": _noisy(0.30),
     "noisy_100": _noisy(1.00),
+    "one_row_in_ten": _one_row_in_ten,
 }
 assert tuple(TRANSFORMS) == MEMBERS
 
@@ -221,6 +230,7 @@ shuffled_rows = _corrupted("shuffled_rows")
 noisy_10 = _corrupted("noisy_10")
 noisy_30 = _corrupted("noisy_30")
 noisy_100 = _corrupted("noisy_100")
+one_row_in_ten = _corrupted("one_row_in_ten")
 
 #: member name -> explainer obeying the contract.
 ZOO: dict[str, Callable[..., np.ndarray]] = {name: globals()[name] for name in MEMBERS}

@@ -139,6 +139,9 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             params["reexplain"] = _reexplainer(state, explainer, case)
         if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
             params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
+        game = explainer.declared("reference") if explainer is not None else None
+        if game is not None and "conditional" in inspect.signature(info.func).parameters and "conditional" not in params:
+            params["conditional"] = game  # explain.reference = "baseline": judged against baseline Shapley values
         try:
             score = info.func(explanation, case, **params)
             score = _score_repeats(request.node, info.func, explanation, case, params, score)
@@ -147,6 +150,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rec = _rec(request.node)
         rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
         rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, score.detail
+        rec.reference = score.params.get("reference")  # {method, evaluations, max_error, convention}
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:

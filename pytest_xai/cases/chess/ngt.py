@@ -32,8 +32,9 @@ def distances(maps, masks, metric: str = "correlation") -> tuple[np.ndarray, np.
     ``correlation`` = 1 - Pearson (range [0, 2]); ``cosine`` = 1 - cos (paper: almost always ~1,
     not gated by default); ``chebyshev`` = max |a - m|; ``euclidean`` = ||a - m||_2 / 8 (divided
     by sqrt(64) so it lies in [0, 1]).  Returns (values, reasons): values are NaN where the
-    metric is undefined (correlation: empty or full mask, constant map; cosine: empty mask or
-    all-zero map; any: non-finite map) and ``reasons[i]`` says why ("" where defined).
+    metric is undefined (correlation: empty or full mask, constant non-zero map; cosine: empty mask;
+    any: non-finite map) and ``reasons[i]`` says why ("" where defined).  An all-zero map agrees with
+    no mask: distance 1 (correlation 0, cosine 0), never left out (``docs/defects.md`` XB-12).
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -51,18 +52,18 @@ def distances(maps, masks, metric: str = "correlation") -> tuple[np.ndarray, np.
         d = np.sqrt(((a - m) ** 2).sum(axis=1)) / 8.0
     elif metric == "cosine":
         na, nm = np.linalg.norm(a, axis=1), np.sqrt(n_mask)
-        reasons[na == 0] = "all-zero attribution map"
         reasons[nm == 0] = "empty mask"
         with np.errstate(invalid="ignore", divide="ignore"):
-            d = 1.0 - (a * m).sum(axis=1) / (na * nm)
+            d = np.where(na == 0, 1.0, 1.0 - (a * m).sum(axis=1) / (na * nm))
     else:
         ac, mc = a - a.mean(axis=1, keepdims=True), m - m.mean(axis=1, keepdims=True)
         sa, sm = np.sqrt((ac**2).sum(axis=1)), np.sqrt((mc**2).sum(axis=1))
-        reasons[sa == 0] = "constant attribution map"
+        silent = ~(a > 0).any(axis=1)
+        reasons[(sa == 0) & ~silent] = "constant attribution map"
         reasons[n_mask == 64] = "full mask"
         reasons[n_mask == 0] = "empty mask"
         with np.errstate(invalid="ignore", divide="ignore"):
-            d = 1.0 - (ac * mc).sum(axis=1) / (sa * sm)
+            d = np.where(silent, 1.0, 1.0 - (ac * mc).sum(axis=1) / (sa * sm))
     reasons[~finite] = "non-finite attribution"
     d = np.where(reasons == "", np.maximum(d, 0.0), np.nan)  # 1 - cos may round to -1e-16
     return d, reasons
@@ -105,8 +106,8 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
     Mücke & Pfahler 2022, §3: each attribution (n, 12, 8, 8) is reduced to the max |A| over
     planes per square, divided by its max, and compared with ``case.truth[mask]`` (the class'
     own mask by default).  Passes when the mean distance over the positions where ``metric`` is
-    defined is <= ``max_distance``; undefined positions (constant map, empty/full mask) are
-    excluded and counted.  ``max_distance=None`` takes the calibrated default of ``metric``
+    defined is <= ``max_distance``; undefined positions (constant non-zero map, empty/full mask) are
+    excluded and counted, and an all-zero map is distance 1 (it agrees with no mask).  ``max_distance=None`` takes the calibrated default of ``metric``
     (``MAX_DISTANCE``; cosine has none, as the paper found it ~1 for every method).
 
     Calibration (oracle cases, seeds 0 and 1, 32 positions per class; the controls do not depend
@@ -121,8 +122,9 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
     is 1.0 for both, so it only passes near-exact masks.
     For the oracle cases the number of invalid boards the oracle saw since the last check is
     reported in ``params`` and the counter is reset.
-    Zoo (``tests/test_zoo.py``): zeros, constants and the output copied are constant maps
-    (undefined, fail), the input itself, the input minus the mean, noise and shuffled rows fail.
+    Zoo (``tests/test_zoo.py``): zeros (distance 1) fail, constants and the output copied are
+    constant maps (undefined, fail), a map that explains one position in ten and is zero elsewhere
+    fails, the input itself, the input minus the mean, noise and shuffled rows fail.
     Passed by construction (declared): the sign and scale of the map and |A| (the reduction takes
     max |A| over planes and divides by its maximum), a positive offset of the mask (removed by the
     correlation), exchanging two of the 768 inputs, and noise up to the mask's RMS.

@@ -4,23 +4,47 @@ the case's exact Shapley values where it has them."""
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
 import numpy as np
 
-from pytest_xai import metrics
+from pytest_xai import metrics, reference
 from pytest_xai.case import Case, Score
 from pytest_xai.checks import attributions_of, check
+from pytest_xai.errors import NotApplicable
 
 
 def _reference_for(case: Case, conditional: str) -> Any:
+    if conditional == "baseline" and case.baseline is not None:  # the game of explain.reference = "baseline"
+        return np.broadcast_to(np.asarray(case.baseline, dtype=float), np.shape(case.inputs)[1:]).reshape(-1)
     distribution = case.meta.get("distribution")
     if distribution is not None:
         return distribution.imputer(conditional)
     if conditional == "interventional" and case.background is not None:
         return np.asarray(case.background, dtype=float).reshape(len(case.background), -1)
     raise ValueError(f"case {case.name!r} has no distribution for {conditional} expectations")
+
+
+def _truth(case: Case, conditional: str) -> tuple[np.ndarray, reference.Reference | None]:
+    """The correct attributions of ``conditional``: the case's exact Shapley values where it has them,
+    else the reference computed from its model (:func:`pytest_xai.reference.for_case`, which raises
+    NotApplicable with the reason when there is none)."""
+    key = f"shapley_{conditional}"
+    if key in case.truth:
+        return np.asarray(case.truth[key]), None
+    if conditional not in reference.CONVENTIONS:
+        raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
+    found = reference.for_case(case, conditional)
+    return found.values, found
+
+
+def _what(found: reference.Reference | None, conditional: str) -> str:
+    if found is None:
+        return f"exact {conditional} Shapley values"
+    how = "exact" if found.method == "exact" else f"estimated (max error {found.max_error:.3g})"
+    return f"the reference ({how} {conditional} Shapley values of the model, {found.evaluations:,} evaluations)"
 
 
 def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, threshold: float, what: str,
@@ -44,8 +68,9 @@ def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, thres
 
 
 def _shapley_reference(case: Case, params) -> np.ndarray:
-    """The correct attributions of a gaussian check: the exact Shapley values of its convention."""
-    return case.truth[f"shapley_{params.get('convention', params.get('conditional', 'interventional'))}"]
+    """The correct attributions of a gaussian check: the exact Shapley values of its convention (the
+    computed reference on a case without them)."""
+    return _truth(case, params.get("convention", params.get("conditional", "interventional")))[0]
 
 
 @check(marker="xai_gt_shapley", thresholds={"max_error": 0.05}, reference=_shapley_reference,
@@ -68,14 +93,17 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
     features swapped at rho = 0.99).  Passes by construction: ``noisy_10`` (within tolerance).  The value is 1
     - mean error.
     """
-    key = f"shapley_{convention}"
-    if key not in case.truth:
-        raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
-    result = metrics.gt_shapley_error(attributions_of(attributions), case.truth[key])
-    score = _verdict("gt_shapley", result, "max_error", max_error,
-                     f"normalised error against exact {convention} Shapley values", {"convention": convention})
+    truth, found = _truth(case, convention)
+    result = metrics.gt_shapley_error(attributions_of(attributions), truth)
+    params: dict[str, Any] = {"convention": convention}
+    bar = max_error
+    if found is not None:  # sqrt(error) obeys the triangle inequality: widen by the reference's own
+        bar = (math.sqrt(max_error) + found.relative_error) ** 2
+        params["reference"] = found.summary()
+    score = _verdict("gt_shapley", result, "max_error", bar, f"normalised error against {_what(found, convention)}",
+                     params)
     if result.defined.any():
-        return Score(score.check, score.value, score.passed, score.threshold,
+        return Score(score.check, score.value, score.passed, max_error,
                      score.detail + f" (common scale beta* = {result.params['beta']:.3g})", score.params, score.worst)
     return score
 
@@ -114,10 +142,7 @@ def _truth_score(name: str, case: Case, conditional: str) -> float:
     """Mean metric of the case's exact Shapley values (``case.truth["shapley_<conditional>"]``), memoised."""
     scores = _TRUTH_SCORES.setdefault(case, {})
     if (name, conditional) not in scores:
-        key = f"shapley_{conditional}"
-        if key not in case.truth:
-            raise ValueError(f"case {case.name!r} has no truth {key!r} to calibrate {name} against")
-        scores[name, conditional] = _metric(name, case, case.truth[key], conditional).mean
+        scores[name, conditional] = _metric(name, case, _truth(case, conditional)[0], conditional).mean
     return scores[name, conditional]
 
 
@@ -126,27 +151,37 @@ def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str
     """Pass when the mean metric is within ``max_gap`` of what the exact Shapley values of the case
     score (in the metric's direction; doing better than them passes).  Undefined points are excluded
     and counted; all undefined fails.  A case without exact Shapley values (a user's own model) is
-    held to the absolute ``bar`` = (threshold name, value) instead."""
-    if f"shapley_{conditional}" not in case.truth and bar is not None:
+    calibrated the same way on its computed reference (:mod:`pytest_xai.reference`), the gap widened
+    by twice the reference's relative error bound (first order: each metric moves by at most about
+    that when the attributions move by it); where no reference can be had, it is held to the
+    absolute ``bar`` = (threshold name, value) instead, and the detail says why."""
+    try:
+        _, found = _truth(case, conditional)
+    except NotApplicable as exc:
+        if bar is None:
+            raise
         return _verdict(name, _metric(name, case, attributions, conditional), bar[0], bar[1],
-                        f"{what} (no exact Shapley values on this case: absolute bar)", {"conditional": conditional})
+                        f"{what} (no reference on this case: {exc}; absolute bar)", {"conditional": conditional})
     result = _metric(name, case, attributions, conditional)
     truth = _truth_score(name, case, conditional)
-    params = {"conditional": conditional, "max_gap": max_gap, "truth_score": truth}
+    widen = 0.0 if found is None else 2.0 * found.relative_error
+    params: dict[str, Any] = {"conditional": conditional, "max_gap": max_gap, "truth_score": truth}
+    if found is not None:
+        params["reference"] = found.summary()
     if not result.defined.any():
         reason = next(iter(result.reasons.values()), "undefined")
         return Score(name, 0.0, False, max_gap, f"{what} is undefined for every point ({reason})", params)
     m, higher = result.mean, result.higher_is_better
     gap = truth - m if higher else m - truth
-    passed = bool(gap <= max_gap)
+    passed = bool(gap <= max_gap + widen)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
     row = int(np.argmin(vals) if higher else np.argmax(vals))
     undefined = (f"; {result.n_undefined}/{result.values.size} points undefined and excluded"
                  if result.n_undefined else "")
     extra = f"; common scale beta* = {result.params['beta'][0]:.3g}" if name == "infidelity" else ""
     return Score(name, float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)), passed, max_gap,
-                 f"mean {what} {m:.3f}, exact Shapley values score {truth:.3f}: "
-                 f"{'within' if passed else 'more than'} {max_gap:g} of them{undefined}{extra}", params,
+                 f"mean {what} {m:.3f}, {_what(found, conditional)} score {truth:.3f}: "
+                 f"{'within' if passed else 'more than'} {max_gap + widen:.3g} of them{undefined}{extra}", params,
                  {"row": row, result.name: float(result.values[row])})
 
 
@@ -185,7 +220,9 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
 @check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "min_score": 0.6},
        passes_by_construction={
            "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
-           "noisy_10": _SMALL_NOISE,
+           "noisy_10": "may pass or fail: independent noise of 10 % of the RMS reorders the small attributions and "
+                       "trails the truth by up to 0.09 (fails 6 of 13 cases, seed 0), more than KernelSHAP's own "
+                       "error at the default budget (at most 0.036, passes 13 of 13), which the tolerance is for",
            **dict.fromkeys(["input_itself@gaussian_piecewise_linear_rho50",
                             "input_minus_mean@gaussian_piecewise_linear_rho50",
                             "noisy_30@gaussian_piecewise_linear_rho50"],
@@ -204,10 +241,14 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
     absolute threshold cannot work, since the exact values score 0.67 on the non-additive
     piecewise-linear label and 0.97 on the piecewise-constant one.  On the 13 gaussian cases (seed 0)
     exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99), and
-    the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Passes by
-    construction ``sign_flipped``, ``scaled_negative`` and ``abs_of_exact`` (the metric reads only
-    the order of |w|), ``noisy_10``, and on the piecewise-linear case, where nothing is monotone,
-    the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
+    the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Noise: KernelSHAP at
+    the default budget trails by at most 0.036 (rho = 0.99) and passes all 13; LIME, whose weights are
+    not Shapley values, fails 11 of 13; independent noise of 10 % of the RMS on every value
+    (``noisy_10``) reorders the small attributions, trails by up to 0.09 and fails 6 of 13 (seed 0):
+    the tolerance admits an estimator's error, not that much independent noise, and ``noisy_10`` is
+    declared as allowed to pass, not promised to.  Passes by construction ``sign_flipped``,
+    ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of |w|), and on the
+    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
     be >= min_score (default 0.6; it reads only the order of |w|, so it is the weakest of the three).
     """
     return _relative_verdict("monotonicity", attributions, case, conditional, max_gap,
@@ -236,7 +277,12 @@ def infidelity(attributions, case: Case, *, conditional: str = "interventional",
     the case plus max_gap (default 0.05).  On the 13 gaussian cases (seed 0) the exact values score
     0.005 to 0.09, exact values against the 100-row background at most 0.033 more (rho = 0.99), and
     the closest zoo member not declared 0.078 more (the input itself at rho = 0.99).  The value is
-    1 - mean.  Passes by construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
+    1 - mean.  The gap cannot be tighter than what the legitimate estimate needs (the background
+    values trail by up to 0.033), and that is all that separates the exchange of x0 (weight 0) and x1
+    on the seven linear cases: it trails by 0.016 (rho = 0.99) to 0.033 (rho = 0); infidelity cannot
+    tell it from a correct estimate there, gt_shapley (error 0.06 to 0.08) rejects it.  Column
+    z-scoring trails by 0.13 (rho = 0.99) to 0.53 and fails everywhere (seed 0).  Passes by
+    construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
     and, at rho = 0.99 only, two swapped features that are nearly one variable.  On a case without
     exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
     a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).

@@ -101,8 +101,11 @@ class Agreement:
 
     precision = sum_{E} w / |E|, recall = sum_{E} w / sum w.  *Micro* pools the sums over all
     samples (the v1 paper's "for the set"); *macro* averages the per-sample values, NaN excluded.
-    F1 = 2PR / (P + R) of the (micro or macro) P and R.  ``precision`` (``recall``) per sample is
-    NaN where the explanation selected nothing (the human mask is empty); those are counted.
+    F1 = 2PR / (P + R) of the (micro or macro) P and R.  ``recall`` per sample is NaN where the human
+    mask is empty; ``precision`` too, and it is 0 where the explanation selected nothing although the
+    mask is not empty: an empty selection misses what humans looked at, and micro precision charges
+    it the mean size of the other samples' selections (left out, one selected sample in ten scored
+    like ten; ``docs/defects.md`` XB-12).  Both cases are counted.
     """
 
     precision: np.ndarray
@@ -149,12 +152,14 @@ def agreement(selected, weights, *, valid=None) -> Agreement:
     v = _valid(valid, E.shape)
     E, w = _flat(E) & v, np.where(v, _flat(w), 0.0)
     hit, size, mass = (E * w).sum(axis=1), E.sum(axis=1), w.sum(axis=1)
+    missed = (size == 0) & (mass > 0)
+    charged = np.where(missed, size[size > 0].mean() if (size > 0).any() else 1.0, size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(size > 0, hit / np.maximum(size, 1), np.nan)
+        precision = np.where(size > 0, hit / np.maximum(size, 1), np.where(missed, 0.0, np.nan))
         recall = np.where(mass > 0, hit / np.where(mass > 0, mass, 1.0), np.nan)
     return Agreement(
         precision=precision, recall=recall,
-        precision_micro=_ratio(hit.sum(), size.sum()), recall_micro=_ratio(hit.sum(), mass.sum()),
+        precision_micro=_ratio(hit.sum(), charged.sum()), recall_micro=_ratio(hit.sum(), mass.sum()),
         precision_macro=_nanmean(precision), recall_macro=_nanmean(recall),
         n_empty_selection=int((size == 0).sum()), n_empty_mask=int((mass == 0).sum()),
         base_rate=_ratio(mass.sum(), v.sum()),
@@ -237,7 +242,7 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     value = getattr(binary, f"{which}_{aggregate}")
     per_sample = getattr(binary, which)
     params["selection"] = rule
-    reason = "explanation selected nothing" if which == "precision" else "human mask empty"
+    reason = "explanation and human mask both empty" if which == "precision" else "human mask empty"
     n = len(per_sample)
     if math.isnan(value):
         return Score(name, 0.0, False, minimum, f"{which} undefined: {reason} in all {n} samples "

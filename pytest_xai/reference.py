@@ -1,0 +1,272 @@
+"""A reference explanation for a case whose truth is unknown: Shapley values of its own model.
+
+For a user's model (``pytest_xai.make_case``) no attribution is known, so the fidelity checks would
+be held to absolute bars that a subtly wrong explainer clears (README "A reference for your
+model").  Here the reference is computed from the model itself, per row and target class:
+
+- ``convention="interventional"``: v_x(S) = mean over background rows b of f(x_S, b_rest)
+  (Janzing et al. 2020), what TreeSHAP (interventional) and KernelSHAP estimate;
+- ``convention="baseline"``: the same with the one baseline row (baseline Shapley, Sundararajan &
+  Najmi 2020), the game of Integrated Gradients and other zero-baseline methods.
+
+Players are the features, or the groups of ``case.meta["groups"]`` (features with one id move
+together; each feature gets its group's value, as captum's ``feature_mask`` and
+:mod:`pytest_xai.explainers.grouped` do).  **Exact** by enumerating the 2^G coalitions (the weights of
+:func:`pytest_xai.shapley.coalitions`) when G <= 16 and n 2^G m model evaluations fit the budget;
+otherwise **estimated** by permutation sampling with antithetic pairs (each permutation and its
+reverse; Mitchell et al. 2022), unbiased, with as many pairs as the budget gives.  Its error bound
+comes from its own variance: each value's bound is t * se, t the Student quantile of 95 %
+Bonferroni-corrected over the n G values, se the standard error of its pair means, so the true values
+are within their bounds everywhere in at least 95 % of runs (``tests/test_reference.py``);
+``max_error`` is the largest bound.  ``rms_error`` bounds the root mean square error over all values
+at 95 % (a weighted sum of F(1, pairs - 1) variables at Satterthwaite's degrees of freedom); the
+checks widen their gap by it relative to the values' RMS (:attr:`Reference.relative_error`).
+
+The result is memoised per case and stored in the disk cache the case was built with, keyed by a
+fingerprint of the inputs, background, targets and the model's outputs (a changed model recomputes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_xai.budget import DEFAULT
+from pytest_xai.case import Case
+from pytest_xai.errors import NotApplicable
+from pytest_xai.shapley import MAX_FEATURES, coalitions
+
+#: Model evaluations (rows passed to ``predict``) a reference may spend, unless the case sets its own
+#: (``make_case(reference=N)``); ``reference=False`` turns it off.  The budget of one explainer call.
+BUDGET = DEFAULT
+#: The conventions a reference is computed for (``explain.reference`` selects one).
+CONVENTIONS = ("interventional", "baseline")
+#: The fewest antithetic pairs for an estimate; fewer cannot state an error bound worth the name.
+MIN_PAIRS = 8
+_ROWS_PER_CALL = 1 << 18
+_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Reference attributions (shaped like the case's inputs) and how they were had."""
+
+    values: np.ndarray
+    method: str  # "exact" (coalition enumeration) or "permutation" (antithetic sampling)
+    evaluations: int
+    max_error: float  # bound on max |values - true Shapley values| (0 for exact)
+    convention: str
+    rms_error: float = 0.0  # 95 % bound on the root mean square error over all values
+
+    def summary(self) -> dict[str, Any]:
+        """What the JSON report records: ``{method, evaluations, max_error, convention}``."""
+        return {"method": self.method, "evaluations": int(self.evaluations), "max_error": float(self.max_error),
+                "convention": self.convention}
+
+    @property
+    def relative_error(self) -> float:
+        """Bound on ||values - truth|| / ||values|| over the whole matrix: ``rms_error`` over the RMS of
+        the values (0 when exact; 1 at most)."""
+        rms = float(np.sqrt(np.mean(np.square(self.values))))
+        return 0.0 if self.rms_error == 0 else min(1.0, self.rms_error / rms) if rms > 0 else 1.0
+
+
+def _players(groups: Any, d: int) -> np.ndarray:
+    """(G, d) bool: which features each player moves."""
+    if groups is None:
+        return np.eye(d, dtype=bool)
+    ids = np.asarray(groups).reshape(-1)
+    if ids.size != d:
+        raise ValueError(f"groups has {ids.size} entries for {d} features")
+    return ids[None, :] == np.unique(ids)[:, None]
+
+
+class _Game:
+    """v_x(S) for every explained row: ``value(rows, masks)`` with masks (k, G) over players."""
+
+    def __init__(self, predict, inputs: np.ndarray, reference_rows: np.ndarray, target: Any, groups: Any):
+        self.shape = np.shape(inputs)
+        self.x = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
+        self.n, self.d = self.x.shape
+        self.bg = np.asarray(reference_rows, dtype=float).reshape(-1, self.d)
+        self.players = _players(groups, self.d)
+        self.player_of = self.players.argmax(axis=0)  # (d,): the player each feature belongs to
+        self.target = None if target is None else np.broadcast_to(np.asarray(target, dtype=int), (self.n,))
+        self.predict, self.evaluations = predict, 0
+
+    def _outputs(self, rows: np.ndarray, targets: np.ndarray | None) -> np.ndarray:
+        self.evaluations += len(rows)
+        out = np.asarray(self.predict(rows.reshape((-1,) + self.shape[1:])), dtype=float)
+        if out.ndim == 2 and out.shape[1] == 1 and targets is None:
+            out = out[:, 0]
+        if out.ndim == 2:
+            if targets is None:
+                raise ValueError(f"predict returned class probabilities {out.shape}; the case needs a target")
+            out = out[np.arange(len(out)), targets]
+        return out.reshape(len(rows))
+
+    def values(self, rows: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """v for ``masks`` (r, k, G) of player coalitions at ``rows`` (r,): shape (r, k)."""
+        r, k, _ = masks.shape
+        m = len(self.bg)
+        features = masks[:, :, self.player_of]  # (r, k, d): the players' features
+        out = np.empty((r, k))
+        block = max(1, _ROWS_PER_CALL // max(1, k * m))
+        for start in range(0, r, block):
+            stop = min(r, start + block)
+            x = self.x[rows[start:stop]]
+            hybrid = np.where(features[start:stop, :, None, :], x[:, None, None, :], self.bg[None, None])
+            targets = None if self.target is None else np.repeat(self.target[rows[start:stop]], k * m)
+            y = self._outputs(hybrid.reshape(-1, self.d), targets)
+            out[start:stop] = y.reshape(stop - start, k, m).mean(axis=2)
+        return out
+
+
+def exact(game: _Game) -> np.ndarray:
+    """Shapley values of every row by enumerating the 2^G coalitions: (n, G)."""
+    masks, W = coalitions(len(game.players))
+    rows = np.arange(game.n)
+    return game.values(rows, np.broadcast_to(masks, (game.n,) + masks.shape)) @ W
+
+
+def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Antithetic permutation sampling: (estimate (n, G), standard error (n, G)) from ``pairs``
+    permutations and their reverses per row; v(empty) and v(all) are computed once per row, and the
+    permutations go through the model in chunks (memory stays bounded)."""
+    G, n, m = len(game.players), game.n, len(game.bg)
+    rng = np.random.default_rng([seed, 27])
+    rows = np.arange(n)
+    ends = game.values(rows, np.stack([np.zeros((n, G), bool), np.ones((n, G), bool)], axis=1))
+    total, squares = np.zeros((n, G)), np.zeros((n, G))
+    chunk = max(1, _ROWS_PER_CALL // max(1, 2 * (G - 1) * m * n))
+    for start in range(0, pairs, chunk):
+        k = min(chunk, pairs - start)
+        order = rng.random((n, k, G)).argsort(axis=2)
+        orders = np.concatenate([order, order[:, :, ::-1]], axis=1)  # (n, 2k, G): each with its reverse
+        position = np.empty_like(orders)
+        np.put_along_axis(position, orders, np.broadcast_to(np.arange(G), orders.shape), axis=2)
+        inner = position[:, :, None, :] < np.arange(1, G)[None, None, :, None]  # (n, 2k, G-1, G): first j players
+        v = np.empty((n, 2 * k, G + 1))
+        v[:, :, 0], v[:, :, G] = ends[:, :1], ends[:, 1:]
+        v[:, :, 1:G] = game.values(rows, inner.reshape(n, -1, G)).reshape(n, 2 * k, G - 1)
+        phi = np.empty((n, 2 * k, G))
+        np.put_along_axis(phi, orders, np.diff(v, axis=2), axis=2)  # the gain of each order's j-th player
+        pair_means = 0.5 * (phi[:, :k] + phi[:, k:])
+        total += pair_means.sum(axis=1)
+        squares += np.square(pair_means).sum(axis=1)
+    mean = total / pairs
+    variance = np.maximum(squares - pairs * np.square(mean), 0.0) / (pairs - 1)
+    return mean, np.sqrt(variance / pairs)
+
+
+def compute(predict, inputs: Any, rows: Any, *, target: Any = None, groups: Any = None, budget: int = BUDGET,
+            seed: int = 0, convention: str = "interventional") -> Reference:
+    """The reference of ``predict`` at ``inputs`` against ``rows`` (background rows, or the one
+    baseline row): exact when it fits ``budget`` model evaluations, else estimated; raises
+    :class:`pytest_xai.NotApplicable` when even the smallest estimate does not fit."""
+    game = _Game(predict, inputs, rows, target, groups)
+    G, n, m = len(game.players), game.n, len(game.bg)
+    exact_cost = n * (2**G) * m if G <= MAX_FEATURES else math.inf
+    if exact_cost <= budget:
+        phi, method, bound, rms = exact(game), "exact", 0.0, 0.0
+    else:
+        pairs = int((budget / n - 2 * m) // (2 * (G - 1) * m)) if G > 1 else 0
+        if pairs < MIN_PAIRS:
+            raise NotApplicable(f"a reference needs {MIN_PAIRS} antithetic pairs of permutations, "
+                                f"{n * (2 * m + 2 * MIN_PAIRS * (G - 1) * m):,} model evaluations for {n} rows, "
+                                f"{G} players and {m} background rows; the budget is {budget:,}")
+        from scipy.stats import t as student
+
+        phi, se = permutation(game, pairs, seed)
+        quantile = float(student.ppf(1 - (1 - _CONFIDENCE) / (2 * n * G), pairs - 1))
+        method, bound, rms = "permutation", float(quantile * se.max()), _rms_bound(se[:, game.player_of], pairs)
+    values = phi[:, game.player_of].reshape(game.shape)  # each feature gets its group's value
+    return Reference(values, method, game.evaluations, bound, convention, rms)
+
+
+def _rms_bound(se: np.ndarray, pairs: int) -> float:
+    """A 95 % bound on the RMS of the errors from their estimated standard errors: each squared error
+    over its se^2 is F(1, pairs - 1); their weighted sum is taken as F at Satterthwaite's effective
+    degrees of freedom."""
+    from scipy.stats import f as fisher
+
+    v = np.square(se).reshape(-1)
+    if not v.any():
+        return 0.0
+    dof = float(v.sum() ** 2 / np.square(v).sum())
+    return float(np.sqrt(v.mean() * fisher.ppf(_CONFIDENCE, dof, pairs - 1)))
+
+
+_MEMO: weakref.WeakKeyDictionary[Case, dict[str, Reference | str]] = weakref.WeakKeyDictionary()
+
+
+def _fingerprint(case: Case, rows: np.ndarray, convention: str, budget: int) -> str:
+    """What the reference depends on: inputs, reference rows, targets, groups and the model's outputs
+    there (a retrained model changes them), the convention and budget."""
+    digest = hashlib.sha256()
+    probe = np.concatenate([np.asarray(case.inputs, dtype=float).reshape(len(case.inputs), -1),
+                            rows.reshape(len(rows), -1)])
+    for part in (probe, np.asarray(case.outputs(), dtype=float), np.asarray(case.predict(
+            rows.reshape((-1,) + np.shape(case.inputs)[1:])), dtype=float), np.asarray(case.target, dtype=float),
+                 np.asarray(case.meta.get("groups", -1), dtype=float)):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    digest.update(f"{convention}:{budget}".encode())
+    return digest.hexdigest()
+
+
+def _rows(case: Case, convention: str) -> np.ndarray:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"reference convention must be one of {CONVENTIONS}, got {convention!r}")
+    source = case.background if convention == "interventional" else case.baseline
+    if source is None:
+        raise NotApplicable(f"case {case.name!r} has no {'background' if convention == 'interventional' else 'baseline'}"
+                            f" to compute a {convention} reference against")
+    x = np.asarray(case.inputs)
+    rows = np.asarray(source, dtype=float)
+    return np.array(np.broadcast_to(rows, (1,) + x.shape[1:]) if convention == "baseline" else rows)  # writable
+
+
+def for_case(case: Case, convention: str = "interventional") -> Reference:
+    """The case's reference of ``convention``, computed once per case (and stored in the case's disk
+    cache); raises :class:`pytest_xai.NotApplicable` with the reason when there is none (turned off
+    with ``make_case(reference=False)``, no background or baseline, or beyond the budget)."""
+    memo = _MEMO.setdefault(case, {})
+    if convention not in memo:
+        try:
+            memo[convention] = _build(case, convention)
+        except NotApplicable as exc:
+            memo[convention] = str(exc)
+    found = memo[convention]
+    if isinstance(found, str):
+        raise NotApplicable(found)
+    return found
+
+
+def _build(case: Case, convention: str) -> Reference:
+    setting = case.meta.get("reference", True)
+    if setting is False:
+        raise NotApplicable(f"the reference is turned off for case {case.name!r} (make_case(reference=False))")
+    budget = BUDGET if setting is True else int(setting)
+    rows = _rows(case, convention)
+    seed = int(case.meta.get("seed", 0))
+
+    def build() -> dict[str, np.ndarray]:
+        ref = compute(case.predict, case.inputs, rows, target=case.target, groups=case.meta.get("groups"),
+                      budget=budget, seed=seed, convention=convention)
+        return {"values": ref.values, "method": np.array(ref.method), "evaluations": np.array(ref.evaluations),
+                "max_error": np.array(ref.max_error), "rms_error": np.array(ref.rms_error)}
+
+    from pytest_xai import cases
+    from pytest_xai.cache import Cache
+
+    built = cases.built_with(case)
+    cache = Cache(built[2] if built is not None else None)
+    stored = cache.arrays("reference", {"case": case.name, "fingerprint": _fingerprint(case, rows, convention, budget)},
+                          build)
+    return Reference(stored["values"], str(stored["method"]), int(stored["evaluations"]),
+                     float(stored["max_error"]), convention, float(stored["rms_error"]))

@@ -1,0 +1,146 @@
+"""The reference of a case without a known truth (pytest_xai.reference): exact Shapley values agree
+with pytest_xai.shapley and shapiq, the estimate's stated bounds hold, and the reference is per
+target, per group, per convention, memoised, cached and can be turned off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pytest_xai
+from pytest_xai import NotApplicable, cases, reference, shapley
+from pytest_xai.cache import Cache
+
+
+def _network(d: int, seed: int):
+    """A random two-layer tanh network with an interaction: a model no explainer is exact on by luck."""
+    rng = np.random.default_rng(seed)
+    W, w = rng.normal(size=(d, 8)), rng.normal(size=8)
+    return lambda X: np.tanh(np.asarray(X, dtype=float) @ W) @ w + np.asarray(X)[:, 0] * np.asarray(X)[:, 1]
+
+
+def test_exact_path_agrees_with_enumeration_and_shapiq_to_1e_9():
+    shapiq = pytest.importorskip("shapiq")
+    rng = np.random.default_rng(3)
+    d = 7
+    f = _network(d, 3)
+    X, B = rng.normal(size=(4, d)), rng.normal(size=(11, d))
+    ref = reference.compute(f, X, B)
+    assert ref.method == "exact" and ref.max_error == 0.0 and ref.evaluations == 4 * 2**d * 11
+    np.testing.assert_allclose(ref.values, shapley.interventional(f, X, B), atol=1e-9, rtol=0)
+    for r, x in enumerate(X):
+        def game(coalitions, x=x):
+            hybrid = np.where(np.asarray(coalitions, bool)[:, None, :], x[None, None, :], B[None])
+            return f(hybrid.reshape(-1, d)).reshape(len(coalitions), len(B)).mean(axis=1)
+
+        values = shapiq.ExactComputer(game, n_players=d)("SV").get_n_order_values(1)
+        np.testing.assert_allclose(ref.values[r], values, atol=1e-9, rtol=0)
+
+
+def test_estimated_bounds_hold_in_at_least_95_percent_of_200_seeded_trials():
+    rng = np.random.default_rng(4)
+    d, n, m = 9, 5, 7
+    f = _network(d, 4)
+    X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+    truth = shapley.interventional(f, X, B)
+    budget = n * (2 * m + 2 * reference.MIN_PAIRS * (d - 1) * m)  # the smallest estimate: 8 pairs
+    within = within_rms = 0
+    for seed in range(200):
+        est = reference.compute(f, X, B, budget=budget, seed=seed)
+        assert est.method == "permutation" and est.evaluations <= budget
+        within += bool((np.abs(est.values - truth) <= est.max_error).all())
+        within_rms += bool(np.sqrt(np.mean(np.square(est.values - truth))) <= est.rms_error)
+    assert within >= 190 and within_rms >= 190, (within, within_rms)
+    np.testing.assert_allclose(est.values.sum(axis=1), f(X) - f(B).mean(), atol=1e-9)  # each order is efficient
+
+
+def test_the_estimate_is_unbiased_and_tightens_with_the_budget():
+    rng = np.random.default_rng(5)
+    d, n, m = 10, 3, 5
+    f = _network(d, 5)
+    X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+    truth = shapley.interventional(f, X, B)
+    large = n * m * 2**d - 1  # one evaluation short of exact
+    small = n * (2 * m + 2 * reference.MIN_PAIRS * (d - 1) * m)
+    runs = [reference.compute(f, X, B, budget=large, seed=s) for s in range(40)]
+    assert all(r.method == "permutation" and r.evaluations <= large for r in runs)
+    assert np.abs(np.mean([r.values for r in runs], axis=0) - truth).max() < 0.25 * runs[0].max_error
+    assert runs[0].max_error < reference.compute(f, X, B, budget=small, seed=0).max_error
+
+
+def test_per_row_targets_groups_and_the_baseline_game():
+    rng = np.random.default_rng(6)
+    d = 6
+    g = _network(d, 6)
+
+    def proba(X):
+        p = 1 / (1 + np.exp(-g(X)))
+        return np.stack([1 - p, p], axis=1)
+
+    X, B = rng.normal(size=(4, d)), rng.normal(size=(6, d))
+    targets = np.array([0, 1, 1, 0])
+    ref = reference.compute(proba, X, B, target=targets)
+    for r in range(4):
+        np.testing.assert_allclose(ref.values[r], shapley.interventional(proba, X[r:r + 1], B, int(targets[r]))[0],
+                                   atol=1e-12)
+    baseline = np.zeros(d)
+    np.testing.assert_allclose(reference.compute(g, X, baseline[None], convention="baseline").values,
+                               shapley.interventional(g, X, baseline[None]), atol=1e-12)
+    groups = np.array([0, 0, 1, 1, 2, 2])
+    grouped = reference.compute(g, X, B, groups=groups)
+
+    def pairs(Z):  # the same model as a function of the three groups, each group one player
+        return g(np.repeat(Z, 2, axis=1))
+
+    Xg, Bg = X[:, ::2], B[:, ::2]
+    X2, B2 = np.repeat(Xg, 2, axis=1), np.repeat(Bg, 2, axis=1)
+    np.testing.assert_allclose(reference.compute(g, X2, B2, groups=groups).values,
+                               np.repeat(shapley.interventional(pairs, Xg, Bg), 2, axis=1), atol=1e-12)
+    assert grouped.values.shape == X.shape and (grouped.values[:, 0] == grouped.values[:, 1]).all()
+
+
+def _case(seed=0, **kwargs):
+    rng = np.random.default_rng(seed)
+    f = _network(5, seed)
+    return pytest_xai.make_case(rng.normal(size=(6, 5)), predict=f, background=rng.normal(size=(8, 5)),
+                                baseline=np.zeros(5), name="ref_case", **kwargs)
+
+
+def test_for_case_is_memoised_per_case_and_says_why_there_is_none():
+    case = _case()
+    first = reference.for_case(case)
+    assert reference.for_case(case) is first and first.summary()["method"] == "exact"
+    assert reference.for_case(case, "baseline").values.shape == case.inputs.shape
+    with pytest.raises(NotApplicable, match=r"turned off .*reference=False"):
+        reference.for_case(_case(reference=False))
+    with pytest.raises(NotApplicable, match="needs 8 antithetic pairs"):
+        reference.for_case(_case(reference=100))
+    with pytest.raises(ValueError, match="reference must be True, False or a positive number"):
+        _case(reference=-1)
+
+
+def test_the_disk_cache_stores_it_and_a_changed_model_recomputes(tmp_path, monkeypatch):
+    calls = []
+    compute = reference.compute
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(reference, "compute", counting)
+    cache = Cache(tmp_path)
+
+    @pytest_xai.register_case(name="ref_cached", checks=["faithfulness"])
+    def ref_cached(seed):
+        return _case(seed)
+
+    try:
+        case = cases.get("ref_cached", cache=cache)
+        one = reference.for_case(case)
+        reference._MEMO.clear()  # as a new session would: read from disk
+        np.testing.assert_array_equal(reference.for_case(case).values, one.values)
+        assert len(calls) == 1
+        other = reference.for_case(cases.get("ref_cached", seed=1, cache=cache))  # another model
+        assert len(calls) == 2 and not np.allclose(other.values, one.values)
+    finally:
+        cases._REGISTRY.pop("ref_cached", None)
