@@ -694,12 +694,13 @@ def probe_monotonicity_prefers_truth(metric: Callable) -> Score:
 
 
 def probe_faithfulness_constant_undefined(metric: Callable) -> Score:
-    """An all-zero map has no faithfulness (NaN, left out of means), not a score of 0 that ranks it
-    above maps that anti-correlate (gaussian_linear_rho50)."""
+    """A constant non-zero map has no faithfulness (NaN, left out of means), not a score of 0 that
+    ranks it above maps that anti-correlate (gaussian_linear_rho50).  An all-zero map is no longer
+    this case: it scores 0 where the output depends on the features (docs/defects.md XB-12)."""
     case = _linear_case()
-    values = metric(case.predict, case.inputs[:10], np.zeros((10, case.inputs.shape[1])), case.background)
+    values = metric(case.predict, case.inputs[:10], np.ones((10, case.inputs.shape[1])), case.background)
     return _score("faithfulness_constant_undefined", bool(np.isnan(values).all()),
-                  f"faithfulness of an all-zero map: {np.unique(np.round(values, 6))}")
+                  f"faithfulness of a constant map of ones: {np.unique(np.round(values, 6))}")
 
 
 def probe_rank_of_top_feature(metric: Callable) -> Score:
