@@ -34,7 +34,7 @@ def xai_explainer(request: pytest.FixtureRequest):
 @pytest.fixture(scope="session")
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
-    from pytest_xai import cases
+    from pytest_xai import cases, extras
     from pytest_xai.options import DataFileError
 
     state = _state(request.config)
@@ -48,6 +48,11 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
             pytest.skip(f"case {name}: {exc}")
         except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
             problem = f"case {name}: {exc}"
+        except ImportError as exc:  # an optional library not installed: skipped, saying how to install it
+            reason = extras.skip_reason(f"case {name}", exc)
+            if reason is None:
+                raise
+            pytest.skip(reason)
         pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
 
     return get
