@@ -201,6 +201,8 @@ def _score_cell(rec: Record) -> str:
         text += f" ± {repeat['std']:.3f}"
     if rec.flaky:
         text += ' <span class="flaky">FLAKY</span>'
+    if rec.known_failure:
+        text += ' <span class="flaky" title="failing in the baseline too, no worse (--xai-gate=regression)">KNOWN</span>'
     return f'<td class="num">{text}</td>'
 
 

@@ -36,6 +36,10 @@ def _cell(rec: Record) -> str:
         score += f"±{rec.repeat['std']:.3f}"
     if rec.flaky:
         score += " FLAKY"
+    if rec.known_failure:
+        score += " KNOWN"
+    elif rec.regression:
+        score += " REGRESSED"
     seconds = "" if rec.seconds is None else f" {rec.seconds:.2f}s"
     return f"{rec.status}{score}{seconds}"
 

@@ -103,6 +103,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run each (case, explainer) with N derived seeds: mean and spread reported, verdict by "
                          "majority, FLAKY when the seeds disagree; deterministic explainers run once (default 1)")
     group.addoption("--xai-html", default=None, metavar="PATH", help="write a self-contained HTML report to PATH")
+    group.addoption("--xai-gate", default=None, metavar="verdict|regression",
+                    help="what makes the run fail: 'verdict' (any failed test, the default) or 'regression' (with "
+                         "--xai-baseline: only tests that got worse, newly fail or are new; known failures stay "
+                         "visible as KNOWN); default: ini xai_gate")
+    parser.addini("xai_gate", "verdict or regression (see --xai-gate)", default="verdict")
     parser.addini("xai_baseline_tolerance", "allowed score drops [CHECK=]VALUE, one per line", type="linelist")
 
 

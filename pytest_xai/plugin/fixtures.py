@@ -64,6 +64,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     which survive xdist and show in JUnit XML (``Record.to_properties``)."""
     rec = item.stash.get(xai_record, None)
     if rec is not None:
+        item.config.stash[xai_ci].judge(item, call, rec)  # --xai-gate=regression: known failure or regression
         names = Record.property_names()
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
     return (yield)
