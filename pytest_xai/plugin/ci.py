@@ -164,8 +164,13 @@ class XaiCi:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Mark the :data:`SMOKE` tests ``xai_smoke`` before ``-m`` selects."""
+        """Mark the :data:`SMOKE` tests and the checks cases registered with ``smoke=`` ``xai_smoke``
+        before ``-m`` selects."""
         smoke = set(SMOKE)
+        if self.state.explainers:
+            from pytest_xai import cases
+
+            smoke.update((check, info.name) for info in cases.infos() for check in info.smoke)
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
             if (check and isinstance(item, pytest.Function)
