@@ -108,6 +108,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "--xai-baseline: only tests that got worse, newly fail or are new; known failures stay "
                          "visible as KNOWN); default: ini xai_gate")
     parser.addini("xai_gate", "verdict or regression (see --xai-gate)", default="verdict")
+    group.addoption("--xai-shard", default=None, metavar="K/N",
+                    help="run shard K of N: each (case, explainer) whole in one shard, the same membership on "
+                         "every machine; the JSON report records the shard for 'python -m pytest_xai merge'")
     parser.addini("xai_baseline_tolerance", "allowed score drops [CHECK=]VALUE, one per line", type="linelist")
 
 
@@ -437,8 +440,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if (isinstance(item, pytest.Function) and getattr(item.function, "xai_check", None)
                     and "benchmark" not in item.fixturenames):
                 item.fixturenames.append("benchmark")
-    if hasattr(config, "workerinput"):
-        _costliest_first(items, _state(config).suite_costs())
+    if hasattr(config, "workerinput") and config.getoption("splits", None) is None:
+        _costliest_first(items, _state(config).suite_costs())  # never under pytest-split: it splits by order
 
 
 def _costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> None:

@@ -62,6 +62,15 @@ class XaiCi:
             raise pytest.UsageError("--xai-gate=regression compares with a baseline: add --xai-baseline=PATH (a "
                                     "report saved with --xai-save-baseline on a run you trust)")
         self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
+        from pytest_xai import shard
+
+        given = config.getoption("xai_shard")
+        self.shard = None if given is None else _checked(shard.parse, given, "--xai-shard")
+        if self.shard and config.getoption("splits", None) is not None:
+            raise pytest.UsageError("--xai-shard and pytest-split's --splits both split the run: give one of them")
+        self.collected: int | None = None  # xai tests of the whole (unsharded) selection
+        if self.shard:
+            config.pluginmanager.register(XaiShard(self), "xai-shard")
 
     def _load_gate(self, config: pytest.Config, factor: float | None) -> Gate:
         from pytest_xai import baseline, cases, checks
@@ -115,6 +124,8 @@ class XaiCi:
         """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
         shards must agree on them) and, with a baseline, ``baseline``."""
         out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None), "gate": self.gate_mode}
+        if self.shard:
+            out["shard"] = {"k": self.shard[0], "n": self.shard[1], "collected": self.collected}
         if self.baseline is not None:
             from pytest_xai.report import versions
 
@@ -146,11 +157,20 @@ class XaiCi:
         if report.failed:
             self.failures.append((report.nodeid, report.when))
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Under ``-n N`` the workers tell the controller how many xai tests the shard's run selected."""
+        collected = getattr(node, "workeroutput", {}).get("xai_collected")
+        if collected is not None:
+            self.collected = collected
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Under ``--xai-gate=regression``, exit 0 when every failure is a known one."""
         from pytest_xai import gate
 
+        if self.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
+            self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
         known = [rec.nodeid for rec in self.state.records if rec.known_failure]
         session.exitstatus = gate.exit_code(self.gate_mode, int(session.exitstatus), self.failures, known)
 
@@ -215,3 +235,40 @@ class XaiCi:
         for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
             if self.config.getoption(option) and self.state.records:
                 terminalreporter.write_line(f"{what}: {os.path.abspath(self.config.getoption(option))}")
+
+
+class XaiShard:
+    """``--xai-shard=K/N``: deselects the other shards' tests after ``-k`` and ``-m`` have selected."""
+
+    def __init__(self, ci: XaiCi):
+        self.ci = ci
+
+    @pytest.hookimpl(trylast=True)  # after -k and -m have selected
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Keep this shard's groups (:mod:`pytest_xai.shard`)."""
+        from pytest_xai import shard
+
+        ci = self.ci
+        assert ci.shard is not None
+        groups: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            groups.setdefault(_group(item), []).append(item)
+        known = {} if ci.baseline is None else {k: r.duration for k, r in ci.baseline.index.items()
+                                                if isinstance(r.duration, (int, float))}
+        default = sum(known.values()) / len(known) if known else 1.0
+        weights = {g: sum(known.get(_rec(i).key(), default) if xai_record in i.stash else default for i in members)
+                   for g, members in groups.items()}
+        mine = shard.assign(weights, ci.shard[1])
+        ci.collected = sum(1 for item in items if xai_record in item.stash)
+        keep = [item for item in items if mine[_group(item)] == ci.shard[0]]
+        if len(keep) < len(items):
+            ci.config.hook.pytest_deselected(items=[item for item in items if mine[_group(item)] != ci.shard[0]])
+            items[:] = keep
+
+
+def _group(item: pytest.Item) -> str:
+    """The shard group of a test: its (case, explainer) for the suite, else the test itself."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if getattr(getattr(item, "function", None), "xai_check", None) and "xai_case_name" in params:
+        return f"xai-suite[{params['xai_case_name']}-{params['xai_explainer'].name}]"
+    return item.nodeid
