@@ -100,8 +100,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xai-baseline-seconds-factor", type=float, default=None, metavar="F",
                     help="also fail a test whose explainer seconds exceed F x the baseline's (default: not gated)")
     group.addoption("--xai-repeat", type=int, default=None, metavar="N",
-                    help="run each (case, explainer) with N derived seeds: mean and spread reported, verdict by "
-                         "majority, FLAKY when the seeds disagree; deterministic explainers run once (default 1)")
+                    help="run each (case, explainer) with N derived seeds: mean and spread reported; PASS when the "
+                         "seeds' pass rate is credibly above 1/2 (exact Clopper-Pearson bound), FAIL when below, "
+                         "FLAKY (a failure) when undecided; deterministic explainers run once (default 1)")
     group.addoption("--xai-html", default=None, metavar="PATH", help="write a self-contained HTML report to PATH")
     group.addoption("--xai-gate", default=None, metavar="verdict|regression",
                     help="what makes the run fail: 'verdict' (any failed test, the default) or 'regression' (with "

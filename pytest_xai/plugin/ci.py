@@ -177,7 +177,10 @@ class XaiCi:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
         if self.state.explainers and self.repeat > 1:
-            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by majority of seeds")
+            from pytest_xai.runner import REPEAT_ALPHA
+
+            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by an exact test "
+                         f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})")
         if self.baseline is not None:
             lines.append(f"xai: {self.baseline.header()}")
         return lines
