@@ -113,3 +113,24 @@ def test_shard_and_splits_together_are_a_usage_error(pytester):
                                 "--group", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--xai-shard and pytest-split's --splits both split the run: give one of them*"])
+
+
+def test_shards_are_balanced_by_the_baselines_seconds(pytester):
+    """With --xai-baseline, a group weighs the seconds the (committed) baseline recorded: one heavy
+    group fills shard 1 alone; without the baseline each test weighs 1."""
+    base = pytester.path / "baseline.json"
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", *SPECS, *SELECT)
+    pytester.runpytest(*args, f"--xai-save-baseline={base}")
+    doc = json.loads(base.read_text())
+    heavy = "symmetry[cough_and_fever]"
+    for r in doc["results"]:
+        r["duration"] = 100.0 if r["row"] == heavy and r["explainer"] == "exact_shapley" else 0.1
+    base.write_text(json.dumps(doc))
+
+    def shard_one(*extra: str) -> set[str]:
+        result = pytester.runpytest(*args, "--collect-only", "-q", "--xai-shard=1/2", *extra)
+        return {line.split("::")[1] for line in result.stdout.lines if "xai_suite.py::" in line}
+
+    assert shard_one(f"--xai-baseline={base}") == {"symmetry[cough_and_fever-exact_shapley]"}
+    by_count = shard_one()
+    assert len(by_count) > 1  # by count, shard 1 holds several groups
