@@ -19,6 +19,7 @@ from pytest_xai.record import Record, records
 #: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
 DEFAULT_TOLERANCE = 0.05
 ANY = "*"  # the key of the tolerance that applies to every check without its own
+VERDICT = "verdict PASS in the baseline"  # how a regression of the verdict begins
 
 
 class BaselineWarning(UserWarning):
@@ -102,9 +103,9 @@ def regressions(now: Record, before: Record, *, tol: float, seconds_factor: floa
     """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
     value, this run's value and the tolerance or factor."""
     reasons = []
-    if (before.status == "PASS" and now.status in ("FAIL", "ERROR", "TIMEOUT")
-            and not now.regression):  # else the FAIL is this gate's own, not the check's
-        reasons.append(f"verdict PASS in the baseline, {now.status} now")
+    own_fail = bool(now.regression) and VERDICT not in (now.regression or "")  # the gate's FAIL, not the check's
+    if before.status == "PASS" and now.status in ("FAIL", "ERROR", "TIMEOUT") and not own_fail:
+        reasons.append(f"{VERDICT}, {now.status} now")
     b, n = _number(before.score), _number(now.score)
     if b is not None and n is not None and b - n > tol + 1e-9:
         reasons.append(f"score dropped from {b:.3f} (baseline) to {n:.3f} (now), by more than the "

@@ -52,6 +52,7 @@ class CaseInfo:
     checks: Mapping[str, Mapping[str, Any]]
     build: Callable[..., Case] | None
     description: str = ""
+    smoke: tuple[str, ...] = ()  # the checks of this case in the fast gate (-m xai_smoke)
 
 
 @dataclass(eq=False)

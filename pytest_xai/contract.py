@@ -439,4 +439,6 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
         if name in kwargs:
             _unchanged(getattr(case, name), kwargs[name], name)
     attributions, importance, interactions = coerce(output, case)
+    if importance is None:  # the README's contract: mean |attribution| over the explained rows
+        importance = abs(attributions).mean(axis=0)
     return Explanation(attributions, seconds, importance, interactions)

@@ -32,7 +32,8 @@ th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums
 .charts{display:flex;flex-wrap:wrap;gap:1em} figure{margin:0} figcaption{font-size:.8em;color:#555}
 .filters{margin:.5em 0;display:flex;gap:1em;flex-wrap:wrap;font-size:.9em}
 .pictures{display:flex;flex-wrap:wrap;gap:1em}.pictures img{max-width:420px;border:1px solid #ddd}
-td.detail{max-width:40em;font-size:.9em;color:#444}
+td.detail{max-width:40em;min-width:16em;font-size:.9em;color:#444;overflow-wrap:anywhere}
+.wide{overflow-x:auto;max-width:100%} th small{font-weight:normal;color:#666;display:block}
 """
 
 SCRIPT = """
@@ -150,13 +151,17 @@ def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
     if len(front) > 1:
         path = " ".join(f"{axes.x(points[e][0]):.1f},{axes.y(points[e][1]):.1f}" for e in front)
         out.append(f'<polyline points="{path}" fill="none" stroke="#444" stroke-dasharray="4 3"/>')
+    from pytest_xai.chartlabels import place
+
+    xy = {e: (axes.x(s), axes.y(v)) for e, (s, v) in points.items()}
+    labels = dict(zip(xy, place([(x, y, e) for e, (x, y) in xy.items()], width=axes.W, height=axes.H)))
     for e, (s, v) in points.items():
-        x, y = axes.x(s), axes.y(v)
+        (x, y), (lx, ly, anchor) = xy[e], labels[e]
         outline = ' stroke="#000" stroke-width="2"' if e in front else ""
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
                    f'<title>{escape(e)}: mean score '
-                   f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{x + 8:.1f}" y="{y - 6:.1f}" font-size="10">'
-                   f'{escape(e)}</text>')
+                   f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
+                   f'text-anchor="{anchor}" fill="{_colour(explainers, e)}" font-weight="600">{escape(e)}</text>')
     out.append("</svg>")
     names = ", ".join(front) or "none"
     return (f"<figure>{''.join(out)}<figcaption>mean score against mean seconds per call; Pareto front "
@@ -201,6 +206,8 @@ def _score_cell(rec: Record) -> str:
         text += f" ± {repeat['std']:.3f}"
     if rec.flaky:
         text += ' <span class="flaky">FLAKY</span>'
+    if rec.known_failure:
+        text += ' <span class="flaky" title="failing in the baseline too, no worse (--xai-gate=regression)">KNOWN</span>'
     return f'<td class="num">{text}</td>'
 
 
@@ -290,9 +297,13 @@ def render(doc: Mapping[str, Any]) -> str:
                     f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
                     f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
                     f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>')
-    table = ('<table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th><th>category</th>'
-             '<th>status</th><th>score</th><th>threshold</th><th>seconds</th><th>detail</th></tr></thead><tbody>'
-             + "".join(rows) + "</tbody></table>")
+    table = ('<div class="wide"><table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th>'
+             '<th>category</th><th>status</th>'
+             '<th title="the verdict\'s summary in [0, 1], higher is better, comparable across checks">score'
+             '<small>0-1, higher is better</small></th>'
+             '<th title="the check\'s own limit, on the scale of its own statistic (a gap, a rank, an error), '
+             'not of the score">check threshold<small>on the check\'s own statistic</small></th>'
+             '<th>seconds</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>")
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
             f'<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}'
@@ -323,7 +334,8 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any]) -> None:
 
 def extra_html(rec: Record) -> str:
     """The pytest-html extra of one test: its score, threshold, seconds and detail."""
-    rows = [[escape(k), escape(str(getattr(rec, k)))] for k in ("explainer", "case", "check", "score", "threshold",
-                                                              "passed", "seconds", "flaky", "detail", "regression",
-                                                              "kind", "error") if getattr(rec, k) is not None]
+    labels = {"score": "score (0-1, higher is better)", "threshold": "check threshold (on the check's own statistic)"}
+    rows = [[escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
+            for k in ("explainer", "case", "check", "score", "threshold", "passed", "seconds", "flaky", "detail",
+                      "regression", "known_failure", "kind", "error") if getattr(rec, k) is not None]
     return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'

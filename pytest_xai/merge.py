@@ -46,6 +46,34 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
     return problems
 
 
+def _check_shards(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Reports of ``--xai-shard=K/N`` runs: every shard once, holding together every test collected."""
+    shards = [(path, doc.get("shard")) for path, doc in docs]
+    given = [(path, s) for path, s in shards if isinstance(s, Mapping)]
+    if not given:
+        return
+    if len(given) < len(shards):
+        raise MergeError(f"{next(p for p, s in shards if not isinstance(s, Mapping))} is no --xai-shard report, "
+                         f"{given[0][0]} is one: merge the reports of one --xai-shard=K/N matrix")
+    n = {s.get("n") for _, s in given}
+    if len(n) > 1:
+        raise MergeError(f"the shards split the run in different numbers of parts ({sorted(map(str, n))}); "
+                         f"give every job the same N in --xai-shard=K/N")
+    total = n.pop()
+    if not isinstance(total, int):
+        raise MergeError(f"{given[0][0]}: its shard record has no number of shards; rewrite it with --xai-shard=K/N")
+    ks = [s.get("k") for _, s in given]
+    missing = [k for k in range(1, total + 1) if k not in ks]
+    if missing:
+        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: its tests are in no report; "
+                         f"merge the reports of all {total} shards")
+    collected = {s.get("collected") for _, s in given}
+    results = sum(len(doc["results"]) for _, doc in docs)
+    if len(collected) == 1 and isinstance(c := next(iter(collected)), int) and results < c:
+        raise MergeError(f"the shards hold {results} of the {c} tests their run collected: {c - results} ran in "
+                         f"no shard (a job stopped early?); rerun the shard that lost them")
+
+
 def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | None:
     given = [doc.get("baseline") for _, doc in docs]
     if not any(given):
@@ -77,6 +105,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         if doc.get("version") != report.SCHEMA_VERSION:
             raise MergeError(f"{path}: report format version {doc.get('version')!r}, expected {report.SCHEMA_VERSION}")
     mismatches = _check(docs, allow_mismatch)
+    _check_shards(docs)
     seen: dict[str, str] = {}
     results = []
     for path, doc in docs:
@@ -92,6 +121,8 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "exitstatus": max((doc.get("exitstatus") or 0 for _, doc in docs), default=0),
         "repeat": first.get("repeat", 1),
+        **({"shard": {"n": first["shard"]["n"], "collected": first["shard"].get("collected")}}
+           if isinstance(first.get("shard"), Mapping) else {}),
         "shards": [{"path": path, "created": doc.get("created"), "exitstatus": doc.get("exitstatus"),
                     "results": len(doc["results"]), "args": (doc.get("options") or {}).get("args")}
                    for path, doc in docs],

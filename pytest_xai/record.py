@@ -24,6 +24,8 @@ class Record:
     """One xai test.  ``status`` is the verdict: PASS, FAIL, ERROR (the explainer raised, crashed or
     returned something invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no
     verdict) or SKIP; ``kind`` says how an ERROR or TIMEOUT happened (``pytest_xai.errors.ERROR_KINDS``).
+    Under ``--xai-gate=regression`` a failing test has ``known_failure`` (the baseline had it
+    failing, no better) or a ``regression`` saying what got worse (:mod:`pytest_xai.gate`).
     """
 
     nodeid: str = ""
@@ -53,6 +55,7 @@ class Record:
     flaky: bool | None = None
     regression: str | None = None
     reference: dict[str, Any] | None = None  # the computed reference a user case's check was calibrated on
+    known_failure: bool | None = None
 
     def to_properties(self) -> list[tuple[str, Any]]:
         """The fields a test has set, as ``("xai_<field>", value)`` pairs of builtin values."""

@@ -36,6 +36,10 @@ def _cell(rec: Record) -> str:
         score += f"±{rec.repeat['std']:.3f}"
     if rec.flaky:
         score += " FLAKY"
+    if rec.known_failure:
+        score += " KNOWN"
+    elif rec.regression:
+        score += " REGRESSED"
     seconds = "" if rec.seconds is None else f" {rec.seconds:.2f}s"
     return f"{rec.status}{score}{seconds}"
 
@@ -43,8 +47,9 @@ def _cell(rec: Record) -> str:
 def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
     """Per explainer: overall and per-category aggregates (Compare-xAI D15, corrected).
 
-    Each test weighs 1; a failed test counts with its score and an explainer error with 0 (no
-    skipping of zeros).  Skipped tests and timeouts (no verdict) are counted apart.  Mean seconds
+    Each scored test weighs 1; a failed test counts with its score and an explainer error with 0 (no
+    skipping of zeros); a test that scored nothing (a user's test that calls no check) is left out
+    of the mean, not counted as 0.  Skipped tests and timeouts (no verdict) are counted apart.  Mean seconds
     are per explainer call: over calls that completed, each counted once even when several checks
     of a case share it (``cached``).
     """
@@ -53,12 +58,13 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
         ran = [r for r in recs if r.status != "SKIP"]
         judged = [r for r in ran if r.status != "TIMEOUT"]
         timed = [r.seconds for r in judged if r.seconds is not None and r.status != "ERROR" and not r.cached]
+        scores = [r.score for r in judged if r.score is not None]  # a test that scored nothing is no 0
         return {
             "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
             "passed": sum(1 for r in judged if r.status == "PASS"),
             "errors": sum(1 for r in judged if r.status == "ERROR"),
             "timeouts": len(ran) - len(judged),
-            "mean_score": round(sum(r.score or 0.0 for r in judged) / len(judged), 6) if judged else None,
+            "mean_score": round(sum(scores) / len(scores), 6) if scores else None,
             "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
         }
 
@@ -88,7 +94,8 @@ def _aggregate_cell(agg: dict[str, Any]) -> str:
     if agg["ran"] == agg["timeouts"]:
         return timeouts[2:]
     seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/call"
-    return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}, {agg['mean_score']:.3f}{seconds}{timeouts}"
+    score = "" if agg["mean_score"] is None else f", {agg['mean_score']:.3f}"
+    return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}{score}{seconds}{timeouts}"
 
 
 def table(records: list[Record], order: list[str] | None = None) -> list[str]:

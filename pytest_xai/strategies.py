@@ -16,6 +16,8 @@ background treat alike) and ``"mirror"`` (the row permutation that swaps that pa
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -28,7 +30,7 @@ _SHAPES = {
     "sin": np.sin,
     "step": lambda v: (v > 0).astype(float),
 }
-_INFO = {"family": "hypothesis", "category": "fidelity", "source": "Shapley 1953 axioms; Lundberg & Lee 2017"}
+_INFO: dict[str, Any] = {"family": "hypothesis", "category": "fidelity", "source": "Shapley 1953 axioms; Lundberg & Lee 2017"}
 
 
 def _check_range(name: str, low: int, high: int, floor: int) -> None:

@@ -1,4 +1,4 @@
-"""``--xai-repeat=N``: N derived seeds, mean and spread, verdict by majority, FLAKY labels."""
+"""``--xai-repeat=N``: N derived seeds, mean and spread, verdict by an exact test, FLAKY labels."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_xai.runner import derive_seed
+from pytest_xai.runner import derive_seed, repeat_verdict
 
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
@@ -32,7 +32,7 @@ def _seeds(case: str) -> list[int]:
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
-def test_flaky_explainer_is_labelled_and_judged_by_majority(pytester, xdist):
+def test_flaky_explainer_is_labelled_and_judged_by_an_exact_test(pytester, xdist):
     if xdist:
         pytest.importorskip("xdist")
     pytester.makepyfile(coin=COIN)
@@ -41,20 +41,21 @@ def test_flaky_explainer_is_labelled_and_judged_by_majority(pytester, xdist):
     seeds = _seeds("cough_and_fever")
     passing = [s % 2 == 0 for s in seeds]
     assert 0 < sum(passing) < N, "the derived seeds must mix parities for this test to mean anything"
-    majority = 2 * sum(passing) > N
+    verdict = repeat_verdict(sum(passing), N)
+    assert verdict == "FLAKY"  # 2 of 5: the Clopper-Pearson interval straddles 1/2
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
     result = run(*QUIET, "-k", "cough_and_fever-", "--xai-explainer=coin:coin", f"--xai-explainer={REF}:exact_shapley",
                  f"--xai-repeat={N}", f"--xai-report={report}", f"--junitxml={junit}", *(("-n", "2") if xdist else ()))
-    result.assert_outcomes(passed=1 + majority, failed=1 - majority)
+    result.assert_outcomes(passed=1, failed=1)  # exact_shapley passes; the undecided coin fails
     result.stdout.fnmatch_lines([
-        f"*xai: repeat={N} seeds per (case, explainer); verdict by majority of seeds*",
-        f"symmetry[[]cough_and_fever[]]*{'PASS' if majority else 'FAIL'} *±* FLAKY*",  # columns: arrival order
+        f"*xai: repeat={N} seeds per (case, explainer); verdict by an exact test on the seeds' pass rate*",
+        "symmetry[[]cough_and_fever[]]*FAIL *±* FLAKY*",  # columns: arrival order
     ])
     doc = json.loads(report.read_text())
     assert doc["repeat"] == N
     recs = {r["explainer"]: r for r in doc["results"]}
     coin, exact = recs["coin"], recs["exact_shapley"]
-    assert coin["flaky"] is True and coin["status"] == ("PASS" if majority else "FAIL")
+    assert coin["flaky"] is True and coin["status"] == "FAIL" and coin["repeat"]["verdict"] == "FLAKY"
     assert coin["repeat"]["seeds"] == seeds and coin["repeat"]["passed"] == passing
     assert coin["repeat"]["runs"] == N and coin["repeat"]["deterministic"] is False
     assert coin["score"] == pytest.approx(sum(coin["repeat"]["scores"]) / N, abs=1e-6)
@@ -92,3 +93,52 @@ def test_smoke_gate_selects_one_registered_test_per_family(pytester):
     built_in = {info.family for info in cases.infos() if info.build.__module__ in cases.FAMILIES}
     assert sorted(families) == sorted(built_in)  # every built-in family, once
     assert all(check in cases.info(case).checks for check, case in SMOKE)
+
+
+USER_CASE = '''
+import numpy as np
+import pytest_xai
+
+
+def f(X):
+    X = np.asarray(X, dtype=float)
+    return X @ np.arange(1.0, 17.0) + X[:, 2] * X[:, 3]
+
+
+@pytest_xai.register_case(checks=["determinism"])
+def my_model(seed):  # 16 features: KernelSHAP samples coalitions instead of enumerating them
+    rng = np.random.default_rng(seed)
+    return pytest_xai.make_case(rng.normal(size=(4, 16)), predict=f, background=rng.normal(size=(10, 16)))
+'''
+
+
+@pytest.mark.parametrize("explainer", ["shap_kernel", "lime_tabular"])
+def test_determinism_under_repeat_compares_each_seed_with_itself(pytester, explainer):
+    """Each repeat's map is compared with a re-explanation under that repeat's seed: a seeded
+    stochastic explainer passes at every seed (it was FLAKY: seed k's map against seed 0's call)."""
+    pytester.makeconftest(USER_CASE)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest(*QUIET, "-k", "determinism and my_model", f"--xai-explainer={REF}:{explainer}",
+                                "--xai-repeat=3", f"--xai-report={report}")
+    result.assert_outcomes(passed=1)
+    (rec,) = json.loads(report.read_text())["results"]
+    assert rec["status"] == "PASS" and rec["flaky"] is False
+    assert rec["repeat"]["runs"] == 3 and rec["repeat"]["deterministic"] is False  # stochastic: 3 real seeds
+    assert rec["repeat"]["passed"] == [True, True, True] and rec["repeat"]["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(("passes", "runs", "verdict"), [
+    (3, 3, "PASS"), (2, 3, "FLAKY"), (1, 3, "FLAKY"), (0, 3, "FAIL"),
+    (5, 5, "PASS"), (4, 5, "PASS"), (3, 5, "FLAKY"), (2, 5, "FLAKY"), (1, 5, "FAIL"),
+    (7, 10, "PASS"), (6, 10, "FLAKY"), (4, 10, "FLAKY"), (3, 10, "FAIL"),
+])
+def test_repeat_verdict_is_the_exact_binomial_test(passes, runs, verdict):
+    """PASS iff P(X >= passes | p = 1/2) < alpha: the Clopper-Pearson bound is the binomial test inverted."""
+    import math
+
+    from pytest_xai.runner import REPEAT_ALPHA
+
+    upper_tail = sum(math.comb(runs, i) for i in range(passes, runs + 1)) / 2**runs
+    lower_tail = sum(math.comb(runs, i) for i in range(passes + 1)) / 2**runs
+    assert repeat_verdict(passes, runs) == verdict
+    assert (verdict == "PASS") == (upper_tail < REPEAT_ALPHA) and (verdict == "FAIL") == (lower_tail < REPEAT_ALPHA)

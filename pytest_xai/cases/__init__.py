@@ -51,6 +51,7 @@ BUILD_ARGUMENTS = ("info", "seed", "cache", "data_dir")
 def register(
     *, family: str = "user", category: str = "fidelity", source: str = "",
     checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (), name: str | None = None,
+    smoke: bool | list[str] | tuple[str, ...] = False,
 ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
     """Declare a builder as a case named after the function (or ``name``).
 
@@ -60,11 +61,20 @@ def register(
     :class:`Case` (e.g. from :func:`pytest_xai.make_case`; its ``info`` is replaced by the registered
     one).  ``checks`` lists the checks the suite runs on the case, by name, or maps each name to the
     case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``).  A module
-    imported again (pytest's in-process runs) re-registers its own cases silently.
+    imported again (pytest's in-process runs) re-registers its own cases silently.  ``smoke=True``
+    puts one test per check of the case into the fast gate (``-m xai_smoke``, ``docs/ci.md``);
+    a list names the checks that go there.
     """
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
     checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
+    if isinstance(smoke, bool):
+        in_smoke = tuple(checks) if smoke else ()
+    else:
+        in_smoke = tuple(smoke)
+        if isinstance(smoke, str) or set(in_smoke) - set(checks):
+            raise ValueError(f"smoke={smoke!r}: give True (every check of the case) or a list of its checks "
+                             f"({', '.join(checks) or 'it declares none'})")
 
     def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
         case_name = name or build.__name__
@@ -81,7 +91,7 @@ def register(
         _REGISTRY[case_name] = CaseInfo(
             name=case_name, family=family, category=category, source=source,
             checks={k: dict(v) for k, v in checks.items()}, build=build,
-            description=doc[0] if doc else "",
+            description=doc[0] if doc else "", smoke=in_smoke,
         )
         for key in [key for key in _BUILT if key[0] == case_name]:
             del _BUILT[key]

@@ -38,6 +38,7 @@ from pytest_xai.case import Case, CaseInfo, Score
 from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
+from pytest_xai.extras import install_line
 
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
 GRID_LATS = 89.5 - 10.0 * np.arange(18)  # 89.5, 79.5, ..., -80.5
@@ -576,7 +577,7 @@ def build_mlp_case(
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise NotApplicable(f"{info.name} needs torch (pip install pytest-xai[torch])") from None
+        raise NotApplicable(f"{info.name} needs torch, which is not installed: {install_line('torch')}") from None
 
     arrays = _data("additive_mlp_data", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks,
                    length_scale=length_scale)

@@ -33,6 +33,7 @@ import numpy as np
 
 from pytest_xai import budget as budgets
 from pytest_xai.errors import NotApplicable
+from pytest_xai.extras import install_line
 
 if TYPE_CHECKING:  # torch is imported lazily, inside the calls; the annotations stay strings at run time
     import torch
@@ -45,7 +46,7 @@ def _torch_model(method: str, model: Any):
     try:
         import torch
     except ImportError:  # pragma: no cover - the torch extra is not installed
-        raise NotApplicable(f"{method} needs torch and captum (pip install pytest-xai[torch])") from None
+        raise NotApplicable(f"{method} needs torch and captum, which are not installed: {install_line('torch')}") from None
     if not isinstance(model, torch.nn.Module):
         kind = type(model)
         raise NotApplicable(

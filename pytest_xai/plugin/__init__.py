@@ -100,9 +100,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xai-baseline-seconds-factor", type=float, default=None, metavar="F",
                     help="also fail a test whose explainer seconds exceed F x the baseline's (default: not gated)")
     group.addoption("--xai-repeat", type=int, default=None, metavar="N",
-                    help="run each (case, explainer) with N derived seeds: mean and spread reported, verdict by "
-                         "majority, FLAKY when the seeds disagree; deterministic explainers run once (default 1)")
+                    help="run each (case, explainer) with N derived seeds: mean and spread reported; PASS when the "
+                         "seeds' pass rate is credibly above 1/2 (exact Clopper-Pearson bound), FAIL when below, "
+                         "FLAKY (a failure) when undecided; deterministic explainers run once (default 1)")
     group.addoption("--xai-html", default=None, metavar="PATH", help="write a self-contained HTML report to PATH")
+    group.addoption("--xai-gate", default=None, metavar="verdict|regression",
+                    help="what makes the run fail: 'verdict' (any failed test, the default) or 'regression' (with "
+                         "--xai-baseline: only tests that got worse, newly fail or are new; known failures stay "
+                         "visible as KNOWN); default: ini xai_gate")
+    parser.addini("xai_gate", "verdict or regression (see --xai-gate)", default="verdict")
+    group.addoption("--xai-shard", default=None, metavar="K/N",
+                    help="run shard K of N: each (case, explainer) whole in one shard, the same membership on "
+                         "every machine; the JSON report records the shard for 'python -m pytest_xai merge'")
     parser.addini("xai_baseline_tolerance", "allowed score drops [CHECK=]VALUE, one per line", type="linelist")
 
 
@@ -432,8 +441,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if (isinstance(item, pytest.Function) and getattr(item.function, "xai_check", None)
                     and "benchmark" not in item.fixturenames):
                 item.fixturenames.append("benchmark")
-    if hasattr(config, "workerinput"):
-        _costliest_first(items, _state(config).suite_costs())
+    if hasattr(config, "workerinput") and config.getoption("splits", None) is None:
+        _costliest_first(items, _state(config).suite_costs())  # never under pytest-split: it splits by order
 
 
 def _costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> None:

@@ -53,6 +53,24 @@ class XaiCi:
             raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
                                     f"e.g. 3 to fail a test whose explainer became 3 times slower")
         self.baseline: Gate | None = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
+        from pytest_xai import gate
+
+        given = config.getoption("xai_gate")
+        self.gate_mode = _checked(gate.check_gate, given or config.getini("xai_gate").strip(),
+                                  "--xai-gate" if given else "ini xai_gate")
+        if self.gate_mode == "regression" and self.baseline is None:
+            raise pytest.UsageError("--xai-gate=regression compares with a baseline: add --xai-baseline=PATH (a "
+                                    "report saved with --xai-save-baseline on a run you trust)")
+        self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
+        from pytest_xai import shard
+
+        given = config.getoption("xai_shard")
+        self.shard = None if given is None else _checked(shard.parse, given, "--xai-shard")
+        if self.shard and config.getoption("splits", None) is not None:
+            raise pytest.UsageError("--xai-shard and pytest-split's --splits both split the run: give one of them")
+        self.collected: int | None = None  # xai tests of the whole (unsharded) selection
+        if self.shard:
+            config.pluginmanager.register(XaiShard(self), "xai-shard")
 
     def _load_gate(self, config: pytest.Config, factor: float | None) -> Gate:
         from pytest_xai import baseline, cases, checks
@@ -85,10 +103,29 @@ class XaiCi:
             pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
                         f"{self.baseline.path}: {rec.regression}", pytrace=False)
 
+    def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> None:
+        """Under ``--xai-gate=regression``, mark a failing test a known failure or name its
+        regression (:func:`pytest_xai.gate.judge`), before its report carries the record."""
+        if (self.gate_mode != "regression" or self.baseline is None or call.when not in ("setup", "call")
+                or call.excinfo is None or call.excinfo.errisinstance(pytest.skip.Exception)
+                or item.get_closest_marker("xfail")):
+            return
+        from pytest_xai import baseline, gate
+
+        status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
+        now = Record(status=status, score=rec.score, seconds=rec.seconds, regression=rec.regression)
+        before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
+        reasons = [] if before is None else baseline.regressions(
+            now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances),
+            seconds_factor=self.baseline.seconds_factor)
+        rec.known_failure, rec.regression = gate.judge(now, before, reasons)
+
     def report_sections(self, records: list[Record]) -> dict:
         """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
         shards must agree on them) and, with a baseline, ``baseline``."""
-        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None)}
+        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None), "gate": self.gate_mode}
+        if self.shard:
+            out["shard"] = {"k": self.shard[0], "n": self.shard[1], "collected": self.collected}
         if self.baseline is not None:
             from pytest_xai.report import versions
 
@@ -116,18 +153,47 @@ class XaiCi:
 
     # Hooks
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failures.append((report.nodeid, report.when))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Under ``-n N`` the workers tell the controller how many xai tests the shard's run selected."""
+        collected = getattr(node, "workeroutput", {}).get("xai_collected")
+        if collected is not None:
+            self.collected = collected
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Under ``--xai-gate=regression``, exit 0 when every failure is a known one."""
+        from pytest_xai import gate
+
+        if self.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
+            self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
+        known = [rec.nodeid for rec in self.state.records if rec.known_failure]
+        session.exitstatus = gate.exit_code(self.gate_mode, int(session.exitstatus), self.failures, known)
+
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
         if self.state.explainers and self.repeat > 1:
-            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by majority of seeds")
+            from pytest_xai.runner import REPEAT_ALPHA
+
+            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by an exact test "
+                         f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})")
         if self.baseline is not None:
             lines.append(f"xai: {self.baseline.header()}")
         return lines
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Mark the :data:`SMOKE` tests ``xai_smoke`` before ``-m`` selects."""
+        """Mark the :data:`SMOKE` tests and the checks cases registered with ``smoke=`` ``xai_smoke``
+        before ``-m`` selects."""
         smoke = set(SMOKE)
+        if self.state.explainers:
+            from pytest_xai import cases
+
+            smoke.update((check, info.name) for info in cases.infos() for check in info.smoke)
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
             if (check and isinstance(item, pytest.Function)
@@ -155,6 +221,13 @@ class XaiCi:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.gate_mode == "regression" and self.state.records:
+            known = sum(1 for rec in self.state.records if rec.known_failure)
+            worse = sum(1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT")
+                        and not rec.known_failure)
+            terminalreporter.write_line(f"xai gate: regression against {self.baseline and self.baseline.path}: "
+                                        f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
+                                        f"failing in the baseline too, no worse)")
         if self.baseline is not None and self.state.records:
             from pytest_xai import baseline
 
@@ -165,3 +238,40 @@ class XaiCi:
         for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
             if self.config.getoption(option) and self.state.records:
                 terminalreporter.write_line(f"{what}: {os.path.abspath(self.config.getoption(option))}")
+
+
+class XaiShard:
+    """``--xai-shard=K/N``: deselects the other shards' tests after ``-k`` and ``-m`` have selected."""
+
+    def __init__(self, ci: XaiCi):
+        self.ci = ci
+
+    @pytest.hookimpl(trylast=True)  # after -k and -m have selected
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Keep this shard's groups (:mod:`pytest_xai.shard`)."""
+        from pytest_xai import shard
+
+        ci = self.ci
+        assert ci.shard is not None
+        groups: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            groups.setdefault(_group(item), []).append(item)
+        known = {} if ci.baseline is None else {k: r.duration for k, r in ci.baseline.index.items()
+                                                if isinstance(r.duration, (int, float))}
+        default = sum(known.values()) / len(known) if known else 1.0
+        weights = {g: sum(known.get(_rec(i).key(), default) if xai_record in i.stash else default for i in members)
+                   for g, members in groups.items()}
+        mine = shard.assign(weights, ci.shard[1])
+        ci.collected = sum(1 for item in items if xai_record in item.stash)
+        keep = [item for item in items if mine[_group(item)] == ci.shard[0]]
+        if len(keep) < len(items):
+            ci.config.hook.pytest_deselected(items=[item for item in items if mine[_group(item)] != ci.shard[0]])
+            items[:] = keep
+
+
+def _group(item: pytest.Item) -> str:
+    """The shard group of a test: its (case, explainer) for the suite, else the test itself."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if getattr(getattr(item, "function", None), "xai_check", None) and "xai_case_name" in params:
+        return f"xai-suite[{params['xai_case_name']}-{params['xai_explainer'].name}]"
+    return item.nodeid

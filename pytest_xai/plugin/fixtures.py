@@ -34,7 +34,7 @@ def xai_explainer(request: pytest.FixtureRequest):
 @pytest.fixture(scope="session")
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
-    from pytest_xai import cases
+    from pytest_xai import cases, extras
     from pytest_xai.options import DataFileError
 
     state = _state(request.config)
@@ -48,6 +48,11 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
             pytest.skip(f"case {name}: {exc}")
         except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
             problem = f"case {name}: {exc}"
+        except ImportError as exc:  # an optional library not installed: skipped, saying how to install it
+            reason = extras.skip_reason(f"case {name}", exc)
+            if reason is None:
+                raise
+            pytest.skip(reason)
         pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
 
     return get
@@ -59,6 +64,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     which survive xdist and show in JUnit XML (``Record.to_properties``)."""
     rec = item.stash.get(xai_record, None)
     if rec is not None:
+        item.config.stash[xai_ci].judge(item, call, rec)  # --xai-gate=regression: known failure or regression
         names = Record.property_names()
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
     return (yield)
@@ -133,10 +139,12 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             info.thresholds, call=kwargs, marker=marker, command_line=state.thresholds["command line"].get(name),
             ini=state.thresholds["ini"].get(name), case=own)
         params = {**own, **kwargs, **thresholds}
+        reseed = None  # under --xai-repeat, a check that re-explains does so with each repeat's seed
         if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
             if explainer is None:
                 raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
             params["reexplain"] = _reexplainer(state, explainer, case)
+            reseed = lambda seed: _reexplainer(state, explainer, case, seed)
         if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
             params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
         game = explainer.declared("reference") if explainer is not None else None
@@ -144,7 +152,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             params["conditional"] = game  # explain.reference = "baseline": judged against baseline Shapley values
         try:
             score = info.func(explanation, case, **params)
-            score = _score_repeats(request.node, info.func, explanation, case, params, score)
+            score = _score_repeats(request.node, info.func, explanation, case, params, score, reseed)
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
         rec = _rec(request.node)
@@ -181,15 +189,17 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     _state(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
 
 
-def _reexplainer(state: XaiState, explainer, case) -> Callable[..., Any]:
+def _reexplainer(state: XaiState, explainer, case, seed: int | None = None) -> Callable[..., Any]:
     """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
     variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time limit
-    and validation as the first call (``Runner.reexplain``)."""
+    and validation as the first call (``Runner.reexplain``); ``seed``: that of the explanation
+    compared (a repeat's), else the ordinary one."""
     from pytest_xai.errors import ExplainerError
 
     def reexplain(model=None, *, other_seed: bool = False, rows=None, perturb=None):
         try:
-            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb)
+            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb,
+                                          seed=seed)
         except ExplainerError as exc:
             what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
                     else "perturbed inputs" if perturb is not None else "a repeated call")
@@ -209,14 +219,16 @@ def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
     return runs[0][1]
 
 
-def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score):
-    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``)."""
+def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score, reseed=None):
+    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``);
+    ``reseed(seed)`` gives the re-explainer of a check that re-explains, for that seed."""
     runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
     if not runs or runs[0][1] is not explanation:
         return score  # the test scored an explanation of its own
     from pytest_xai.runner import combine_repeats
 
-    scores = [score] + [func(expl, case, **params) for _, expl in runs[1:]]
+    scores = [score] + [func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
+                        for seed, expl in runs[1:]]
     score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
     rec = _rec(node)
     rec.repeat, rec.flaky = repeat, flaky

@@ -297,7 +297,7 @@ class XaiState:
                    "timeout": self.timeout, "wall_timeout": self.wall_timeout,
                    "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
                    "args": list(self.config.invocation_params.args)}
-        doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
+        doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(session.exitstatus))
         doc.update(ci.report_sections(self.records))
         ci.write_documents(doc, session)
         if not path:

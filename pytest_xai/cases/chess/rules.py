@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytest_xai.extras import install_line
+
 CLASSES = ("no_check", "check", "checkmate")
 #: Bit s of a uint64 mask is square s = 8*rank + file (a1 = 0, h8 = 63); Specification 2.
 _BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
@@ -18,9 +20,7 @@ def _chess():
     try:
         import chess
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the chess cases need python-chess: install pytest-xai[chess] (pip install chess)"
-        ) from exc
+        raise ImportError(f"the chess cases need python-chess: {install_line('chess')}") from exc
     return chess
 
 

@@ -1,0 +1,136 @@
+"""``--xai-shard=K/N``: deterministic shards that keep each (case, explainer) whole, the same with or
+without a cost cache and under ``-n 2``; ``merge`` refuses a set of shards that misses a test; and
+pytest-split's ``--splits`` still partitions the run (the costliest-first reordering stands aside)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_xai import shard
+from pytest_xai.options import OptionError
+
+REF = "pytest_xai.explainers"
+SPECS = (f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:zoo_zeros")
+SELECT = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom or gaussian_linear_rho")
+QUIET = ("-p", "no:randomly", "-n", "2")
+TIMING = ("seconds", "cpu_seconds", "duration", "cached")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_xai", *args], capture_output=True, text=True, check=False)
+
+
+def _results(path) -> dict[str, dict]:
+    return {r["nodeid"]: {k: v for k, v in r.items() if k not in TIMING}
+            for r in json.loads(path.read_text())["results"]}
+
+
+def test_parse_and_assign():
+    assert shard.parse("2/3") == (2, 3)
+    for bad in ("0/2", "3/2", "1", "a/b", "1/0"):
+        with pytest.raises(OptionError, match="give K/N with 1 <= K <= N"):
+            shard.parse(bad)
+    weights = {"a": 5.0, "b": 3.0, "c": 3.0, "d": 1.0}
+    assert shard.assign(weights, 2) == {"a": 1, "b": 2, "c": 2, "d": 1}  # loads 6 and 6
+    assert shard.assign(dict(reversed(weights.items())), 2) == shard.assign(weights, 2)  # order-free
+    assert set(shard.assign(weights, 3).values()) == {1, 2, 3}
+
+
+def _costs(pytester, reverse: bool) -> None:
+    """A cost cache that puts the groups costliest-first in collection order, or reversed."""
+    path = pytester.path / ".pytest_cache" / "v" / "xai" / "suite_costs"
+    known = json.loads(path.read_text())
+    ranked = sorted(known, reverse=reverse)
+    path.write_text(json.dumps({pair: float(i + 1) for i, pair in enumerate(ranked)}))
+
+
+def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cache(pytester):
+    pytest.importorskip("xdist")
+    whole = pytester.path / "whole.json"
+    pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, f"--xai-report={whole}")  # writes the cost cache
+    expected = _results(whole)
+    assert len(expected) >= 10
+    members = {}
+    for cache in ("cache", "no cache"):
+        parts = []
+        for k in (1, 2):
+            if cache == "cache":
+                _costs(pytester, reverse=k == 2)  # a different cache for each job, as on two CI machines
+            parts.append(pytester.path / f"shard{k}-{cache.replace(' ', '')}.json")
+            extra = ("-p", "no:cacheprovider") if cache == "no cache" else ()
+            pytester.runpytest_subprocess(*QUIET, *extra, *SPECS, *SELECT, f"--xai-shard={k}/2",
+                                          f"--xai-report={parts[-1]}")
+            doc = json.loads(parts[-1].read_text())
+            assert doc["shard"] == {"k": k, "n": 2, "collected": len(expected)}
+            members[cache, k] = set(_results(parts[-1]))
+            cases = {(r["case"], r["explainer"]) for r in doc["results"]}
+            for r in expected.values():  # each (case, explainer) group whole in one shard
+                assert ((r["case"], r["explainer"]) in cases) == (r["nodeid"] in members[cache, k])
+        merged = pytester.path / f"all-{cache.replace(' ', '')}.json"
+        done = _cli("merge", *map(str, parts), "-o", str(merged))
+        assert done.returncode == 0, done.stderr
+        assert _results(merged) == expected
+        assert members[cache, 1] and members[cache, 2]
+    assert members["cache", 1] == members["no cache", 1] and members["cache", 2] == members["no cache", 2]
+    # merge refuses a missing shard, in one line
+    refused = _cli("merge", str(pytester.path / "shard1-cache.json"), "-o", str(pytester.path / "x.json"))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().count("\n") == 0 and "shard 2/2 missing" in refused.stderr, refused.stderr
+    # and a shard that lost tests (a job stopped early) even when every shard is there
+    doc = json.loads((pytester.path / "shard2-cache.json").read_text())
+    doc["results"] = doc["results"][1:]
+    (pytester.path / "cut.json").write_text(json.dumps(doc))
+    refused = _cli("merge", str(pytester.path / "shard1-cache.json"), str(pytester.path / "cut.json"), "-o",
+                   str(pytester.path / "x.json"))
+    assert refused.returncode == 2 and "1 ran in no shard" in refused.stderr, refused.stderr
+
+
+def test_pytest_split_still_partitions_under_xdist_with_a_changing_cost_cache(pytester):
+    """pytest-split splits the order it is given: the costliest-first reordering, which reads the
+    cost cache, stands aside (without that, shards overlapped and dropped tests)."""
+    pytest.importorskip("xdist")
+    pytest.importorskip("pytest_split")
+    whole = pytester.path / "whole.json"
+    pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, f"--xai-report={whole}")
+    expected = _results(whole)
+    seen: list[str] = []
+    for group in (1, 2):
+        _costs(pytester, reverse=group == 2)
+        part = pytester.path / f"split{group}.json"
+        pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, "--splits", "2", "--group", str(group),
+                                      f"--xai-report={part}")
+        seen += list(_results(part))
+    assert sorted(seen) == sorted(expected)  # every test once: no overlap, none dropped
+
+
+def test_shard_and_splits_together_are_a_usage_error(pytester):
+    pytest.importorskip("pytest_split")
+    result = pytester.runpytest("-p", "no:randomly", "--collect-only", *SPECS, "--xai-shard=1/2", "--splits", "2",
+                                "--group", "1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--xai-shard and pytest-split's --splits both split the run: give one of them*"])
+
+
+def test_shards_are_balanced_by_the_baselines_seconds(pytester):
+    """With --xai-baseline, a group weighs the seconds the (committed) baseline recorded: one heavy
+    group fills shard 1 alone; without the baseline each test weighs 1."""
+    base = pytester.path / "baseline.json"
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", *SPECS, *SELECT)
+    pytester.runpytest(*args, f"--xai-save-baseline={base}")
+    doc = json.loads(base.read_text())
+    heavy = "symmetry[cough_and_fever]"
+    for r in doc["results"]:
+        r["duration"] = 100.0 if r["row"] == heavy and r["explainer"] == "exact_shapley" else 0.1
+    base.write_text(json.dumps(doc))
+
+    def shard_one(*extra: str) -> set[str]:
+        result = pytester.runpytest(*args, "--collect-only", "-q", "--xai-shard=1/2", *extra)
+        return {line.split("::")[1] for line in result.stdout.lines if "xai_suite.py::" in line}
+
+    assert shard_one(f"--xai-baseline={base}") == {"symmetry[cough_and_fever-exact_shapley]"}
+    by_count = shard_one()
+    assert len(by_count) > 1  # by count, shard 1 holds several groups
