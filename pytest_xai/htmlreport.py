@@ -205,7 +205,8 @@ def _score_cell(rec: Record) -> str:
 
 
 def _options(name: str, key: str, values: Iterable[Any]) -> str:
-    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>' for v in sorted(set(values)) if v)
+    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>'
+                   for v in sorted({str(v) for v in values if v}))
     return f'<label>{escape(name)} <select data-key="{key}"><option value="">all</option>{opts}</select></label>'
 
 
@@ -305,20 +306,9 @@ def render(doc: Mapping[str, Any]) -> str:
 
 def write(path: str | os.PathLike, doc: Mapping[str, Any]) -> None:
     """Write the report atomically (like the JSON report)."""
-    from pytest_xai.report import _create_temp
+    from pytest_xai.files import write_text
 
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = _create_temp(directory, ".xai-report-", ".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(render(doc))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text(path, render(doc))
 
 
 def extra_html(rec: Record) -> str:

@@ -193,3 +193,8 @@ def _change_the_process():
 
 
 prepared_changes_the_process.prepare = _change_the_process
+
+
+def raises_lone_surrogate(inputs):
+    """A message no UTF-8 file can hold as such."""
+    raise ValueError("bad \ud800 half of a pair </title><script>document.title='pwned'</script>")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_xai.files import REPORT_FAILED
 from pytest_xai.isolate import THREAD_VARIABLES
 from pytest_xai.runner import LEVELS, resolve_thresholds
 from tests.test_plugin import QUIET, REF, hostile, run
@@ -447,7 +448,7 @@ def test_reexplain_memoises_other_models_and_the_other_seed_but_repeats_the_same
 
 
 def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
-    """The report's folder turned into a file during the run: the run says so and exits 3."""
+    """The report's folder turned into a file during the run: the run says so and exits 6."""
     out = pytester.path / "out"
     out.mkdir()
     pytester.makepyfile(test_breaks=f"""
@@ -459,7 +460,7 @@ def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
     """)
     result = run(pytester, "test_breaks.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
                  f"--xai-report={out / 'r.json'}", tabular=False)
-    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert result.ret == REPORT_FAILED
     assert "could not write the JSON report" in result.stderr.str()
 
 

@@ -7,7 +7,6 @@ Part of the plugin (the only package that imports pytest); the logic is in
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -95,24 +94,16 @@ class XaiCi:
             out["baseline"] = self.baseline.section(records, versions())
         return out
 
-    def write_documents(self, doc: dict, session: pytest.Session) -> None:
+    def report_paths(self) -> dict[str, str | None]:
+        """The reports besides the JSON one: the saved baseline and the HTML report."""
+        return {"baseline": self.config.getoption("xai_save_baseline"), "html": self.config.getoption("xai_html")}
+
+    @staticmethod
+    def writers() -> dict:
+        from pytest_xai import htmlreport
         from pytest_xai import report as xai_report
 
-        for option in ("xai_save_baseline", "xai_html"):
-            path = self.config.getoption(option)
-            if not path:
-                continue
-            try:
-                if option == "xai_html":
-                    from pytest_xai import htmlreport
-
-                    htmlreport.write(path, doc)
-                else:
-                    xai_report.write_json(path, doc)
-            except OSError as exc:
-                sys.stderr.write(f"pytest-xai: could not write {path}: {exc}\n")
-                if session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": htmlreport.write}
 
     # Hooks
 

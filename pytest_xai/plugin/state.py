@@ -291,6 +291,7 @@ class XaiState:
         ci = self.config.stash[xai_ci]
         if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
             return
+        from pytest_xai import files
         from pytest_xai import report as xai_report
 
         options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
@@ -298,16 +299,16 @@ class XaiState:
                    "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
                    "args": list(self.config.invocation_params.args)}
         doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(exitstatus))
-        doc.update(ci.report_sections(self.records))
-        ci.write_documents(doc, session)
-        if not path:
-            return
+        failures = []
         try:
-            xai_report.write_json(path, doc)
-        except OSError as exc:  # e.g. the disk filled up during the run: say so, and never exit 0
-            sys.stderr.write(f"pytest-xai: could not write the JSON report {path}: {exc}\n")
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            doc.update(ci.report_sections(self.records))
+        except Exception as exc:  # noqa: BLE001 - the reports are still written, without the section
+            failures.append(f"pytest-xai: the baseline section of the reports is missing: {type(exc).__name__}: {exc}")
+        failures += files.write_reports(doc, {"json": path, **ci.report_paths()}, ci.writers())
+        for failure in failures:
+            sys.stderr.write(failure + "\n")
+        if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = files.REPORT_FAILED
 
 
 def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
