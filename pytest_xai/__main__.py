@@ -7,19 +7,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
-def _read(path: str) -> dict:
+def _read(path: str, command: str) -> dict:
+    """The report at ``path``, validated (:mod:`pytest_xai.schema`); a wrong file ends the command
+    with one line naming the file and the field (exit 2)."""
+    from pytest_xai import schema
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise SystemExit(f"pytest_xai: cannot read {path}: {exc.strerror or exc}")
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"pytest_xai: {path} is not JSON (line {exc.lineno}: {exc.msg}); give a file "
-                         f"written by --xai-report")
+        return schema.load(path, f"pytest_xai {command}: {path}")
+    except schema.SchemaError as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         from pytest_xai import merge as merging
 
         try:
-            doc = merging.merge([(path, _read(path)) for path in args.reports], allow_mismatch=args.allow_mismatch)
+            doc = merging.merge([(path, _read(path, "merge")) for path in args.reports],
+                                allow_mismatch=args.allow_mismatch)
         except merging.MergeError as exc:
             print(f"pytest_xai merge: {exc}", file=sys.stderr)
             return 2
@@ -52,11 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: {problem}", file=sys.stderr)
         target = args.html
     else:
-        doc, target = _read(args.report), args.output
-        if not isinstance(doc, dict) or doc.get("schema") != report.SCHEMA:
-            print(f"pytest_xai html: {args.report} is not a pytest-xai JSON report (written by --xai-report)",
-                  file=sys.stderr)
-            return 2
+        doc, target = _read(args.report, "html"), args.output
     if target:
         htmlreport.write(target, doc)
         print(f"HTML report: {target}")

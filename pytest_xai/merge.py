@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai import report
+from pytest_xai import report, schema
 from pytest_xai.record import Record
 
 
@@ -71,11 +71,10 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
     if not docs:
         raise MergeError("no reports given")
     for path, doc in docs:
-        if (not isinstance(doc, Mapping) or doc.get("schema") != report.SCHEMA
-                or not isinstance(doc.get("results"), list)):
-            raise MergeError(f"{path}: not a pytest-xai JSON report (written by --xai-report)")
-        if doc.get("version") != report.SCHEMA_VERSION:
-            raise MergeError(f"{path}: report format version {doc.get('version')!r}, expected {report.SCHEMA_VERSION}")
+        try:
+            schema.validate(doc)
+        except schema.SchemaError as exc:
+            raise MergeError(f"{path}: {exc}") from None
     mismatches = _check(docs, allow_mismatch)
     seen: dict[str, str] = {}
     results = []
