@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     html.add_argument("-o", "--output", required=True, metavar="REPORT.html")
     args = parser.parse_args(argv)
 
-    from pytest_xai import htmlreport, report
+    from pytest_xai import embed, htmlreport, report
 
     if args.command == "merge":
         from pytest_xai import merge as merging
@@ -51,11 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"merged {len(args.reports)} reports, {len(doc['results'])} results: {args.output}")
         for problem in doc.get("merge_mismatches", []):
             print(f"warning: {problem}", file=sys.stderr)
-        target = args.html
+        target, pictures = args.html, {}
     else:
         doc, target = _read(args.report, "html"), args.output
+        pictures = embed.collect(args.report, doc["results"])
     if target:
-        htmlreport.write(target, doc)
+        htmlreport.write(target, doc, pictures)
         print(f"HTML report: {target}")
     return 0
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai import report, schema
+from pytest_xai import embed, report, schema
 from pytest_xai.record import Record
 
 
@@ -97,6 +97,10 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         "summary": report.summary(results),
         "results": [rec.to_dict() for rec in sorted(results, key=lambda rec: rec.nodeid)],
     }
+    pictures = {nodeid: data for path, doc in docs
+                for nodeid, data in {**embed.carried(doc), **embed.collect(path, doc["results"])}.items()}
+    if pictures:  # as data: the merged report is read where the shards' folders are not
+        out["pictures"] = pictures
     if mismatches:
         out["merge_mismatches"] = mismatches
     baseline = _merge_baselines(docs)

@@ -356,9 +356,10 @@ def picture_path(report: str | Path, test_name: str, case: Case, score: Score) -
 
     if case.draw is None or (score.worst or {}).get("row") is None:
         return None
-    report = Path(report)
+    from pytest_xai.embed import folder
+
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
-    return report.parent / f"{report.stem}-pictures" / f"{name}.png"
+    return folder(report) / f"{name}.png"
 
 
 def draw_picture(path: Path, case: Case, explanation: Any, score: Score) -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+from pathlib import Path
 
 import pytest
 
 from pytest_xai.files import REPORT_FAILED
+from tests.test_html import CHROMIUM, _chromium
 from tests.test_plugin import REF, hostile, run
 
 TOY = ("-k", "symmetry and cough_and_fever and not 10_90")
@@ -109,3 +113,107 @@ def test_merge_and_html_refuse_a_wrong_report_in_one_line(tmp_path, capsys, comm
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"pytest_xai {command}: {bad}: {field}"), err
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "all.json").exists()
+
+
+# --------------------------------------------------- HTML of a report from elsewhere: inert, no files
+
+XSS = "<img src=x onerror=\"document.body.setAttribute('data-pwned', 'yes' + 1)\">"
+CLOSE = "</title></text></svg><script>document.body.setAttribute('data-pwned', 'yes' + 2)</script>"
+ATTR = "\" onmouseover=\"document.body.setAttribute('data-pwned', 'yes' + 3)\" x=\""
+
+
+def _png(path) -> bytes:
+    import numpy as np
+
+    pytest.importorskip("matplotlib.image").imsave(path, np.eye(4))
+    return path.read_bytes()
+
+
+def _hostile_doc(tmp_path) -> dict:
+    """A report a fork's pull request could upload: markup in every string, pictures that point
+    outside, a link, a FIFO, and non-PNG data; two real PNGs (one a file in the report's pictures
+    folder, one carried as data) are the ones to show."""
+    import base64
+
+    pictures = tmp_path / "hostile-pictures"
+    pictures.mkdir()
+    png = _png(pictures / "ok.png")
+    (pictures / "evil.png").symlink_to("/etc/passwd")
+    os.mkfifo(pictures / "fifo.png")
+    result = {"row": CLOSE, "explainer": XSS, "case": ATTR, "family": ATTR, "category": CLOSE, "check": XSS,
+              "status": CLOSE, "kind": XSS, "detail": CLOSE, "error": XSS, "regression": None, "score": 0.5,
+              "threshold": 0.9, "seconds": 0.2, "passed": False}
+    shown = {"/elsewhere/ok.png": f"n0{XSS}", "/etc/passwd": "n1", "../../../../etc/passwd": "n2",
+             "evil.png": "n3", "fifo.png": "n4"}
+    results = [{**result, "nodeid": nodeid, "picture": picture} for picture, nodeid in shown.items()]
+    results += [{**result, "nodeid": nodeid, "status": status} for nodeid, status in
+                (("n5", "PASS"), (f"n6{CLOSE}", "FAIL"))]
+    agg = {"tests": 7, "ran": 7, "skipped": 0, "passed": 1, "errors": 0, "timeouts": 0, "mean_score": 0.5,
+           "mean_seconds": 0.2}
+    passwd = base64.b64encode(Path("/etc/passwd").read_bytes()).decode()
+    return {"schema": "pytest-xai/report", "version": 1, "created": CLOSE, "seed": 0, "exitstatus": 1,
+            "versions": {XSS: CLOSE}, "machine": {CLOSE: XSS}, "options": {"explainers": [XSS], "timeout": CLOSE},
+            "summary": {XSS: {"overall": agg, "categories": {CLOSE: dict(agg)}}}, "results": results,
+            "shards": [{"path": CLOSE}], "merge_mismatches": [XSS],
+            "pictures": {"n5": passwd, f"n6{CLOSE}": base64.b64encode(png).decode()},
+            "baseline": {"path": XSS, "created": CLOSE, "seed": 0, "changed_versions": {XSS: [CLOSE, XSS]},
+                         "diff": {"regressions": [{"row": CLOSE, "explainer": XSS, "reasons": [CLOSE],
+                                                   "baseline": {"status": XSS, "score": 1.0},
+                                                   "now": {"status": CLOSE, "score": 0.5}}],
+                                  "improvements": [], "new": [], "vanished": [], "unchanged": 0}}}
+
+
+def _embedded(text: str) -> list[bytes]:
+    import base64
+    import re
+
+    return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]*)", text)]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `apt-get install chromium`")
+def test_html_of_a_hostile_report_runs_no_script_and_shows_no_outside_file(tmp_path):
+    """Rendered by ``html`` and by ``merge --html`` (from another folder, so pictures travel as
+    data), then loaded in headless chromium: our script ran, theirs did not, and the only pictures
+    are the two PNGs that belong to the report.  Before: the status closed the SVG title and its
+    script ran, and /etc/passwd came out as base64."""
+    import subprocess
+    import sys
+
+    doc = _hostile_doc(tmp_path)
+    source = tmp_path / "hostile.json"
+    source.write_text(json.dumps(doc))
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    commands = {"html": ["html", str(source), "-o", str(tmp_path / "one.html")],
+                "merge": ["merge", str(source), "-o", str(merged / "all.json"), "--html", str(merged / "all.html")]}
+    for name, args in commands.items():
+        done = subprocess.run([sys.executable, "-m", "pytest_xai", *args], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, (name, done.stderr)
+    passwd = Path("/etc/passwd").read_bytes()
+    for html in (tmp_path / "one.html", merged / "all.html"):
+        text = html.read_text(encoding="utf-8")
+        pictures = _embedded(text)
+        assert len(pictures) == 2 and all(p.startswith(b"\x89PNG") for p in pictures), html
+        assert passwd[:20] not in b"".join(pictures)
+        dom = _chromium("--dump-dom", html.as_uri())
+        assert re.search(r'data-rendered="rows=7 charts=\d+ points=\d+"', dom.stdout), dom.stderr[-2000:]
+        assert "yes1" not in dom.stdout and "yes2" not in dom.stdout and "yes3" not in dom.stdout, html
+        assert "<title>pytest-xai report</title>" in dom.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `apt-get install chromium`")
+def test_the_html_writer_escapes_even_a_report_that_skipped_validation(tmp_path):
+    """``htmlreport.write`` called directly (a user's script) with the wrong types the schema refuses:
+    counts that are markup render as ``?``, no script runs."""
+    from pytest_xai import htmlreport
+
+    doc = _hostile_doc(tmp_path)
+    doc["summary"][XSS]["overall"]["passed"] = CLOSE
+    doc["summary"][XSS]["categories"][CLOSE]["ran"] = CLOSE
+    doc["results"][0]["repeat"] = {"std": CLOSE}
+    html = tmp_path / "direct.html"
+    htmlreport.write(html, doc)
+    dom = _chromium("--dump-dom", html.as_uri())
+    assert "data-rendered" in dom.stdout and "yes" not in re.sub(r"'yes' \+ \d", "", dom.stdout)
+    assert "?/7" in dom.stdout and "1/?" in dom.stdout

@@ -98,12 +98,18 @@ class XaiCi:
         """The reports besides the JSON one: the saved baseline and the HTML report."""
         return {"baseline": self.config.getoption("xai_save_baseline"), "html": self.config.getoption("xai_html")}
 
-    @staticmethod
-    def writers() -> dict:
-        from pytest_xai import htmlreport
+    def writers(self) -> dict:
+        """The writer of each report; the HTML one embeds the pictures this run drew beside the JSON
+        report (:func:`pytest_xai.embed.collect`), never a path read from a record."""
+        from pytest_xai import embed, htmlreport
         from pytest_xai import report as xai_report
 
-        return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": htmlreport.write}
+        json_path = self.config.getoption("xai_report")
+
+        def html(path: str, doc: dict) -> None:
+            htmlreport.write(path, doc, embed.collect(json_path, doc["results"]) if json_path else {})
+
+        return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": html}
 
     # Hooks
 
