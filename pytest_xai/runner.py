@@ -156,6 +156,9 @@ class Runner:
         key = self._key(explainer, case, seed)
         if key in self.memo:
             return self.memo[key][1], True
+        if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.probe)
+            kind, message = explainer.broken
+            return Outcome("error", message=message, kind=kind), False
         outcome = self._call(explainer, case, seed=seed)
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False

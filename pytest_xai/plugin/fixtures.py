@@ -138,7 +138,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
             params["reexplain"] = _reexplainer(state, explainer, case)
         if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
-            params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
+            params["claim"] = explainer.claim(name)  # e.g. explain.completeness = "background"
         try:
             score = info.func(explanation, case, **params)
             score = _score_repeats(request.node, info.func, explanation, case, params, score)

@@ -120,6 +120,7 @@ class XaiState:
         self._cache = None
         self._runner = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
+        self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
