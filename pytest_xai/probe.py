@@ -30,7 +30,8 @@ TICK = 0.05
 
 def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, Any]:
     """What importing ``spec`` in a fresh process gives, within ``cpu`` CPU and ``wall`` wall seconds."""
-    from pytest_xai.isolate import IDLE_SHARE, _process_state, cpu_seconds, thread_environment
+    from pytest_xai.isolate import thread_environment
+    from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
 
     request = json.dumps({"spec": spec, "option": option, "sys_path": list(sys.path), "cwd": os.getcwd()})
     read, write = os.pipe()
@@ -55,7 +56,7 @@ def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, An
                     data += chunk
                     continue
                 elapsed, used = time.monotonic() - start, cpu_seconds(proc.pid)
-                if _process_state(proc.pid) in (b"T", b"t"):
+                if stopped(proc.pid):
                     problem = "was stopped (SIGSTOP)"
                 elif used is not None and used < IDLE_SHARE * elapsed and elapsed > cpu:
                     problem = (f"was idle: it used {used:.2f} CPU seconds in {elapsed:.1f} s (an import that sleeps, "

@@ -185,7 +185,8 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     import io
     import types
 
-    _die_with_parent()
+    # not _die_with_parent(): an explainer that kills the zygote must not take the xdist workers with
+    # it; a worker ends when its controller does (execnet's channel closes)
     os.set_inheritable(fds[3], False)
     for fd, target in zip(fds[:3], (0, 1, 2), strict=True):
         os.dup2(fd, target)

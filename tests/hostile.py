@@ -198,3 +198,33 @@ prepared_changes_the_process.prepare = _change_the_process
 def raises_lone_surrogate(inputs):
     """A message no UTF-8 file can hold as such."""
     raise ValueError("bad \ud800 half of a pair </title><script>document.title='pwned'</script>")
+
+
+def _zygote_of_this_worker() -> int | None:
+    """The zygote that forked this worker (its parent), or None when the worker was spawned."""
+    import os
+
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as fh:
+        return parent if b"--zygote" in fh.read() else None
+
+
+def kills_the_zygote(inputs):
+    import os
+    import signal
+
+    zygote = _zygote_of_this_worker()
+    if zygote is not None:
+        os.kill(zygote, signal.SIGKILL)
+    return np.zeros(inputs.shape)
+
+
+def stops_the_zygote(inputs):
+    import os
+    import signal
+
+    zygote = _zygote_of_this_worker()
+    if zygote is not None:
+        os.kill(zygote, signal.SIGSTOP)
+    return np.zeros(inputs.shape)
+

@@ -739,7 +739,6 @@ def bare_zygote():
     zygote = Zygote(["numpy.random"], [], listener)
     yield zygote
     zygote.stop()
-    zygote.listener.close()  # stop() closes only the listener of the shared zygote's
 
 
 def _forked_python(address: str, code: str, **kwargs) -> subprocess.Popen:
@@ -763,7 +762,7 @@ def test_a_forked_worker_runs_its_code_as_python_c_would(bare_zygote, tmp_path, 
     with the client's stdin, stdout, stderr, directory, environment and argv, and the client exits
     with its status."""
     env = {**os.environ, "XAI_SEEN": "seen", "XAI_EXIT": str(status)}
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), FORKED, cwd=tmp_path, env=env)
+    proc = _forked_python(bare_zygote.listening, FORKED, cwd=tmp_path, env=env)
     out, err = proc.communicate("a line\n", timeout=60)
     assert proc.returncode == status, err
     assert out.split(None, 2)[:2] == [str(bare_zygote.proc.pid), str(tmp_path)], out
@@ -775,14 +774,14 @@ def test_forked_workers_draw_different_numbers_from_numpys_global_generator(bare
     """numpy, imported by the zygote, seeded its global generator once; each fork gets its own, as
     a new process would (unseeded tests would otherwise draw the same numbers in every xdist worker)."""
     code = "import numpy as np; print(np.random.random())"
-    draws = {_forked_python(str(bare_zygote.listener.getsockname()), code).communicate("", timeout=60)[0]
+    draws = {_forked_python(bare_zygote.listening, code).communicate("", timeout=60)[0]
              for _ in range(2)}
     assert len(draws) == 2, draws
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
 def test_a_forked_worker_reports_an_uncaught_exception_and_exits_1(bare_zygote):
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), "raise ValueError('from the code')")
+    proc = _forked_python(bare_zygote.listening, "raise ValueError('from the code')")
     _, err = proc.communicate("", timeout=60)
     assert proc.returncode == 1 and "ValueError: from the code" in err, err
 
@@ -809,7 +808,7 @@ def test_a_forked_worker_ends_as_python_would_without_the_teardown(bare_zygote, 
     ``sys.exit("message")`` printed and exit status 1."""
     held = tmp_path / "held.txt"
     code = ENDING.replace("sys.argv[1]", repr(str(held)))
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), code)
+    proc = _forked_python(bare_zygote.listening, code)
     out, err = proc.communicate("", timeout=60)
     assert proc.returncode == 1 and out.splitlines() == ["thread joined", "atexit ran"], (out, err)
     assert err.strip() == "stopped with a message"
@@ -820,7 +819,7 @@ def test_a_forked_worker_ends_as_python_would_without_the_teardown(bare_zygote, 
 def test_a_signal_to_the_client_reaches_its_forked_worker(bare_zygote):
     """xdist stops a worker by signalling the process it started: the client passes SIGTERM on and
     exits as the worker did (128 + 15)."""
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), "import sys, time; print('up', flush=True); time.sleep(60)")
+    proc = _forked_python(bare_zygote.listening, "import sys, time; print('up', flush=True); time.sleep(60)")
     assert proc.stdout.readline().strip() == "up"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.test_plugin import QUIET, REF
+from tests.test_plugin import QUIET, REF, hostile
 
 TOY = ("-k", "symmetry and cough_and_fever and not 10_90")
 IMPORTS = {  # module: (its source, the cause its test must name)
@@ -43,3 +43,52 @@ def test_a_module_that_exits_hangs_or_raises_at_import_fails_only_its_own_tests(
         rec = results[f"{name}:explain"]
         assert rec["status"] in ("ERROR", "TIMEOUT") and cause in rec["error"], (name, rec["error"])
     result.stdout.fnmatch_lines(["*xai scores*"])
+
+
+FOUR = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom")
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="the zygote forks (Linux)")
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize("attack", ["kills_the_zygote", "stops_the_zygote"])
+def test_an_explainer_that_kills_or_stops_the_zygote_loses_no_other_result(pytester, attack, xdist):
+    """Before: under -n 2 both xdist workers died with a killed zygote and the replacement waited
+    300 s (1 of 9 results); a stopped zygote held the next fork 300 s."""
+    if xdist:
+        pytest.importorskip("xdist")
+    report, html = pytester.path / "r.json", pytester.path / "r.html"
+    result = pytester.runpytest_subprocess(*QUIET, *xdist, *FOUR, hostile(attack), f"--xai-explainer={REF}:exact_shapley",
+                                           "--xai-timeout=20", f"--xai-report={report}", f"--xai-html={html}",
+                                           timeout=200)
+    results = json.loads(report.read_text())["results"]
+    healthy = [r["status"] for r in results if r["explainer"] == "exact_shapley"]
+    assert healthy == ["PASS"] * 4, result.stdout.str()[-3000:]
+    assert len(results) == 8 and html.exists() and result.ret in (0, 1)
+
+
+STOPPED_WORKER = """
+import os, signal
+
+from pytest_xai import isolate
+
+def test_first_call_then_stop_the_idle_worker(xai_explainer, xai_case, xai_explain):
+    xai_explain(xai_explainer, xai_case("cough_and_fever"))
+    (worker,) = [w for w in isolate._LIVE if w.spec == xai_explainer.spec]
+    os.kill(worker.pid, signal.SIGSTOP)
+
+def test_second_call_on_the_stopped_worker(xai_explainer, xai_case, xai_explain):
+    xai_explain(xai_explainer, xai_case("a_and_b_or_c"))
+"""
+
+
+def test_a_worker_stopped_from_outside_while_idle_fails_its_next_call_at_once(pytester):
+    """Before: the next call waited 600 s and said it "did not finish loading"."""
+    pytester.makepyfile(test_stopped=STOPPED_WORKER)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "test_stopped.py", "--xai-no-suite",
+                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    (second,) = [r for r in json.loads(report.read_text())["results"] if "second" in r["nodeid"]]
+    assert second["status"] == "TIMEOUT" and "was stopped (SIGSTOP)" in second["error"], second
+
