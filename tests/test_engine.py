@@ -265,6 +265,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
+#: ``python -m pytest`` with SIGINT and SIGTERM at Python's defaults and unblocked, however this
+#: pytest was started: a background job or a CI runner ignores SIGINT, an ignored disposition
+#: survives exec, and Python leaves it ignored (the inner pytest then never saw the signal).
+PYTEST_WITH_DEFAULT_SIGNALS = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                               "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+                               "signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM)); "
+                               "import pytest; sys.exit(pytest.console_main())")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pytester, signum):
@@ -275,8 +284,8 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
     # which imports hypothesis at the terminal summary (1-4 s on a loaded machine), only ours is timed.
     with printed.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "pytest", *QUIET, "-p", "no:hypothesispytest", "-k", TOY,
-             hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
+            [sys.executable, "-X", "faulthandler", "-c", PYTEST_WITH_DEFAULT_SIGNALS, *QUIET, "-p",
+             "no:hypothesispytest", "-k", TOY, hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
             cwd=pytester.path, stdout=out, stderr=out)
     deadline = time.monotonic() + 120
     while not any(len(_descendants(child)) for child in _descendants(proc.pid)):  # zygote -> worker
