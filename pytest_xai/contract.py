@@ -408,11 +408,14 @@ def _array(value: Any, what: str) -> Floats:
         value = value.values  # shap.Explanation, pandas objects
         if callable(value):
             raise ExplainerError(f"returned a {type(value).__name__}-like mapping instead of an array of {what}")
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):  # np.asarray would drop the mask
+        raise ExplainerError(f"returned {what} as a masked array with {int(np.ma.count_masked(value))} masked "
+                             f"value(s); return plain numbers (e.g. .filled(0.0) where nothing is attributed)")
     try:
         array = np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - a user object's __array__ may raise anything; the message names it
         raise ExplainerError(f"returned {type(value).__name__} that numpy cannot read as {what}: {exc}") from None
-    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+    if array.dtype.kind not in "iuf":  # not bool, complex, object, strings, nor timedelta64 (an integer to numpy)
         raise ExplainerError(f"returned {what} of dtype {array.dtype} ({type(value).__name__}); expected real numbers")
     return array.astype(float)
 
@@ -427,6 +430,11 @@ def _finite(array: Any, what: str) -> None:
             f"returned {int(bad.sum())} non-finite {what} value(s) (NaN or inf), first at index {first}: "
             f"{array[first]}"
         )
+    with np.errstate(over="ignore"):
+        total = float(np.abs(array).sum())
+    if total == np.inf:  # every check sums or differences attributions: they would read as inf, or 0
+        raise ExplainerError(f"returned {what} so large (up to {float(np.abs(array).max()):.3g}) that their sum "
+                             f"overflows float64; return them in the units of the model's output")
 
 
 def _unchanged(before: Any, after: Any, what: str) -> None:

@@ -276,8 +276,11 @@ class Runner:
                     raise  # the user pressed Ctrl-C: stop the session
                 import traceback
 
+                from pytest_xai.worker import explainers_frames
+
                 raise ExplainerRaised(f"raised {type(exc).__name__}: {clip(exc, 2000)}",
-                                      clip("".join(traceback.format_exception(exc)))) from None
+                                      clip("".join(traceback.format_exception(
+                                          type(exc), exc, explainers_frames(exc.__traceback__))))) from None
 
 
 class _real_interrupts:

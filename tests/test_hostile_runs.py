@@ -92,3 +92,36 @@ def test_a_worker_stopped_from_outside_while_idle_fails_its_next_call_at_once(py
     (second,) = [r for r in json.loads(report.read_text())["results"] if "second" in r["nodeid"]]
     assert second["status"] == "TIMEOUT" and "was stopped (SIGSTOP)" in second["error"], second
 
+
+BUILDER_RAISES = """
+import pytest_xai
+from pytest_xai import cases
+
+
+@cases.register(family="user", category="fidelity", source="test", checks={})
+def breaks_when_built(info, *, seed, cache):
+    raise OSError("the data share is not mounted")
+
+
+def test_uses_the_broken_case(xai_explainer, xai_case):
+    xai_case("breaks_when_built")
+"""
+
+
+def test_a_case_builder_that_raises_is_named_in_the_report_and_tracebacks_start_at_the_explainer(pytester):
+    """Issue 29: a builder that raised left the JSON ``detail`` and ``error`` empty; an explainer's
+    traceback started with three frames of the plugin (worker, contract)."""
+    pytester.makepyfile(test_builder=BUILDER_RAISES)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "test_builder.py", "-k", "broken_case or (symmetry and "
+                                           "cough_and_fever and not 10_90)", hostile("raises"),
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(failed=2)
+    results = {r["test"]: r for r in json.loads(report.read_text())["results"]}
+    built = results["test_uses_the_broken_case"]
+    assert built["error"] == "OSError: the data share is not mounted" == built["detail"], built
+    raised = results["symmetry"]
+    assert raised["kind"] == "raised"
+    trace = result.stdout.str().split("Traceback (most recent call last):", 1)[1]
+    first_frame = trace.strip().splitlines()[0]
+    assert "hostile.py" in first_frame and "in raises" in first_frame, trace[:800]

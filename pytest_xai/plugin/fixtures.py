@@ -59,6 +59,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     which survive xdist and show in JUnit XML (``Record.to_properties``)."""
     rec = item.stash.get(xai_record, None)
     if rec is not None:
+        excinfo = call.excinfo
+        if (rec.error is None and excinfo is not None
+                and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))):
+            from pytest_xai.wire import clip  # e.g. a case builder that raised: the report names it
+
+            rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
         names = Record.property_names()
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
     return (yield)
