@@ -48,6 +48,8 @@ LOADING_WALL = 600.0
 #: fork (it may import a library first) and a status.  Each wait also ends as soon as the zygote is
 #: gone, stopped or idle (:func:`pytest_xai.watch.receive`).
 FIRST_ANSWER, FORK_ANSWER, STATUS_ANSWER = 300.0, 60.0, 5.0
+#: Seconds without a byte after part of a reply: the message was cut (a worker writes it at once).
+TRUNCATED = 2.0
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 
 
@@ -71,6 +73,10 @@ class _Stop(Exception):
     pass
 
 
+class _Truncated(Exception):
+    """Part of a reply arrived, then nothing: the argument is how many bytes."""
+
+
 @dataclass
 class _Phase:
     """Where a call is: its limits (loading, then the call's), and its wall and CPU clocks at the start."""
@@ -78,6 +84,8 @@ class _Phase:
     limits: Limits
     wall: float
     cpu: float | None
+    received: int = 0  # bytes of a reply read so far, and when the last arrived
+    progress: float = 0.0
 
 
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
@@ -338,7 +346,11 @@ class Worker:
         loading = Limits(cpu=None, wall=max(limits.wall or 0.0, LOADING_WALL))
         phase = _Phase(loading, time.monotonic(), cpu_seconds(self.pid))
 
-        def tick() -> None:
+        def tick(received: int) -> None:
+            if received != phase.received:
+                phase.received, phase.progress = received, time.monotonic()
+            elif received and time.monotonic() - phase.progress > TRUNCATED:
+                raise _Truncated(received)
             wall = time.monotonic() - phase.wall
             now, cpu, lim = cpu_seconds(self.pid), phase.cpu, phase.limits
             used = wall if now is None or cpu is None else now - cpu
@@ -371,6 +383,11 @@ class Worker:
                 if reply.get("kind") != "started":
                     return reply, arrays
                 phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
+        except _Truncated as cut:
+            self.kill()
+            raise ExplainerCrash(f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
+                                 f"truncated message on the worker's result channel (did the explainer write to it?); "
+                                 f"the worker was replaced") from None
         except _Stop as stop:
             printed = self.output()
             self.kill()

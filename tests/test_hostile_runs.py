@@ -125,3 +125,14 @@ def test_a_case_builder_that_raises_is_named_in_the_report_and_tracebacks_start_
     trace = result.stdout.str().split("Traceback (most recent call last):", 1)[1]
     first_frame = trace.strip().splitlines()[0]
     assert "hostile.py" in first_frame and "in raises" in first_frame, trace[:800]
+
+
+def test_a_truncated_reply_is_named_as_such_not_as_idle(pytester):
+    """Issue 29: part of a message, then nothing, was reported as "was idle" after the time limit."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, *TOY, hostile("sends_a_truncated_reply"),
+                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    rec = _by_explainer(report)["sends_a_truncated_reply"]
+    assert rec["kind"] == "crash" and "bytes of a result, then nothing" in rec["error"], rec["error"]
