@@ -201,12 +201,14 @@ def raises_lone_surrogate(inputs):
 
 
 def _zygote_of_this_worker() -> int | None:
-    """The zygote that forked this worker (its parent), or None when the worker was spawned."""
+    """The zygote that forked this worker (its parent), or None when the worker was spawned (by a
+    pytest process, maybe an xdist worker forked from the zygote: same command line, but threads)."""
     import os
 
     parent = os.getppid()
     with open(f"/proc/{parent}/cmdline", "rb") as fh:
-        return parent if b"--zygote" in fh.read() else None
+        zygote = b"--zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
+    return parent if zygote else None
 
 
 def kills_the_zygote(inputs):

@@ -64,6 +64,7 @@ def test_an_explainer_that_kills_or_stops_the_zygote_loses_no_other_result(pytes
     healthy = [r["status"] for r in results if r["explainer"] == "exact_shapley"]
     assert healthy == ["PASS"] * 4, result.stdout.str()[-3000:]
     assert len(results) == 8 and html.exists() and result.ret in (0, 1)
+    assert "crashed" not in result.stdout.str()  # no xdist worker died with the zygote
 
 
 STOPPED_WORKER = """
