@@ -7,19 +7,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
-def _read(path: str) -> dict:
+def _read(path: str, command: str) -> dict:
+    """The report at ``path``, validated (:mod:`pytest_xai.schema`); a wrong file ends the command
+    with one line naming the file and the field (exit 2)."""
+    from pytest_xai import schema
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise SystemExit(f"pytest_xai: cannot read {path}: {exc.strerror or exc}")
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"pytest_xai: {path} is not JSON (line {exc.lineno}: {exc.msg}); give a file "
-                         f"written by --xai-report")
+        return schema.load(path, f"pytest_xai {command}: {path}")
+    except schema.SchemaError as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,13 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     html.add_argument("-o", "--output", required=True, metavar="REPORT.html")
     args = parser.parse_args(argv)
 
-    from pytest_xai import htmlreport, report
+    from pytest_xai import embed, htmlreport, report
 
     if args.command == "merge":
         from pytest_xai import merge as merging
 
         try:
-            doc = merging.merge([(path, _read(path)) for path in args.reports], allow_mismatch=args.allow_mismatch)
+            doc = merging.merge([(path, _read(path, "merge")) for path in args.reports],
+                                allow_mismatch=args.allow_mismatch)
         except merging.MergeError as exc:
             print(f"pytest_xai merge: {exc}", file=sys.stderr)
             return 2
@@ -50,15 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"merged {len(args.reports)} reports, {len(doc['results'])} results: {args.output}")
         for problem in doc.get("merge_mismatches", []):
             print(f"warning: {problem}", file=sys.stderr)
-        target = args.html
+        target, pictures = args.html, {}
     else:
-        doc, target = _read(args.report), args.output
-        if not isinstance(doc, dict) or doc.get("schema") != report.SCHEMA:
-            print(f"pytest_xai html: {args.report} is not a pytest-xai JSON report (written by --xai-report)",
-                  file=sys.stderr)
-            return 2
+        doc, target = _read(args.report, "html"), args.output
+        pictures = embed.collect(args.report, doc["results"])
     if target:
-        htmlreport.write(target, doc)
+        htmlreport.write(target, doc, pictures)
         print(f"HTML report: {target}")
     return 0
 

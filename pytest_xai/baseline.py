@@ -9,7 +9,6 @@ seconds grow beyond a factor (only when one is given); the workflow is in ``docs
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -31,27 +30,15 @@ class BaselineError(ValueError):
 
 
 def load(path: str | os.PathLike, source: str = "--xai-baseline") -> dict:
-    """The baseline document at ``path``, checked to be a pytest-xai JSON report."""
-    from pytest_xai.report import SCHEMA, SCHEMA_VERSION
+    """The baseline document at ``path``, checked to be a valid pytest-xai JSON report
+    (:mod:`pytest_xai.schema`)."""
+    from pytest_xai import schema
 
-    text = os.fspath(path)
     fix = "write one with --xai-save-baseline=PATH (or --xai-report=PATH) on a run you trust"
     try:
-        with open(text, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise BaselineError(f"{source}={text}: no such file; {fix}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{source}={text}: cannot be read ({exc}); {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{source}={text}: not JSON (line {exc.lineno}: {exc.msg}); {fix}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("results"), list):
-        raise BaselineError(f"{source}={text}: not a pytest-xai report (no \"schema\": \"{SCHEMA}\" with "
-                            f"\"results\"); {fix}")
-    if doc.get("version") != SCHEMA_VERSION:
-        raise BaselineError(f"{source}={text}: report format version {doc.get('version')!r}, this pytest-xai "
-                            f"reads version {SCHEMA_VERSION}; refresh the baseline with this version")
-    return doc
+        return schema.load(path, f"{source}={os.fspath(path)}", fix)
+    except schema.SchemaError as exc:
+        raise BaselineError(str(exc)) from None
 
 
 def parse_tolerances(entries: list[str], source: str, known_checks: list[str]) -> dict[str, float]:

@@ -29,7 +29,7 @@ import numpy as np
 
 import pytest_xai
 
-FORMAT = 2  # of the metadata below; part of every key, so older entries are never read
+FORMAT = 3  # of the metadata below; part of every key, so older entries are never read
 META = "__pytest_xai__"  # npz array / torch state_dict entry / xgboost attribute holding the metadata
 STALE_TMP_SECONDS = 3600.0  # a temporary file older than this belongs to a killed writer
 
@@ -122,8 +122,10 @@ def _json_digest(doc: Any) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _verify(meta_text: Any, digest: Callable[[], str], builder: str, name: str) -> None:
-    """Raise :class:`InvalidEntry` unless the stored metadata matches the content and the builder."""
+def _verify(meta_text: Any, digest: Callable[[], str], builder: str, name: str, key: str) -> None:
+    """Raise :class:`InvalidEntry` unless the stored metadata matches the content, the builder and
+    the key (the digest of the entry's parameters and versions: an entry copied over another's
+    file would otherwise pass for it)."""
     if meta_text is None:
         raise InvalidEntry("no pytest-xai metadata (not written by this cache)")
     try:
@@ -134,12 +136,16 @@ def _verify(meta_text: Any, digest: Callable[[], str], builder: str, name: str) 
         raise InvalidEntry(f"metadata of another entry or format: {meta!r}")
     if meta.get("builder") != builder:
         raise InvalidEntry(f"built by other code ({meta.get('builder')}; the builder is now {builder})")
+    if meta.get("key") != key:
+        raise InvalidEntry("built for other parameters or library versions (its key digest differs from its file "
+                           "name's)")
     if meta.get("sha256") != digest():
         raise InvalidEntry("content does not match its checksum (modified or corrupted)")
 
 
-def _meta(name: str, builder: str, digest: str) -> str:
-    return json.dumps({"format": FORMAT, "name": name, "builder": builder, "sha256": digest}, sort_keys=True)
+def _meta(name: str, builder: str, digest: str, key: str) -> str:
+    return json.dumps({"format": FORMAT, "name": name, "builder": builder, "sha256": digest, "key": key},
+                      sort_keys=True)
 
 
 def _create_temp(path: Path) -> Path:
@@ -179,13 +185,17 @@ class Cache:
                 pass
         return removed
 
+    @staticmethod
+    def key(params: dict, libs: tuple[str, ...] = ()) -> str:
+        """SHA-256 of an entry's parameters and library versions: its file name, and its metadata."""
+        blob = json.dumps({"params": params, "versions": _versions(*libs), "format": FORMAT},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
     def path(self, name: str, params: dict, suffix: str, libs: tuple[str, ...] = ()) -> Path | None:
         if self.root is None:
             return None
-        blob = json.dumps({"params": params, "versions": _versions(*libs), "format": FORMAT},
-                          sort_keys=True, default=str)
-        digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        return self.root / f"{name}-{digest}{suffix}"
+        return self.root / f"{name}-{self.key(params, libs)[:16]}{suffix}"
 
     def _load_or_build(self, path, load, save, build, validate) -> Any:
         if path is not None and path.exists():
@@ -217,20 +227,20 @@ class Cache:
         validate: Callable[[dict], None] = lambda arrays: None,
     ) -> dict[str, np.ndarray]:
         """Named arrays, stored as an uncompressed npz without pickles (plus a metadata string)."""
-        builder = builder_identity(build)
+        builder, key = builder_identity(build), self.key(params)
 
         def load(path: Path) -> dict[str, np.ndarray]:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in data.files}
             meta = arrays.pop(META, None)
-            _verify(None if meta is None else meta[()], lambda: arrays_digest(arrays), builder, name)
+            _verify(None if meta is None else meta[()], lambda: arrays_digest(arrays), builder, name, key)
             return arrays
 
         def save(arrays: dict, path: Path) -> None:
             if META in arrays:
                 raise ValueError(f"array name {META!r} is reserved by the cache")
             with open(path, "wb") as fh:
-                payload: dict[str, Any] = {**arrays, META: np.array(_meta(name, builder, arrays_digest(arrays)))}
+                payload: dict[str, Any] = {**arrays, META: np.array(_meta(name, builder, arrays_digest(arrays), key))}
                 np.savez(fh, **payload)
 
         return self._load_or_build(self.path(name, params, ".npz"), load, save, build, validate)
@@ -242,13 +252,13 @@ class Cache:
         attribute)."""
         import xgboost
 
-        builder = builder_identity(build)
+        builder, key = builder_identity(build), self.key(params, ("xgboost",))
 
         def load(path: Path) -> Any:
             doc = json.loads(path.read_text(encoding="utf-8"))
             attributes = doc.get("learner", {}).get("attributes", {}) if isinstance(doc, dict) else {}
             meta = attributes.pop(META, None) if isinstance(attributes, dict) else None
-            _verify(meta, lambda: _json_digest(doc), builder, name)
+            _verify(meta, lambda: _json_digest(doc), builder, name, key)
             model = xgboost.XGBRegressor()
             model.load_model(path)
             model.get_booster().set_attr(**{META: None})
@@ -259,7 +269,7 @@ class Cache:
             model.save_model(path)
             doc = json.loads(path.read_text(encoding="utf-8"))
             digest = _json_digest(doc)
-            doc["learner"].setdefault("attributes", {})[META] = _meta(name, builder, digest)
+            doc["learner"].setdefault("attributes", {})[META] = _meta(name, builder, digest, key)
             path.write_text(json.dumps(doc), encoding="utf-8")
 
         path = self.path(name, params, ".json", libs=("xgboost",))
@@ -273,21 +283,21 @@ class Cache:
         metadata string entry)."""
         import torch
 
-        builder = builder_identity(make, train)
+        builder, key = builder_identity(make, train), self.key(params, ("torch",))
 
         def load(path: Path) -> Any:
             state = torch.load(path, weights_only=True)
             if not isinstance(state, dict):
                 raise InvalidEntry(f"expected a state_dict, got {type(state).__name__}")
             meta = state.pop(META, None)
-            _verify(meta, lambda: _tensors_digest(state), builder, name)
+            _verify(meta, lambda: _tensors_digest(state), builder, name, key)
             module = make()
             module.load_state_dict(state)
             return module.eval()
 
         def save(module: Any, path: Path) -> None:
             state = module.state_dict()
-            state[META] = _meta(name, builder, _tensors_digest(state))
+            state[META] = _meta(name, builder, _tensors_digest(state), key)
             torch.save(state, path)
 
         def build() -> Any:

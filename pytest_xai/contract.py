@@ -61,13 +61,18 @@ class Explainer:
     An explainer function may carry a ``prepare`` attribute: a no-argument callable run once in
     each worker process before its first call, under the same limits, e.g. to JIT-compile what
     every call needs.
+
+    A user's explainer described by :mod:`pytest_xai.probe` is never imported here: ``claims`` are
+    its simple attributes, and ``broken`` is ``(kind, message)`` when importing it failed.
     """
 
-    __slots__ = ("_func", "_option", "_wants", "name", "spec")
+    __slots__ = ("_func", "_option", "_wants", "broken", "claims", "name", "spec")
 
     def __init__(self, name: str, spec: str, func: Callable[..., Any] | None = None, wants: tuple[str, ...] = (),
-                 *, option: str = "--xai-explainer") -> None:
+                 *, option: str = "--xai-explainer", claims: dict[str, Any] | None = None,
+                 broken: tuple[str, str] | None = None) -> None:
         self.name, self.spec, self._func, self._wants, self._option = name, spec, func, wants, option
+        self.claims, self.broken = claims, broken
 
     @property
     def func(self) -> Callable[..., Any]:
@@ -75,7 +80,7 @@ class Explainer:
 
     @property
     def wants(self) -> tuple[str, ...]:
-        return self._loaded()[1]
+        return self._wants or self._loaded()[1]
 
     def _loaded(self) -> tuple[Callable[..., Any], tuple[str, ...]]:
         if self._func is None:
@@ -85,16 +90,26 @@ class Explainer:
 
     def declared(self, name: str) -> Any:
         """An attribute the function declares (``explain.reference = "baseline"``), None without one; a
-        reference explainer not imported yet is not imported for it (none of them declares one)."""
+        reference explainer not imported yet is not imported for it (none of them declares one); a
+        user's explainer answers from the claims its probe read (:mod:`pytest_xai.probe`)."""
+        if self.claims is not None:
+            return self.claims.get(name)
         return None if self._func is None else getattr(self._func, name, None)
 
     @property
     def prepare(self) -> Callable[[], None] | None:
         return getattr(self.func, "prepare", None)
 
+    def claim(self, name: str) -> Any:
+        """The explainer's attribute ``name`` (e.g. ``completeness``), or None."""
+        if self.claims is not None:
+            return self.claims.get(name)
+        return getattr(self.func, name, None)
+
     def renamed(self, name: str) -> Explainer:
         """The same explainer (loaded or not) under another name."""
-        return Explainer(name, self.spec, self._func, self._wants, option=self._option)
+        return Explainer(name, self.spec, self._func, self._wants, option=self._option, claims=self.claims,
+                         broken=self.broken)
 
     def __repr__(self) -> str:
         return f"Explainer({self.name!r}, spec={self.spec!r})"
@@ -186,20 +201,25 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
 REFERENCE_MODULE = "pytest_xai.explainers"
 
 
-def check_without_import(spec: str, option: str = "--xai-explainer") -> Explainer:
+def check_without_import(spec: str, option: str = "--xai-explainer",
+                         probe: Callable[[str, str], dict[str, Any]] | None = None) -> Explainer:
     """:func:`load`, but a reference explainer (``pytest_xai.explainers:NAME``) is checked by its
     name and by its library being installed, and imported only on first use of ``func``.
 
     The processes of the plugin hand every call to workers (:mod:`pytest_xai.isolate`), which load
     the explainer themselves: ``import shap`` alone took 3.7 s there, before the first test (the
     controller of ``pytest -n N`` made every xdist worker wait for it).  Any other spec is loaded
-    now, so that a bad one still stops pytest at once, with the same message.
+    now, so that a bad one still stops pytest at once, with the same message: in this process when
+    ``probe`` is None, else in a throwaway one (:mod:`pytest_xai.probe`; ``probe(spec, option)``
+    returns its description) so that its module cannot end or hang this one.
     """
     module_part, _, attr = spec.partition(":")
     from pytest_xai import explainers
 
     if module_part != REFERENCE_MODULE or attr not in explainers.__all__ or attr == "degenerate":  # the zoo's module
-        return load(spec, option)
+        if probe is None:
+            return load(spec, option)
+        return described(spec, option, probe(spec, option))
     library = explainers.library_of(attr)
     if library is not None and importlib.util.find_spec(library) is None:
         raise SpecError(
@@ -207,6 +227,17 @@ def check_without_import(spec: str, option: str = "--xai-explainer") -> Explaine
             f"named {library!r}\n(install the extra it needs, e.g. pip install 'pytest-xai[{library}]')"
         )
     return Explainer(attr, spec, option=option)
+
+
+def described(spec: str, option: str, description: dict[str, Any]) -> Explainer:
+    """The explainer a probe described (:func:`pytest_xai.probe.describe`); a bad spec raises SpecError."""
+    if "usage" in description:
+        raise SpecError(str(description["usage"]))
+    name = spec.partition(":")[2].split(".")[-1]
+    if "broken" in description:
+        return Explainer(name, spec, option=option, claims={},
+                         broken=(str(description.get("kind") or "crash"), str(description["broken"])))
+    return Explainer(name, spec, option=option, wants=tuple(description["wants"]), claims=description["claims"])
 
 
 def _getattr_path(obj: Any, dotted: str) -> Any:
@@ -385,11 +416,14 @@ def _array(value: Any, what: str) -> Floats:
         value = value.values  # shap.Explanation, pandas objects
         if callable(value):
             raise ExplainerError(f"returned a {type(value).__name__}-like mapping instead of an array of {what}")
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):  # np.asarray would drop the mask
+        raise ExplainerError(f"returned {what} as a masked array with {int(np.ma.count_masked(value))} masked "
+                             f"value(s); return plain numbers (e.g. .filled(0.0) where nothing is attributed)")
     try:
         array = np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - a user object's __array__ may raise anything; the message names it
         raise ExplainerError(f"returned {type(value).__name__} that numpy cannot read as {what}: {exc}") from None
-    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+    if array.dtype.kind not in "iuf":  # not bool, complex, object, strings, nor timedelta64 (an integer to numpy)
         raise ExplainerError(f"returned {what} of dtype {array.dtype} ({type(value).__name__}); expected real numbers")
     return array.astype(float)
 
@@ -404,6 +438,11 @@ def _finite(array: Any, what: str) -> None:
             f"returned {int(bad.sum())} non-finite {what} value(s) (NaN or inf), first at index {first}: "
             f"{array[first]}"
         )
+    with np.errstate(over="ignore"):
+        total = float(np.abs(array).sum())
+    if total == np.inf:  # every check sums or differences attributions: they would read as inf, or 0
+        raise ExplainerError(f"returned {what} so large (up to {float(np.abs(array).max()):.3g}) that their sum "
+                             f"overflows float64; return them in the units of the model's output")
 
 
 def _unchanged(before: Any, after: Any, what: str) -> None:

@@ -63,7 +63,17 @@ SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "s
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    return "" if not isinstance(value, (int, float)) else f"{value:.{digits}f}"
+    """A number as text; anything else (a report from elsewhere may hold anything) as nothing."""
+    return "" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
+
+
+def _count(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
+def _judged(agg: Mapping[str, Any]) -> int | None:
+    ran, timeouts = agg.get("ran"), agg.get("timeouts")
+    return ran - timeouts if isinstance(ran, int) and isinstance(timeouts, int) else None
 
 
 def _table(header: Iterable[str], rows: Iterable[Iterable[str]], attrs: str = "") -> str:
@@ -123,9 +133,9 @@ def score_seconds_chart(records: list[Record], explainer: str, colour: str) -> s
     axes = _Axes([seconds for _, _, seconds in points])
     out = axes.frame(f"score against seconds, {explainer}")
     for r, score, seconds in points:
-        fill = STATUS_COLOURS.get(r.status or "", colour)
+        fill = STATUS_COLOURS.get(r.status or "", colour)  # ours: a hostile status gets the explainer's
         out.append(f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
-                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {r.status} '
+                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {escape(str(r.status))} '
                    f'{score:.3f} in {seconds:.3g} s</title></circle>')
     out.append("</svg>")
     return (f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
@@ -191,7 +201,7 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
             h = value * (H - T - B)
             out.append(f'<rect x="{x0 + j * bar:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
                        f'fill="{_colour(explainers, e)}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
-                       f'{agg["passed"]}/{agg["ran"]} passed</title></rect>')
+                       f'{_count(agg.get("passed"))}/{_count(agg.get("ran"))} passed</title></rect>')
         out.append(f'<text x="{x0 + group * 0.4:.1f}" y="{H - B + 14}" font-size="10" text-anchor="middle">'
                    f'{escape(c)}</text>')
     out.append("</svg>")
@@ -202,8 +212,8 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
 def _score_cell(rec: Record) -> str:
     text = _fmt(rec.score)
     repeat = rec.repeat
-    if repeat and not repeat.get("deterministic") and text:
-        text += f" ± {repeat['std']:.3f}"
+    if isinstance(repeat, Mapping) and not repeat.get("deterministic") and text:
+        text += f" ± {_fmt(repeat.get('std'))}"
     if rec.flaky:
         text += ' <span class="flaky">FLAKY</span>'
     if rec.known_failure:
@@ -212,7 +222,8 @@ def _score_cell(rec: Record) -> str:
 
 
 def _options(name: str, key: str, values: Iterable[Any]) -> str:
-    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>' for v in sorted(set(values)) if v)
+    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>'
+                   for v in sorted({str(v) for v in values if v}))
     return f'<label>{escape(name)} <select data-key="{key}"><option value="">all</option>{opts}</select></label>'
 
 
@@ -221,14 +232,16 @@ def png_base64(path: str) -> str:
         return base64.b64encode(fh.read()).decode("ascii")
 
 
-def _pictures(records: list[Record]) -> str:
+def _pictures(records: list[Record], pictures: Mapping[str, str]) -> str:
+    """``pictures``: ``{nodeid: base64 PNG}`` checked by :mod:`pytest_xai.embed`, never a path."""
     out = []
     for r in records:
-        picture = r.picture
-        if picture and os.path.exists(picture):
+        data = pictures.get(r.nodeid or "")
+        if data:
             out.append(f'<figure><img alt="worst example of {escape(r.nodeid or "")}" '
-                       f'src="data:image/png;base64,{png_base64(picture)}"><figcaption>{escape(r.row or "")} '
-                       f'[{escape(r.explainer or "")}]: {r.status} {_fmt(r.score)}</figcaption></figure>')
+                       f'src="data:image/png;base64,{escape(data)}"><figcaption>{escape(r.row or "")} '
+                       f'[{escape(r.explainer or "")}]: {escape(str(r.status))} {_fmt(r.score)}</figcaption>'
+                       f'</figure>')
     return f'<div class="pictures">{"".join(out)}</div>' if out else "<p>No worst-example pictures in this run.</p>"
 
 
@@ -259,8 +272,11 @@ def _baseline(doc: Mapping[str, Any]) -> str:
                if rows else ""))
 
 
-def render(doc: Mapping[str, Any]) -> str:
-    """The report as one HTML page."""
+def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> str:
+    """The report as one HTML page.  Every value of ``doc`` is escaped or formatted here (it may
+    come from anyone); ``pictures`` are the checked PNGs of :func:`pytest_xai.embed.collect`, and
+    those ``doc`` carries as data (:func:`pytest_xai.embed.carried`) are added."""
+    from pytest_xai import embed
     records = records_of(doc.get("results", []))
     explainers = list(dict.fromkeys(r.explainer or "" for r in records))
     summary = doc.get("summary") or {}
@@ -279,9 +295,10 @@ def render(doc: Mapping[str, Any]) -> str:
     header = (f'<div class="facts">{pairs("run", ["", ""], facts)}'
               f'{pairs("versions", ["library", "version"], versions.items())}'
               f'{pairs("machine", ["", ""], machine.items())}</div>')
-    overall = [[escape(e)] + [escape(str(v)) if v is not None else "" for v in (
-        f"{a['passed']}/{a['ran'] - a['timeouts']}", _fmt(a["mean_score"]), _fmt(a["mean_seconds"], 3),
-        a["skipped"], a["timeouts"])] for e in explainers for a in [summary.get(e, {}).get("overall")] if a]
+    overall = [[escape(e)] + [escape(v) for v in (
+        f"{_count(a.get('passed'))}/{_count(_judged(a))}", _fmt(a.get("mean_score")),
+        _fmt(a.get("mean_seconds"), 3), _count(a.get("skipped")), _count(a.get("timeouts")))]
+        for e in explainers for a in [(summary.get(e) or {}).get("overall")] if isinstance(a, Mapping)]
     filters = ("<div class=\"filters\">" + _options("family", "family", (r.family for r in records))
                + _options("category", "category", (r.category for r in records))
                + _options("explainer", "explainer", explainers)
@@ -310,26 +327,16 @@ def render(doc: Mapping[str, Any]) -> str:
             f'<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}'
             f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
             f'{category_bars(summary, explainers)}</div>{_baseline(doc)}'
-            f'<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>{_pictures(records)}'
+            f'<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>'
+            f'{_pictures(records, {**embed.carried(doc), **(pictures or {})})}'
             f'<script>{SCRIPT}</script></body></html>\n')
 
 
-def write(path: str | os.PathLike, doc: Mapping[str, Any]) -> None:
+def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> None:
     """Write the report atomically (like the JSON report)."""
-    from pytest_xai.report import _create_temp
+    from pytest_xai.files import write_text
 
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = _create_temp(directory, ".xai-report-", ".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(render(doc))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text(path, render(doc, pictures))
 
 
 def extra_html(rec: Record) -> str:

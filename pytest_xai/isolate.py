@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_xai import wire
 from pytest_xai.cases import FAMILIES
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
+from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
+from pytest_xai.watch import process_state as _process_state
 from pytest_xai.worker import ARRAYS
 
 if TYPE_CHECKING:
@@ -40,12 +42,15 @@ if TYPE_CHECKING:
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
-#: Below this share of one core over the wall time, a stopped call is reported as idle.
-IDLE_SHARE = 0.05
 #: Wall seconds a worker may take to import the explainer and build a case before a call starts.
 LOADING_WALL = 600.0
+#: Bounds of the waits on the zygote: its first answer (it imports the heavy libraries first), a
+#: fork (it may import a library first) and a status.  Each wait also ends as soon as the zygote is
+#: gone, stopped or idle (:func:`pytest_xai.watch.receive`).
+FIRST_ANSWER, FORK_ANSWER, STATUS_ANSWER = 300.0, 60.0, 5.0
+#: Seconds without a byte after part of a reply: the message was cut (a worker writes it at once).
+TRUNCATED = 2.0
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -64,18 +69,12 @@ def thread_environment() -> dict[str, str]:
     return env
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` and its reaped children (Linux /proc), else None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rpartition(b")")[2].split()
-    except OSError:
-        return None
-    return sum(int(f) for f in fields[11:15]) / _CLK_TCK
-
-
 class _Stop(Exception):
     pass
+
+
+class _Truncated(Exception):
+    """Part of a reply arrived, then nothing: the argument is how many bytes."""
 
 
 @dataclass
@@ -85,6 +84,8 @@ class _Phase:
     limits: Limits
     wall: float
     cpu: float | None
+    received: int = 0  # bytes of a reply read so far, and when the last arrived
+    progress: float = 0.0
 
 
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
@@ -120,7 +121,6 @@ class Zygote:
         import socket
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.listener = listener
         listen = ["--listen", str(listener.fileno())] if listener is not None else []
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
@@ -132,6 +132,16 @@ class Zygote:
         finally:
             theirs.close()
         self.ready = False
+        self.pid: int | None = self.proc.pid
+        self.path: str | None = None
+        if listener is not None:  # only the zygote's copy listens: once it has gone, nothing connects
+            self.path = str(listener.getsockname())
+            listener.close()
+
+    @property
+    def listening(self) -> str:
+        """Where xdist workers reach this zygote: ``SOCKET#PID`` (the pid, to watch it while waiting)."""
+        return f"{self.path}#{self.pid}"
 
     @classmethod
     def shared(cls, first: tuple[str, ...] = (), others: bool = True) -> Zygote | None:
@@ -154,7 +164,7 @@ class Zygote:
         """Start this process's zygote listening on a socket; its address, for the xdist workers."""
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
-        if (cls._shared is None or cls._shared.listener is None or cls._shared.proc is None
+        if (cls._shared is None or cls._shared.path is None or cls._shared.proc is None
                 or cls._shared.proc.poll() is not None):
             import socket
 
@@ -165,7 +175,7 @@ class Zygote:
             listener.bind(path)
             listener.listen()
             cls._shared = cls._start(first, listener, others)
-        return str(cls._shared.listener.getsockname())
+        return cls._shared.listening
 
     @classmethod
     def _start(cls, first: tuple[str, ...], listener: Any = None, others: bool = True) -> Zygote:
@@ -186,35 +196,45 @@ class Zygote:
         """A client of the zygote listening at ``address``, or None when nothing listens there."""
         import socket
 
+        path, pid = split_address(address)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            sock.connect(address)
+            sock.connect(path)
         except OSError:
             sock.close()
             return None
         client = cls.__new__(cls)
-        client.sock, client.listener, client.proc, client.ready = sock, None, None, False
+        client.sock, client.proc, client.ready, client.pid, client.path = sock, None, False, pid, None
         return client
 
-    def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), timeout: float = 30.0) -> dict[str, Any]:
+    def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), bound: float = STATUS_ANSWER) -> dict[str, Any]:
         import json
         import socket
 
-        self.sock.settimeout(300.0 if not self.ready else timeout)  # the first answer waits for imports
+        from pytest_xai.watch import receive
+
         if not self.ready:
-            json.loads(self.sock.recv(4096))
+            json.loads(receive(self.sock, self.pid, FIRST_ANSWER))
             self.ready = True
         socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
-        answer: dict[str, Any] = json.loads(self.sock.recv(4096) or b"{}")
+        answer: dict[str, Any] = json.loads(receive(self.sock, self.pid, bound) or b"{}")
         return answer
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
-        """A new worker's pid, or None when the zygote cannot fork safely now."""
+        """A new worker's pid, or None when the zygote cannot fork now (it holds a thread, has
+        gone, is stopped or idle): then the caller spawns a worker, and the next asks a new zygote."""
         try:
-            return self._ask({"op": "fork"}, fds, timeout=300.0).get("pid")  # may wait for imports
+            return self._ask({"op": "fork"}, fds, bound=FORK_ANSWER).get("pid")
         except (OSError, ValueError):
+            if self.proc is None:  # the controller's zygote failed: this xdist worker starts its own
+                Zygote.address = None
             self.stop()
             return None
+
+    @property
+    def gone(self) -> bool:
+        """Whether the zygote process has ended (its workers die with it: ``PR_SET_PDEATHSIG``)."""
+        return self.pid is not None and _process_state(self.pid) in (None, b"Z", b"X")
 
     def status(self, pid: int) -> int | None:
         """The exit code of a finished worker (negative: the signal), as the zygote reaped it."""
@@ -238,23 +258,18 @@ class Zygote:
                 pass
             self.proc.wait()
         self.sock.close()
-        if self.listener is not None:
-            path = self.listener.getsockname()
-            self.listener.close()
+        if self.path is not None:
             with contextlib.suppress(OSError):
-                os.unlink(path)
-                os.rmdir(os.path.dirname(path))
+                os.unlink(self.path)
+                os.rmdir(os.path.dirname(self.path))
         if Zygote._shared is self:
             Zygote._shared = None
 
 
-def _process_state(pid: int) -> bytes | None:
-    """The one-letter state of ``pid`` (b"Z" for a zombie), or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return None
+def split_address(address: str) -> tuple[str, int | None]:
+    """``SOCKET#PID`` (:attr:`Zygote.listening`) -> (socket path, pid); a bare path has no pid."""
+    path, sep, pid = address.rpartition("#")
+    return (path, int(pid)) if sep and pid.isdigit() else (address, None)
 
 
 class Worker:
@@ -331,12 +346,21 @@ class Worker:
         loading = Limits(cpu=None, wall=max(limits.wall or 0.0, LOADING_WALL))
         phase = _Phase(loading, time.monotonic(), cpu_seconds(self.pid))
 
-        def tick() -> None:
+        def tick(received: int) -> None:
+            if received != phase.received:
+                phase.received, phase.progress = received, time.monotonic()
+            elif received and time.monotonic() - phase.progress > TRUNCATED:
+                raise _Truncated(received)
             wall = time.monotonic() - phase.wall
             now, cpu, lim = cpu_seconds(self.pid), phase.cpu, phase.limits
             used = wall if now is None or cpu is None else now - cpu
+            if stopped(self.pid):  # by the explainer or from outside, before or after "started"
+                raise _Stop("was stopped (SIGSTOP): its process was suspended, so it would never answer")
             if lim is loading and lim.wall is not None and wall > lim.wall:
                 raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
+            if lim is loading and limits.cpu is not None and used < IDLE_SHARE * wall and wall > limits.cpu:
+                raise _Stop(f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
+                            f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)")
             if lim.cpu is not None and used > lim.cpu:
                 raise _Stop(f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
                             f"raise the limit with --xai-timeout, or give it a smaller budget)")
@@ -359,6 +383,11 @@ class Worker:
                 if reply.get("kind") != "started":
                     return reply, arrays
                 phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
+        except _Truncated as cut:
+            self.kill()
+            raise ExplainerCrash(f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
+                                 f"truncated message on the worker's result channel (did the explainer write to it?); "
+                                 f"the worker was replaced") from None
         except _Stop as stop:
             printed = self.output()
             self.kill()
@@ -394,6 +423,11 @@ class Worker:
             why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
         return ExplainerCrash(f"its worker process {how} {when}{why}"
                               + (f"\n\nit printed:\n{printed}" if printed else ""))
+
+    def lost_with_zygote(self) -> bool:
+        """Whether this worker was killed because its zygote died (not for what it did itself):
+        the call is then made once more, on a new worker."""
+        return self.zygote is not None and self._ended and self.zygote.gone
 
     def kill(self) -> None:
         """Stop the worker and everything in its session, at once."""
@@ -442,9 +476,16 @@ class Pool:
         if spec in self.broken:
             raise self.broken[spec]
         worker = self.workers[spec] = Worker(spec)
+        init = {"op": "init", "spec": spec, "sys_path": list(sys.path), "cwd": os.getcwd(),
+                "environ": thread_environment()}
         try:
-            reply, _ = worker.call({"op": "init", "spec": spec, "sys_path": list(sys.path), "cwd": os.getcwd(),
-                                    "environ": thread_environment()}, self.limits)
+            try:
+                reply, _ = worker.call(init, self.limits)
+            except ExplainerCrash:
+                if not worker.lost_with_zygote():
+                    raise
+                worker = self.workers[spec] = Worker(spec)  # once: a worker of a new zygote, or spawned
+                reply, _ = worker.call(init, self.limits)
             _raise_for(reply, "loading it (and its prepare) in the worker")
         except NotApplicable as exc:
             self.broken[spec] = ExplainerError(f"its prepare raised NotApplicable: {exc}")
@@ -467,12 +508,17 @@ class Pool:
                     f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
                     f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
                     f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)") from None
-        worker = self._worker(spec)
-        try:
-            reply, arrays = worker.call({"op": "explain", **request}, self.limits, blob)
-        finally:
-            if not worker.alive:
-                self.workers.pop(spec, None)
+        for attempt in range(2):
+            worker = self._worker(spec)
+            try:
+                reply, arrays = worker.call({"op": "explain", **request}, self.limits, blob)
+                break
+            except ExplainerCrash:
+                if attempt or not worker.lost_with_zygote():
+                    raise
+            finally:
+                if not worker.alive:
+                    self.workers.pop(spec, None)
         _raise_for(reply, "")
         return reply, arrays
 

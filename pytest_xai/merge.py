@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai import report
+from pytest_xai import embed, report, schema
 from pytest_xai.record import Record
 
 
@@ -99,11 +99,10 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
     if not docs:
         raise MergeError("no reports given")
     for path, doc in docs:
-        if (not isinstance(doc, Mapping) or doc.get("schema") != report.SCHEMA
-                or not isinstance(doc.get("results"), list)):
-            raise MergeError(f"{path}: not a pytest-xai JSON report (written by --xai-report)")
-        if doc.get("version") != report.SCHEMA_VERSION:
-            raise MergeError(f"{path}: report format version {doc.get('version')!r}, expected {report.SCHEMA_VERSION}")
+        try:
+            schema.validate(doc)
+        except schema.SchemaError as exc:
+            raise MergeError(f"{path}: {exc}") from None
     mismatches = _check(docs, allow_mismatch)
     _check_shards(docs)
     seen: dict[str, str] = {}
@@ -129,6 +128,10 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         "summary": report.summary(results),
         "results": [rec.to_dict() for rec in sorted(results, key=lambda rec: rec.nodeid)],
     }
+    pictures = {nodeid: data for path, doc in docs
+                for nodeid, data in {**embed.carried(doc), **embed.collect(path, doc["results"])}.items()}
+    if pictures:  # as data: the merged report is read where the shards' folders are not
+        out["pictures"] = pictures
     if mismatches:
         out["merge_mismatches"] = mismatches
     baseline = _merge_baselines(docs)

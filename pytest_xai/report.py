@@ -199,31 +199,9 @@ def _key(key: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
-    """``tempfile.mkstemp`` with the permissions of an ordinary file (0666 minus the umask)."""
-    import secrets
-
-    while True:
-        path = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
-        try:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), path
-        except FileExistsError:
-            continue
-
-
 def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
-    """Write ``doc`` atomically (a reader sees the old file or the complete new one, never a part)
-    as strict JSON: every value is passed through :func:`jsonable`, so no value makes it raise."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    text = json.dumps(jsonable(doc), indent=2, allow_nan=False) + "\n"
-    fd, tmp = _create_temp(directory, ".xai-report-", ".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``doc`` atomically as strict JSON: every value is passed through :func:`jsonable`, so
+    no value makes it raise (:func:`pytest_xai.files.write_text`)."""
+    from pytest_xai.files import write_text
+
+    write_text(path, json.dumps(jsonable(doc), indent=2, allow_nan=False) + "\n")

@@ -156,6 +156,9 @@ class Runner:
         key = self._key(explainer, case, seed)
         if key in self.memo:
             return self.memo[key][1], True
+        if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.probe)
+            kind, message = explainer.broken
+            return Outcome("error", message=message, kind=kind), False
         outcome = self._call(explainer, case, seed=seed)
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False
@@ -275,8 +278,11 @@ class Runner:
                     raise  # the user pressed Ctrl-C: stop the session
                 import traceback
 
+                from pytest_xai.worker import explainers_frames
+
                 raise ExplainerRaised(f"raised {type(exc).__name__}: {clip(exc, 2000)}",
-                                      clip("".join(traceback.format_exception(exc)))) from None
+                                      clip("".join(traceback.format_exception(
+                                          type(exc), exc, explainers_frames(exc.__traceback__))))) from None
 
 
 class _real_interrupts:
@@ -358,9 +364,10 @@ def picture_path(report: str | Path, test_name: str, case: Case, score: Score) -
 
     if case.draw is None or (score.worst or {}).get("row") is None:
         return None
-    report = Path(report)
+    from pytest_xai.embed import folder
+
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
-    return report.parent / f"{report.stem}-pictures" / f"{name}.png"
+    return folder(report) / f"{name}.png"
 
 
 def draw_picture(path: Path, case: Case, explanation: Any, score: Score) -> None:

@@ -62,13 +62,15 @@ def write(fd: int, message: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _read_exactly(fd: int, n: int, tick: Callable[[], None] | None) -> bytes:
+def _read_exactly(fd: int, n: int, tick: Callable[[int], None] | None, before: int = 0) -> bytes:
+    """``n`` bytes; ``tick(received)`` while waiting, ``received`` counting the ``before`` bytes of
+    this message already read (0: between messages)."""
     chunks, got = [], 0
     while got < n:
         if tick is not None:
             ready, _, _ = select.select([fd], [], [], 0.05)
             if not ready:
-                tick()
+                tick(before + got)
                 continue
         chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
@@ -78,9 +80,10 @@ def _read_exactly(fd: int, n: int, tick: Callable[[], None] | None) -> bytes:
     return b"".join(chunks)
 
 
-def read(fd: int, tick: Callable[[], None] | None = None, *, names: tuple[str, ...] = (),
+def read(fd: int, tick: Callable[[int], None] | None = None, *, names: tuple[str, ...] = (),
          blob: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read one message; ``tick()`` is called about every 50 ms while waiting (it may raise).
+    """Read one message; ``tick(received)`` is called about every 50 ms while waiting (it may
+    raise), with the bytes of this message received so far.
 
     Only arrays named in ``names`` are accepted, and a blob only with ``blob=True`` (it is then
     ``arrays["blob"]``, bytes).  Raises EOFError when the channel closes and :class:`WireError`
@@ -92,7 +95,7 @@ def read(fd: int, tick: Callable[[], None] | None = None, *, names: tuple[str, .
     if magic != MAGIC or head_len > MAX_HEADER or body_len > MAX_ARRAYS:
         raise WireError(f"not a pytest-xai message (prefix {magic!r}, {head_len} + {body_len} bytes)")
     try:
-        header = json.loads(_read_exactly(fd, head_len, tick).decode("utf-8"))
+        header = json.loads(_read_exactly(fd, head_len, tick, _PREFIX.size).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise WireError(f"unreadable message header: {exc}") from None
     specs = header.get("arrays") if isinstance(header, dict) else None
@@ -112,7 +115,7 @@ def read(fd: int, tick: Callable[[], None] | None = None, *, names: tuple[str, .
     total += blob_len
     if total != body_len:
         raise WireError(f"message arrays take {total} bytes but {body_len} were announced")
-    body = _read_exactly(fd, body_len, tick)
+    body = _read_exactly(fd, body_len, tick, _PREFIX.size + head_len)
     arrays: dict[str, Any] = {}
     offset = 0
     for name, shape in shapes.items():

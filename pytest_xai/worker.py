@@ -46,9 +46,26 @@ def _die_with_parent() -> None:
             pass
 
 
+_PLUGIN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_REFERENCE = os.path.join(_PLUGIN, "explainers") + os.sep
+
+
+def explainers_frames(tb: Any) -> Any:
+    """``tb`` from the first frame that is not the plugin's own (worker, contract): an explainer's
+    traceback starts at the explainer, not three frames of pytest-xai.  All of it when no frame is
+    the explainer's (a failure of the plugin itself)."""
+    first = tb
+    while first is not None:
+        name = os.path.abspath(first.tb_frame.f_code.co_filename)
+        if not name.startswith(_PLUGIN) or name.startswith(_REFERENCE):
+            return first
+        first = first.tb_next
+    return tb
+
+
 def _describe(exc: BaseException) -> dict[str, Any]:
     try:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        tb = "".join(traceback.format_exception(type(exc), exc, explainers_frames(exc.__traceback__)))
     except BaseException as inner:  # noqa: BLE001 - formatting calls the exception's own __str__
         tb = f"(the traceback could not be formatted: {type(inner).__name__})"
     return {"kind": "raised", "type": wire.clip(type(exc).__name__, 200), "message": wire.clip(exc, 2000),
@@ -185,7 +202,8 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     import io
     import types
 
-    _die_with_parent()
+    # not _die_with_parent(): an explainer that kills the zygote must not take the xdist workers with
+    # it; a worker ends when its controller does (execnet's channel closes)
     os.set_inheritable(fds[3], False)
     for fd, target in zip(fds[:3], (0, 1, 2), strict=True):
         os.dup2(fd, target)

@@ -24,6 +24,8 @@ FLAGS = ("-u", "-B")
 
 def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[socket.socket, int, int] | None:
     """(the zygote's socket, the child's pid, the read end of its lifeline), or None."""
+    from pytest_xai.isolate import FIRST_ANSWER, FORK_ANSWER, split_address
+    from pytest_xai.watch import receive
     from pytest_xai.worker import REQUEST_BYTES
 
     request = json.dumps({"op": "become", "code": code, "argv": ["-c", *argv], "cwd": os.getcwd(),
@@ -34,11 +36,11 @@ def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[s
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     lifeline, theirs = os.pipe()
     try:
-        sock.settimeout(300.0)  # the zygote answers once it has imported its libraries
-        sock.connect(address)
+        path, zygote = split_address(address)
+        sock.connect(path)
         socket.send_fds(sock, [request], [0, 1, 2, theirs])  # queued: served before the zygote's later imports
-        json.loads(sock.recv(4096))  # ready
-        pid = json.loads(sock.recv(4096)).get("pid")
+        json.loads(receive(sock, zygote, FIRST_ANSWER))  # ready, once it has imported its libraries
+        pid = json.loads(receive(sock, zygote, FORK_ANSWER)).get("pid")
     except (OSError, ValueError):
         pid = None
     finally:
@@ -50,13 +52,18 @@ def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[s
     return sock, pid, lifeline
 
 
-def _status(sock: socket.socket, pid: int) -> int:
-    """The child's exit code as the zygote reaped it (1 when it cannot say)."""
-    deadline = time.monotonic() + 5
+def _status(sock: socket.socket, pid: int, address: str) -> int:
+    """The child's exit code as the zygote reaped it (1 when it cannot say: it has gone, is stopped
+    or does not answer)."""
+    from pytest_xai.isolate import STATUS_ANSWER, split_address
+    from pytest_xai.watch import receive
+
+    zygote = split_address(address)[1]
+    deadline = time.monotonic() + STATUS_ANSWER
     while time.monotonic() < deadline:
         try:
             sock.send(json.dumps({"op": "status", "pid": pid}).encode())
-            status = json.loads(sock.recv(4096)).get("status")
+            status = json.loads(receive(sock, zygote, STATUS_ANSWER)).get("status")
         except (OSError, ValueError):
             return 1
         if status is not None:
@@ -93,7 +100,7 @@ def main(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)  # a signal that came meanwhile is passed on now
     while os.read(lifeline, 1):  # EOF once the child has ended (it holds the write end)
         pass
-    return _status(sock, pid)
+    return _status(sock, pid, address)
 
 
 if __name__ == "__main__":

@@ -193,3 +193,57 @@ def _change_the_process():
 
 
 prepared_changes_the_process.prepare = _change_the_process
+
+
+def raises_lone_surrogate(inputs):
+    """A message no UTF-8 file can hold as such."""
+    raise ValueError("bad \ud800 half of a pair </title><script>document.title='pwned'</script>")
+
+
+def _zygote_of_this_worker() -> int | None:
+    """The zygote that forked this worker (its parent), or None when the worker was spawned (by a
+    pytest process, maybe an xdist worker forked from the zygote: same command line, but threads)."""
+    import os
+
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as fh:
+        zygote = b"--zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
+    return parent if zygote else None
+
+
+def kills_the_zygote(inputs):
+    import os
+    import signal
+
+    zygote = _zygote_of_this_worker()
+    if zygote is not None:
+        os.kill(zygote, signal.SIGKILL)
+    return np.zeros(inputs.shape)
+
+
+def stops_the_zygote(inputs):
+    import os
+    import signal
+
+    zygote = _zygote_of_this_worker()
+    if zygote is not None:
+        os.kill(zygote, signal.SIGSTOP)
+    return np.zeros(inputs.shape)
+
+
+
+def sends_a_truncated_reply(inputs):
+    """Writes the first bytes of a message on its worker's result channel (the one pipe it may
+    write), then hangs."""
+    import fcntl
+    import os
+    import stat
+
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = int(name)
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, b"XAI\x01\x10")
+        except OSError:
+            continue
+    time.sleep(10_000)

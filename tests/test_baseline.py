@@ -98,7 +98,7 @@ def test_improvements_new_vanished_seconds_and_versions(pytester):
 @pytest.mark.parametrize(("args", "message"), [
     (("--xai-baseline=missing.json",), "--xai-baseline=missing.json: no such file; write one with --xai-save-*"),
     (("--xai-baseline=bad.json",), "--xai-baseline=bad.json: not JSON (line 1*"),
-    (("--xai-baseline=other.json",), "--xai-baseline=other.json: not a pytest-xai report*"),
+    (("--xai-baseline=other.json",), "--xai-baseline=other.json: not a pytest-xai JSON report*"),
     (("--xai-baseline=ok.json", "--xai-baseline-tolerance=symetry=0.1"), "*no check named 'symetry'*"),
     (("--xai-baseline=ok.json", "--xai-baseline-tolerance=2"), "*scores are in [[]0, 1[]]*"),
     (("--xai-baseline-seconds-factor=0.5",), "*give a finite factor >= 1*"),

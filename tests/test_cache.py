@@ -198,3 +198,34 @@ def test_builders_always_receive_a_cache(tmp_path):
         assert list(tmp_path.glob("cache_probe-*.npz"))
     finally:
         cases._REGISTRY.pop("cache_probe")
+
+
+def test_an_entry_copied_over_another_keys_file_is_rebuilt(tmp_path):
+    """Issue 29: the metadata held name, builder and checksum but not the key's parameters, so seed
+    1's entry copied over seed 0's file was served for seed 0 without a word."""
+    def build(seed):
+        return {"x": np.random.default_rng(seed).normal(size=4)}
+
+    cache = Cache(tmp_path)
+    seed0 = cache.arrays("demo", {"seed": 0}, lambda: build(0))
+    seed1 = cache.arrays("demo", {"seed": 1}, lambda: build(1))
+    file0, file1 = cache.path("demo", {"seed": 0}, ".npz"), cache.path("demo", {"seed": 1}, ".npz")
+    file0.write_bytes(file1.read_bytes())
+    with pytest.warns(CacheWarning, match="built for other parameters"):
+        again = cache.arrays("demo", {"seed": 0}, lambda: build(0))
+    assert again["x"].tolist() == seed0["x"].tolist() != seed1["x"].tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert cache.arrays("demo", {"seed": 0}, lambda: pytest.fail("rebuilt"))["x"].tolist() == seed0["x"].tolist()
+
+
+def test_an_xgboost_entry_copied_over_another_keys_file_is_rebuilt(tmp_path):
+    info = cases.info("cough_and_fever")
+    build_quietly("cough_and_fever", tmp_path)
+    (entry,) = tmp_path.glob("cough_and_fever-*.json")
+    doc = json.loads(entry.read_text())
+    meta = json.loads(doc["learner"]["attributes"][META])
+    doc["learner"]["attributes"][META] = json.dumps({**meta, "key": "0" * 64})  # as another key's entry has
+    entry.write_text(json.dumps(doc))
+    with pytest.warns(CacheWarning, match="built for other parameters"):
+        info.build(info, seed=0, cache=Cache(tmp_path))

@@ -49,6 +49,9 @@ def test_dict_output_with_importance_and_interactions(case):
     ({"values": 1}, "expected 'attributions'"),
     (np.zeros((4, 2), dtype=complex), "dtype complex128"),
     (np.zeros((4, 2), dtype=bool), "dtype bool"),
+    (np.zeros((4, 2), dtype="timedelta64[s]"), "dtype timedelta64[s]"),  # issue 29: numpy calls it an integer
+    (np.ma.masked_array(np.ones((4, 2)), mask=[[1, 0]] * 4), "masked array with 4 masked value(s)"),  # was dropped
+    (np.full((4, 2), 1e308), "so large (up to 1e+308) that their sum overflows"),  # was "attribution by 0"
 ])
 def test_invalid_outputs_are_explained(case, output, message):
     with pytest.raises(ExplainerError, match=None) as info:
@@ -126,3 +129,8 @@ def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(
     with pytest.raises(SpecError, match=r"No module named 'lime'\n\(install the extra it needs, e.g. pip install "
                                          r"'pytest-xai\[lime\]'\)"):
         contract.check_without_import("pytest_xai.explainers:lime_tabular", option="ini xai_explainers")
+
+
+def test_an_unmasked_masked_array_is_read_as_its_numbers(case):
+    attributions, _, _ = contract.coerce(np.ma.masked_array(np.ones((4, 2))), case)
+    assert attributions.tolist() == [[1.0, 1.0]] * 4

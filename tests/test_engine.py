@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_xai.files import REPORT_FAILED
 from pytest_xai.isolate import THREAD_VARIABLES
 from pytest_xai.runner import LEVELS, resolve_thresholds
 from tests.test_plugin import QUIET, REF, hostile, run
@@ -264,6 +265,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
+#: ``python -m pytest`` with SIGINT and SIGTERM at Python's defaults and unblocked, however this
+#: pytest was started: a background job or a CI runner ignores SIGINT, an ignored disposition
+#: survives exec, and Python leaves it ignored (the inner pytest then never saw the signal).
+PYTEST_WITH_DEFAULT_SIGNALS = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                               "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+                               "signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM)); "
+                               "import pytest; sys.exit(pytest.console_main())")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pytester, signum):
@@ -274,8 +284,8 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
     # which imports hypothesis at the terminal summary (1-4 s on a loaded machine), only ours is timed.
     with printed.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "pytest", *QUIET, "-p", "no:hypothesispytest", "-k", TOY,
-             hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
+            [sys.executable, "-X", "faulthandler", "-c", PYTEST_WITH_DEFAULT_SIGNALS, *QUIET, "-p",
+             "no:hypothesispytest", "-k", TOY, hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
             cwd=pytester.path, stdout=out, stderr=out)
     deadline = time.monotonic() + 120
     while not any(len(_descendants(child)) for child in _descendants(proc.pid)):  # zygote -> worker
@@ -447,7 +457,7 @@ def test_reexplain_memoises_other_models_and_the_other_seed_but_repeats_the_same
 
 
 def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
-    """The report's folder turned into a file during the run: the run says so and exits 3."""
+    """The report's folder turned into a file during the run: the run says so and exits 6."""
     out = pytester.path / "out"
     out.mkdir()
     pytester.makepyfile(test_breaks=f"""
@@ -459,7 +469,7 @@ def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
     """)
     result = run(pytester, "test_breaks.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
                  f"--xai-report={out / 'r.json'}", tabular=False)
-    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert result.ret == REPORT_FAILED
     assert "could not write the JSON report" in result.stderr.str()
 
 
@@ -738,7 +748,6 @@ def bare_zygote():
     zygote = Zygote(["numpy.random"], [], listener)
     yield zygote
     zygote.stop()
-    zygote.listener.close()  # stop() closes only the listener of the shared zygote's
 
 
 def _forked_python(address: str, code: str, **kwargs) -> subprocess.Popen:
@@ -762,7 +771,7 @@ def test_a_forked_worker_runs_its_code_as_python_c_would(bare_zygote, tmp_path, 
     with the client's stdin, stdout, stderr, directory, environment and argv, and the client exits
     with its status."""
     env = {**os.environ, "XAI_SEEN": "seen", "XAI_EXIT": str(status)}
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), FORKED, cwd=tmp_path, env=env)
+    proc = _forked_python(bare_zygote.listening, FORKED, cwd=tmp_path, env=env)
     out, err = proc.communicate("a line\n", timeout=60)
     assert proc.returncode == status, err
     assert out.split(None, 2)[:2] == [str(bare_zygote.proc.pid), str(tmp_path)], out
@@ -774,14 +783,14 @@ def test_forked_workers_draw_different_numbers_from_numpys_global_generator(bare
     """numpy, imported by the zygote, seeded its global generator once; each fork gets its own, as
     a new process would (unseeded tests would otherwise draw the same numbers in every xdist worker)."""
     code = "import numpy as np; print(np.random.random())"
-    draws = {_forked_python(str(bare_zygote.listener.getsockname()), code).communicate("", timeout=60)[0]
+    draws = {_forked_python(bare_zygote.listening, code).communicate("", timeout=60)[0]
              for _ in range(2)}
     assert len(draws) == 2, draws
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
 def test_a_forked_worker_reports_an_uncaught_exception_and_exits_1(bare_zygote):
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), "raise ValueError('from the code')")
+    proc = _forked_python(bare_zygote.listening, "raise ValueError('from the code')")
     _, err = proc.communicate("", timeout=60)
     assert proc.returncode == 1 and "ValueError: from the code" in err, err
 
@@ -808,7 +817,7 @@ def test_a_forked_worker_ends_as_python_would_without_the_teardown(bare_zygote, 
     ``sys.exit("message")`` printed and exit status 1."""
     held = tmp_path / "held.txt"
     code = ENDING.replace("sys.argv[1]", repr(str(held)))
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), code)
+    proc = _forked_python(bare_zygote.listening, code)
     out, err = proc.communicate("", timeout=60)
     assert proc.returncode == 1 and out.splitlines() == ["thread joined", "atexit ran"], (out, err)
     assert err.strip() == "stopped with a message"
@@ -819,7 +828,7 @@ def test_a_forked_worker_ends_as_python_would_without_the_teardown(bare_zygote, 
 def test_a_signal_to_the_client_reaches_its_forked_worker(bare_zygote):
     """xdist stops a worker by signalling the process it started: the client passes SIGTERM on and
     exits as the worker did (128 + 15)."""
-    proc = _forked_python(str(bare_zygote.listener.getsockname()), "import sys, time; print('up', flush=True); time.sleep(60)")
+    proc = _forked_python(bare_zygote.listening, "import sys, time; print('up', flush=True); time.sleep(60)")
     assert proc.stdout.readline().strip() == "up"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM

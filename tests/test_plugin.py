@@ -47,14 +47,15 @@ def test_bad_spec_is_a_usage_error_without_traceback(pytester, spec, message):
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-@pytest.mark.parametrize("spec", [f"{REF}:shap_kernal", "broken_mod:explain"])
+@pytest.mark.parametrize("spec", [f"{REF}:shap_kernal", "broken_mod:explian"])
 def test_under_xdist_a_bad_spec_stops_the_controller_before_any_worker(pytester, spec):
-    """The controller checks reference specs by name (no import) and loads the others."""
+    """The controller checks reference specs by name (no import) and the others in a throwaway
+    process (a module that raises at import fails its own tests instead: tests/test_hostile_runs.py)."""
     pytest.importorskip("xdist")
-    pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
+    pytester.makepyfile(broken_mod="def explain(inputs): pass\n")
     result = pytester.runpytest_subprocess(*QUIET, "-n", "2", f"--xai-explainer={spec}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert ("did you mean shap_kernel" if "shap" in spec else "RuntimeError: config missing") in result.stderr.str()
+    assert ("did you mean shap_kernel" if "shap" in spec else "did you mean explain") in result.stderr.str()
     assert "Traceback" not in result.stderr.str() + result.stdout.str() and "bringing up nodes" not in result.stdout.str()
 
 
@@ -83,11 +84,12 @@ def test_the_plugin_freezes_the_heap_at_exit_after_a_last_collection():
 
 
 def test_module_raising_on_import_shows_the_original_error(pytester):
+    """Not a usage error since issue 29: its tests fail with the error (tests/test_hostile_runs.py)."""
     pytester.makepyfile(broken_mod="raise RuntimeError('config missing')\ndef explain(inputs): pass\n")
     pytester.syspathinsert()
     result = run(pytester, "--xai-explainer=broken_mod:explain")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "RuntimeError: config missing" in result.stderr.str()
+    result.assert_outcomes(failed=4)
+    assert "RuntimeError: config missing" in result.stdout.str()
 
 
 def test_parameter_typo_suggests_the_contract_name(pytester):

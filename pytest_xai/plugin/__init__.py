@@ -172,21 +172,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
         for var in THREAD_VARIABLES:
             os.environ.setdefault(var, "1")  # docs/design.md "Speed rules": contention made captum 25-100x slower
+    from pytest_xai import options
+
+    timeout = _number(config, "xai_timeout", "xai_timeout", options.check_timeout)
+    wall_timeout = config.getoption("xai_wall_timeout")
+    if wall_timeout is not None and not wall_timeout > 0:
+        raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
+    probe, probed = _prober(config, timeout, wall_timeout)
     loaded = []
     for source, specs in (("--xai-explainer", config.getoption("xai_explainer")),
                           ("ini xai_explainers", config.getini("xai_explainers"))):
         for spec in specs:
             try:
-                loaded.append(contract.check_without_import(spec.strip(), option=source))
+                loaded.append(contract.check_without_import(spec.strip(), option=source, probe=probe))
             except SpecError as exc:
                 raise pytest.UsageError(str(exc)) from None
     explainers = contract.dedupe(loaded)
     thresholds = {"ini": _parse_thresholds(config.getini("xai_thresholds"), "ini xai_thresholds"),
                   "command line": _parse_thresholds(config.getoption("xai_threshold"), "--xai-threshold")}
-    from pytest_xai import options
-
     seed = _number(config, "xai_seed", "xai_seed", options.check_seed)
-    timeout = _number(config, "xai_timeout", "xai_timeout", options.check_timeout)
     budget = (_number(config, "xai_budget", "xai_budget", options.check_budget)
               if config.getoption("xai_budget") is not None or config.getini("xai_budget") else None)
     _checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
@@ -194,12 +198,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
     else:
         _checked(options.check_data_dir, (config.getini("xai_data_dir") or [None])[0], "ini xai_data_dir")
-    wall_timeout = config.getoption("xai_wall_timeout")
-    if wall_timeout is not None and not wall_timeout > 0:
-        raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
     state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout,
                                                     budget)
     config.pluginmanager.register(state, "xai-state")
+    state.probed = probed
     ci = config.stash[xai_ci] = XaiCi(config, state)
     config.pluginmanager.register(ci, "xai-ci")
     if explainers:
@@ -223,6 +225,26 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.args[:] = [suite]
             else:
                 config.args.append(suite)
+
+
+def _prober(config: pytest.Config, timeout: float, wall: float | None) -> tuple[Any, dict[str, Any]]:
+    """How user explainers are checked: ``(probe, descriptions)``.  In-process mode
+    (``--xai-timeout=0``) imports them here (None); otherwise a throwaway process does
+    (:mod:`pytest_xai.probe`), under the call's CPU limit, once per run: xdist workers get the
+    controller's descriptions (``workerinput["xai_probed"]``)."""
+    probed: dict[str, Any] = dict(getattr(config, "workerinput", {}).get("xai_probed", {}))
+    if not timeout:
+        return None, probed
+
+    def probe(spec: str, option: str) -> dict[str, Any]:
+        if spec not in probed:
+            from pytest_xai.isolate import LOADING_WALL
+            from pytest_xai.probe import describe
+
+            probed[spec] = describe(spec, option, cpu=timeout, wall=min(wall or WALL_FACTOR * timeout, LOADING_WALL))
+        return probed[spec]
+
+    return probe, probed
 
 
 def _stop_on_sigterm(config: pytest.Config) -> None:
@@ -389,6 +411,8 @@ def pytest_configure_node(node: Any) -> None:
     state = node.config.stash.get(xai_state, None)
     if state is not None and state.zygote is not None:
         node.workerinput["xai_zygote"] = state.zygote
+    if state is not None:
+        node.workerinput["xai_probed"] = state.probed
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -7,7 +7,6 @@ Part of the plugin (the only package that imports pytest); the logic is in
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -132,24 +131,22 @@ class XaiCi:
             out["baseline"] = self.baseline.section(records, versions())
         return out
 
-    def write_documents(self, doc: dict, session: pytest.Session) -> None:
+    def report_paths(self) -> dict[str, str | None]:
+        """The reports besides the JSON one: the saved baseline and the HTML report."""
+        return {"baseline": self.config.getoption("xai_save_baseline"), "html": self.config.getoption("xai_html")}
+
+    def writers(self) -> dict:
+        """The writer of each report; the HTML one embeds the pictures this run drew beside the JSON
+        report (:func:`pytest_xai.embed.collect`), never a path read from a record."""
+        from pytest_xai import embed, htmlreport
         from pytest_xai import report as xai_report
 
-        for option in ("xai_save_baseline", "xai_html"):
-            path = self.config.getoption(option)
-            if not path:
-                continue
-            try:
-                if option == "xai_html":
-                    from pytest_xai import htmlreport
+        json_path = self.config.getoption("xai_report")
 
-                    htmlreport.write(path, doc)
-                else:
-                    xai_report.write_json(path, doc)
-            except OSError as exc:
-                sys.stderr.write(f"pytest-xai: could not write {path}: {exc}\n")
-                if session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        def html(path: str, doc: dict) -> None:
+            htmlreport.write(path, doc, embed.collect(json_path, doc["results"]) if json_path else {})
+
+        return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": html}
 
     # Hooks
 

@@ -64,6 +64,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     which survive xdist and show in JUnit XML (``Record.to_properties``)."""
     rec = item.stash.get(xai_record, None)
     if rec is not None:
+        excinfo = call.excinfo
+        if (rec.error is None and excinfo is not None
+                and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))):
+            from pytest_xai.wire import clip  # e.g. a case builder that raised: the report names it
+
+            rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
         item.config.stash[xai_ci].judge(item, call, rec)  # --xai-gate=regression: known failure or regression
         names = Record.property_names()
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
@@ -146,7 +152,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             params["reexplain"] = _reexplainer(state, explainer, case)
             reseed = lambda seed: _reexplainer(state, explainer, case, seed)
         if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
-            params["claim"] = getattr(explainer.func, name, None)  # e.g. explain.completeness = "background"
+            params["claim"] = explainer.claim(name)  # e.g. explain.completeness = "background"
         game = explainer.declared("reference") if explainer is not None else None
         if game is not None and "conditional" in inspect.signature(info.func).parameters and "conditional" not in params:
             params["conditional"] = game  # explain.reference = "baseline": judged against baseline Shapley values

@@ -120,6 +120,7 @@ class XaiState:
         self._cache = None
         self._runner = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
+        self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
@@ -277,7 +278,7 @@ class XaiState:
             terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._background is not None:
             self._background.drain()  # the last pictures
         if self._runner is not None:
@@ -291,6 +292,7 @@ class XaiState:
         ci = self.config.stash[xai_ci]
         if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
             return
+        from pytest_xai import files
         from pytest_xai import report as xai_report
 
         options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
@@ -298,16 +300,16 @@ class XaiState:
                    "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
                    "args": list(self.config.invocation_params.args)}
         doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(session.exitstatus))
-        doc.update(ci.report_sections(self.records))
-        ci.write_documents(doc, session)
-        if not path:
-            return
+        failures = []
         try:
-            xai_report.write_json(path, doc)
-        except OSError as exc:  # e.g. the disk filled up during the run: say so, and never exit 0
-            sys.stderr.write(f"pytest-xai: could not write the JSON report {path}: {exc}\n")
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            doc.update(ci.report_sections(self.records))
+        except Exception as exc:  # noqa: BLE001 - the reports are still written, without the section
+            failures.append(f"pytest-xai: the baseline section of the reports is missing: {type(exc).__name__}: {exc}")
+        failures += files.write_reports(doc, {"json": path, **ci.report_paths()}, ci.writers())
+        for failure in failures:
+            sys.stderr.write(failure + "\n")
+        if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = files.REPORT_FAILED
 
 
 def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:

@@ -1,0 +1,139 @@
+"""Explainers that try to break the run itself (issue 29): modules that exit, hang or raise when
+imported, and explainers that kill or stop the worker zygote.  Each ends with a verdict for the
+healthy explainer and every report written, serially and under ``-n 2``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_plugin import QUIET, REF, hostile
+
+TOY = ("-k", "symmetry and cough_and_fever and not 10_90")
+IMPORTS = {  # module: (its source, the cause its test must name)
+    "exits_at_import": ("import os\nos._exit(0)\n", "ended with exit status 0 before the import finished"),
+    "sysexit_at_import": ("import sys\nsys.exit(0)\n", "importing it raised SystemExit: 0"),
+    "hangs_at_import": ("import time\ntime.sleep(10_000)\n", "was idle: it used"),
+    "raises_at_import": ("raise RuntimeError('config missing')\n", "raised RuntimeError: config missing"),
+}
+
+
+def _by_explainer(path) -> dict:
+    return {r["explainer"]: r for r in json.loads(path.read_text())["results"]}
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_module_that_exits_hangs_or_raises_at_import_fails_only_its_own_tests(pytester, xdist):
+    """Before: ``os._exit(0)`` at import ended the run with exit 0, no table and no JSON (the
+    plugin imported user modules in its own process at configure); the hang hung the run."""
+    if xdist:
+        pytest.importorskip("xdist")
+    for name, (source, _) in IMPORTS.items():
+        pytester.makepyfile(**{name: source + "\ndef explain(inputs):\n    return inputs\n"})
+    report = pytester.path / "r.json"
+    specs = [f"--xai-explainer={name}:explain" for name in IMPORTS]
+    result = pytester.runpytest_subprocess(*QUIET, *xdist, *TOY, *specs, f"--xai-explainer={REF}:exact_shapley",
+                                           "--xai-timeout=2", f"--xai-report={report}", timeout=240)
+    result.assert_outcomes(passed=1, failed=len(IMPORTS))
+    assert result.ret == 1
+    results = _by_explainer(report)
+    assert results["exact_shapley"]["status"] == "PASS"
+    for name, (_, cause) in IMPORTS.items():
+        rec = results[f"{name}:explain"]
+        assert rec["status"] in ("ERROR", "TIMEOUT") and cause in rec["error"], (name, rec["error"])
+    result.stdout.fnmatch_lines(["*xai scores*"])
+
+
+FOUR = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom")
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="the zygote forks (Linux)")
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize("attack", ["kills_the_zygote", "stops_the_zygote"])
+def test_an_explainer_that_kills_or_stops_the_zygote_loses_no_other_result(pytester, attack, xdist):
+    """Before: under -n 2 both xdist workers died with a killed zygote and the replacement waited
+    300 s (1 of 9 results); a stopped zygote held the next fork 300 s."""
+    if xdist:
+        pytest.importorskip("xdist")
+    report, html = pytester.path / "r.json", pytester.path / "r.html"
+    result = pytester.runpytest_subprocess(*QUIET, *xdist, *FOUR, hostile(attack), f"--xai-explainer={REF}:exact_shapley",
+                                           "--xai-timeout=20", f"--xai-report={report}", f"--xai-html={html}",
+                                           timeout=200)
+    results = json.loads(report.read_text())["results"]
+    healthy = [r["status"] for r in results if r["explainer"] == "exact_shapley"]
+    assert healthy == ["PASS"] * 4, result.stdout.str()[-3000:]
+    assert len(results) == 8 and html.exists() and result.ret in (0, 1)
+    assert "crashed" not in result.stdout.str()  # no xdist worker died with the zygote
+
+
+STOPPED_WORKER = """
+import os, signal
+
+from pytest_xai import isolate
+
+def test_first_call_then_stop_the_idle_worker(xai_explainer, xai_case, xai_explain):
+    xai_explain(xai_explainer, xai_case("cough_and_fever"))
+    (worker,) = [w for w in isolate._LIVE if w.spec == xai_explainer.spec]
+    os.kill(worker.pid, signal.SIGSTOP)
+
+def test_second_call_on_the_stopped_worker(xai_explainer, xai_case, xai_explain):
+    xai_explain(xai_explainer, xai_case("a_and_b_or_c"))
+"""
+
+
+def test_a_worker_stopped_from_outside_while_idle_fails_its_next_call_at_once(pytester):
+    """Before: the next call waited 600 s and said it "did not finish loading"."""
+    pytester.makepyfile(test_stopped=STOPPED_WORKER)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "test_stopped.py", "--xai-no-suite",
+                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    (second,) = [r for r in json.loads(report.read_text())["results"] if "second" in r["nodeid"]]
+    assert second["status"] == "TIMEOUT" and "was stopped (SIGSTOP)" in second["error"], second
+
+
+BUILDER_RAISES = """
+import pytest_xai
+from pytest_xai import cases
+
+
+@cases.register(family="user", category="fidelity", source="test", checks={})
+def breaks_when_built(info, *, seed, cache):
+    raise OSError("the data share is not mounted")
+
+
+def test_uses_the_broken_case(xai_explainer, xai_case):
+    xai_case("breaks_when_built")
+"""
+
+
+def test_a_case_builder_that_raises_is_named_in_the_report_and_tracebacks_start_at_the_explainer(pytester):
+    """Issue 29: a builder that raised left the JSON ``detail`` and ``error`` empty; an explainer's
+    traceback started with three frames of the plugin (worker, contract)."""
+    pytester.makepyfile(test_builder=BUILDER_RAISES)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "test_builder.py", "-k", "broken_case or (symmetry and "
+                                           "cough_and_fever and not 10_90)", hostile("raises"),
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(failed=2)
+    results = {r["test"]: r for r in json.loads(report.read_text())["results"]}
+    built = results["test_uses_the_broken_case"]
+    assert built["error"] == "OSError: the data share is not mounted" == built["detail"], built
+    raised = results["symmetry"]
+    assert raised["kind"] == "raised"
+    trace = result.stdout.str().split("Traceback (most recent call last):", 1)[1]
+    first_frame = trace.strip().splitlines()[0]
+    assert "hostile.py" in first_frame and "in raises" in first_frame, trace[:800]
+
+
+def test_a_truncated_reply_is_named_as_such_not_as_idle(pytester):
+    """Issue 29: part of a message, then nothing, was reported as "was idle" after the time limit."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, *TOY, hostile("sends_a_truncated_reply"),
+                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
+                                           f"--xai-report={report}", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    rec = _by_explainer(report)["sends_a_truncated_reply"]
+    assert rec["kind"] == "crash" and "bytes of a result, then nothing" in rec["error"], rec["error"]
