@@ -7,36 +7,28 @@ building is lazy and seeded::
     case = cases.get("cough_and_fever")          # built once, memoised
     cases.names()                                # every registered case
 
-Cases come from the built-in families (:data:`FAMILIES`), from any module that registers cases
-when imported (a user's ``conftest.py``), and from third-party packages through the entry-point
-group :data:`ENTRY_POINTS` (each entry point names a module that registers cases and checks).
+Cases come from the built-in families (every module of this package, :data:`MODULES`), from any
+module that registers cases when imported (a user's ``conftest.py``), and from third-party packages
+through the entry-point group :data:`ENTRY_POINTS` (each entry point names a module that registers
+cases and checks).  A family is declared once, by its module (:class:`pytest_xai.registry.Family`);
+the fast gate (:func:`smoke`) and pytest's header lines (:func:`headers`) derive from the declarations.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
+from pytest_xai.registry import FAMILIES, Family
 
-# Family modules, imported on first use of the catalogue (they import numpy).
-FAMILIES = (
-    "pytest_xai.cases.tabular",
-    "pytest_xai.cases.units",
-    "pytest_xai.cases.sanity",
-    "pytest_xai.cases.human",
-    "pytest_xai.cases.gaussian",
-    "pytest_xai.cases.additive",
-    "pytest_xai.cases.digits",
-    "pytest_xai.cases.stress",
-    "pytest_xai.cases.interactions",
-    "pytest_xai.cases.fooling",
-    "pytest_xai.cases.chess",
-    "pytest_xai.cases.generic",
-)
+#: The built-in family modules: every module and package of this one, imported on first use of the
+#: catalogue (they import numpy).  A new family is a new module here; nothing else lists it.
+MODULES = tuple(f"{__name__}.{module.name}" for module in pkgutil.iter_modules(__path__))
 #: Entry-point group of third-party families: ``[project.entry-points."pytest_xai.families"]``.
 ENTRY_POINTS = "pytest_xai.families"
 
@@ -107,7 +99,7 @@ def _origin(func: Callable[..., Any] | None) -> str:
 def _load_families() -> None:
     if _LOADED:
         return
-    for module in FAMILIES:
+    for module in MODULES:
         importlib.import_module(module)
     from importlib.metadata import entry_points
 
@@ -121,10 +113,34 @@ def _load_families() -> None:
     _LOADED.append(True)
 
 
+def families() -> dict[str, Family]:
+    """Every declared family by name (the built-in ones and those of entry points), loaded."""
+    _load_families()
+    return dict(FAMILIES)
+
+
 def headers() -> list[str]:
     """Lines families want in pytest's header (e.g. a shipped model's measured accuracy)."""
-    return [importlib.import_module(m).report_header() for m in FAMILIES
-            if hasattr(importlib.import_module(m), "report_header")]
+    return [family.header() for family in families().values() if family.header is not None]
+
+
+def smoke() -> list[tuple[str, str]]:
+    """The ``(check, case)`` pairs of the fast gate (``-m xai_smoke``, ``docs/ci.md``): each family's
+    declared test, then the checks of cases registered with ``smoke=``."""
+    pairs = []
+    for family in families().values():
+        if family.smoke is None:
+            continue
+        check, case = family.smoke
+        known = _REGISTRY.get(case)
+        if known is None or known.family != family.name or check not in known.checks:
+            why = (f"no case {case!r} is registered" if known is None else
+                   f"case {case!r} is of family {known.family!r}" if known.family != family.name else
+                   f"case {case!r} does not declare the check {check!r} (it declares {', '.join(known.checks)})")
+            raise ValueError(f"family {family.name!r} ({family.module}) names the smoke test {check}[{case}], but "
+                             f"{why}; give smoke=(check, case) of a case the family registers")
+        pairs.append((check, case))
+    return pairs + [(check, info.name) for info in infos() for check in info.smoke if (check, info.name) not in pairs]
 
 
 def infos() -> list[CaseInfo]:

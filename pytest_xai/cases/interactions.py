@@ -28,9 +28,10 @@ from itertools import combinations
 import numpy as np
 
 from pytest_xai.case import Case
-from pytest_xai.cases import register
+from pytest_xai.registry import Family
 
-SOURCE = "Belaid et al. 2022, Compare-xAI, test detect_interaction{} (Tsang et al. 2020, Archipelago)"
+SOURCE = "Belaid et al. 2022, Compare-xAI (Tsang et al. 2020, Archipelago)"
+FAMILY = Family("interactions", source=SOURCE, smoke=("interaction_detection", "detect_interaction0"))
 P = 40
 _AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)
@@ -87,31 +88,31 @@ def _case(info, k: int) -> Case:
 _CHECKS: dict[str, dict[str, object]] = {"interaction_detection": {}}
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(0), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction0", checks=_CHECKS)
 def detect_interaction0(info, *, seed, cache) -> Case:
     """F0 = sum_i x_i: purely additive, every returned interaction should be (near) zero."""
     return _case(info, 0)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(1), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction1", checks=_CHECKS)
 def detect_interaction1(info, *, seed, cache) -> Case:
     """F1 = sum x_i + sum_{i,j<10} x_i x_j + sum_{i in [10,20), j in [20,30)} x_i x_j (145 true pairs)."""
     return _case(info, 1)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(2), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction2", checks=_CHECKS)
 def detect_interaction2(info, *, seed, cache) -> Case:
     """F2 = sum x_i + AND(x_0..x_19 = +1) + AND(x_10..x_29 = +1)."""
     return _case(info, 2)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(3), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction3", checks=_CHECKS)
 def detect_interaction3(info, *, seed, cache) -> Case:
     """F3 = sum x_i + AND(x_0..x_19 = -1) + AND(x_10..x_29 = +1)."""
     return _case(info, 3)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(4), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction4", checks=_CHECKS)
 def detect_interaction4(info, *, seed, cache) -> Case:
     """F4 = sum x_i + AND(x_0 = x_1 = +1, x_2 = -1) + AND(x_10..x_29 = +1)."""
     return _case(info, 4)

@@ -28,9 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from pytest_xai.case import Case
-from pytest_xai.cases import register
+from pytest_xai.registry import Family
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test stress_nb_features (IMDB, shap's example), synthetic corpus"
+FAMILY = Family("stress", source=SOURCE, smoke=("stress_rank", "stress_nb_features"))
 N_DOCS, MEAN_LENGTH, VOCABULARY, ZIPF = 2000, 150, 2000, 1.1
 N_HELD_OUT = N_BACKGROUND = 100
 N_EXPLAINED = 20  # of the held-out documents (README "Budget of model evaluations")
@@ -128,7 +129,7 @@ def _validate(arrays: dict) -> None:
         raise ValueError(f"stress corpus: {d} features (need >= 1000) or inconsistent shapes")
 
 
-@register(family="stress", category="stress", source=SOURCE, checks={"stress_rank": {"tokens": PLANTED}})
+@FAMILY.case(category="stress", checks={"stress_rank": {"tokens": PLANTED}})
 def stress_nb_features(info, *, seed, cache) -> Case:
     """Logistic regression on ~1,250 tf-idf features: the planted token "best" must stay on top.
 
