@@ -13,10 +13,8 @@ would warn in every worker; it has none to rewrite.
 """
 
 from pytest_xai.case import Case, CaseInfo, Score
-from pytest_xai.cases import register as register_case
-from pytest_xai.checks import check as register_check
 from pytest_xai.errors import NotApplicable
-from pytest_xai.registry import Family
+from pytest_xai.registry import Family, register_case, register_check
 
 __version__ = "0.1.0"
 

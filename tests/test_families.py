@@ -62,7 +62,7 @@ def test_family_case_registers_under_the_family_name_and_source(declared):
         assert ("symmetry", "made_here_case") in cases.smoke()
         pytest_xai.Family("made_here", source="declared again by the same module")  # a re-import: allowed
     finally:
-        cases._REGISTRY.pop("made_here_case")
+        cases.CASES.pop("made_here_case")
 
 
 def test_bad_declarations_are_refused_with_what_to_give(declared):
@@ -70,7 +70,7 @@ def test_bad_declarations_are_refused_with_what_to_give(declared):
         pytest_xai.Family("two words")
     with pytest.raises(ValueError, match=r"give the \(check, case\) pair"):
         pytest_xai.Family("bad_smoke", smoke="symmetry[cough_and_fever]")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"family 'tabular' is declared twice \(pytest_xai.cases.tabular and "):
+    with pytest.raises(ValueError, match=r"family 'tabular' is registered twice \(pytest_xai.cases.tabular and "):
         pytest_xai.Family("tabular")
     pytest_xai.Family("lost", smoke=("symmetry", "no_such_case"))
     with pytest.raises(ValueError, match=r"family 'lost' .* names the smoke test symmetry\[no_such_case\], but no "

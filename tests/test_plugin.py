@@ -346,7 +346,7 @@ def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
         cases.get("data_dir_probe", data_dir=str(tmp_path))
         assert seen["data_dir"] == str(tmp_path)
     finally:
-        cases._REGISTRY.pop("data_dir_probe")
+        cases.CASES.pop("data_dir_probe")
 
 
 @pytest.mark.parametrize("selection", ["human_precision and human_shapes_oracle", "ngt and chess_oracle_mate"])

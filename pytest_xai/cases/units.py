@@ -667,7 +667,7 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
     output moves there, counts as unstable (relative change 2, the worst; ``docs/defects.md`` XB-12).
     The unit has a dummy feature (``dummies``, weight 0): a map computed from
     the model gives it exactly 0, so its importance (mean |a|) must be at most ``rtol`` (1e-3, as
-    :func:`pytest_xai.checks.dummy`) of the top importance; the input itself (stable: it moves by
+    :func:`pytest_xai.cases.tabular.dummy`) of the top importance; the input itself (stable: it moves by
     the noise only), the input minus a mean, noise and noisy or offset maps credit it and fail.
     Passed by construction (declared): sign and scale changes of a correct map and its absolute
     value (the relative change and the dummy's zero are invariant to them), swapping two active

@@ -1,8 +1,9 @@
 """Compare-xAI's tabular toy problems, with corrected scoring (``docs/defects.md``).
 
 Belaid et al., "Compare-xAI" (2022), tests 2.1-2.3 and 2.7; the defects CX-3, CX-4, CX-7 and CX-8 of the
-original are fixed here and in :mod:`pytest_xai.checks`.  XGBoost models are fitted with
-``reg_lambda=0`` (CX-7) and verified at build time to reproduce the stated function exactly.
+original are fixed here and in the family's checks (:mod:`.checks`: ``symmetry``, ``symmetric_effect``,
+``dummy``, ``ranking``, ``correlated``).  XGBoost models are fitted with ``reg_lambda=0`` (CX-7) and
+verified at build time to reproduce the stated function exactly.
 """
 
 from __future__ import annotations
@@ -14,7 +15,19 @@ import numpy as np
 
 from pytest_xai import shapley
 from pytest_xai.case import Case, CaseInfo
+from pytest_xai.cases.tabular.checks import (
+    correlated,
+    dummy,
+    explains_nothing,
+    ranking,
+    switch_pairs,
+    symmetric_effect,
+    symmetry,
+)
 from pytest_xai.registry import Family
+
+__all__ = ["COMPARE_XAI", "FAMILY", "correlated", "dummy", "explains_nothing", "ranking", "summarise", "switch_pairs",
+           "symmetric_effect", "symmetry", "torch_twin"]
 
 COMPARE_XAI = "Belaid et al. 2022, Compare-xAI"
 FAMILY = Family("tabular", source=COMPARE_XAI, smoke=("symmetry", "cough_and_fever"))
