@@ -177,14 +177,15 @@ def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
     lines = []
     if rows:
         width = max(len(f"{e['row']} [{e['explainer']}]") for _, e in rows)
-        head = f"{'change':<11}  {'test [explainer]':<{width}}  {'baseline':<26}  {'now':<26}  why"
+        side = max(len("baseline"), *(len(_value(e.get(k))) for _, e in rows for k in ("baseline", "now")))
+        head = f"{'change':<11}  {'test [explainer]':<{width}}  {'baseline':<{side}}  {'now':<{side}}  why"
         lines += [head, "-" * len(head)]
         names = {"regressions": "REGRESSION", "improvements": "improved", "new": "new"}
         for label, e in rows:
             why = "; ".join(e.get("reasons", [])) or "not in the baseline"
             test = f"{e['row']} [{e['explainer']}]"
-            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<26}  "
-                         f"{_value(e.get('now')):<26}  {why}".rstrip())
+            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<{side}}  "
+                         f"{_value(e.get('now')):<{side}}  {why}".rstrip())
     vanished = diff["vanished"]
     if vanished:
         shown = ", ".join(f"{e['row']} [{e['explainer']}]" for e in vanished[:max_vanished])

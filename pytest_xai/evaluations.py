@@ -13,7 +13,8 @@ receives, and undoes it afterwards:
   appends its baselines, counts both halves); an estimator (scikit-learn, xgboost, anything with
   them) counts its ``predict``, ``predict_proba``, ``decision_function``, ``predict_log_proba`` and
   an xgboost ``Booster``'s ``inplace_predict``, patched on the instance; a plain function is
-  wrapped like ``predict``.  A callable object without such methods is counted through ``predict``.
+  wrapped like ``predict``.  A callable object without such methods, or a scripted torch module
+  (which takes no hooks), is counted only through ``predict``.
 
 A call inside another counted call is not counted again (a re-entrancy guard, per thread):
 ``predict_proba`` calling ``decision_function``, a case's ``predict`` calling its torch model.  Rows
@@ -111,8 +112,9 @@ def _torch_module(obj: Any) -> bool:
     return torch is not None and isinstance(obj, torch.nn.Module)
 
 
-def _hook_torch(module: Any, tally: Tally) -> Callable[[], None]:
-    """Count each forward of ``module`` (the top module: its submodules' forwards are its own)."""
+def _hook_torch(module: Any, tally: Tally) -> Callable[[], None] | None:
+    """Count each forward of ``module`` (the top module: its submodules' forwards are its own); None
+    when it takes no hooks (a ``torch.jit.ScriptModule``: counted through ``predict`` only)."""
     outermost: list[bool] = []
 
     def before(_module: Any, _args: Any) -> None:
@@ -123,8 +125,14 @@ def _hook_torch(module: Any, tally: Tally) -> Callable[[], None]:
         if outermost.pop():
             tally.add(rows(_first(tuple(args), {})))
 
-    handles = [module.register_forward_pre_hook(before),
-               module.register_forward_hook(after, always_call=True)]
+    handles: list[Any] = []
+    try:
+        handles.append(module.register_forward_pre_hook(before))
+        handles.append(module.register_forward_hook(after, always_call=True))
+    except RuntimeError:  # "register_forward_pre_hook is not supported on ScriptModules"
+        for handle in handles:
+            handle.remove()
+        return None
 
     def undo() -> None:
         for handle in handles:
@@ -179,7 +187,8 @@ def counting(arguments: dict[str, Any], also: tuple[Any, ...] = ()) -> Iterator[
             continue
         hooked.append(obj)
         if _torch_module(obj):
-            undo.append(_hook_torch(obj, tally))
+            if (unhook := _hook_torch(obj, tally)) is not None:
+                undo.append(unhook)
         elif obj is model:
             if _is_function(obj):
                 given["model"] = Counted(obj, tally)

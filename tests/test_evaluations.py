@@ -67,6 +67,14 @@ def test_a_torch_module_counts_each_forward_batch_of_the_top_module_only():
     assert tally.rows == 15
 
 
+def test_a_script_module_which_takes_no_hooks_is_left_alone():
+    torch = pytest.importorskip("torch")
+    scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2)))
+    with counting({"model": scripted}) as (given, tally):
+        given["model"](torch.zeros(4, 3))  # runs as ever, uncounted: its rows are counted through predict
+    assert tally.rows == 0
+
+
 def test_captum_deeplift_counts_the_baselines_it_appends_to_the_batch():
     """DeepLift's own pre-hook doubles the batch (inputs and baselines): both halves are evaluated."""
     torch = pytest.importorskip("torch")
@@ -173,6 +181,17 @@ def test_a_function_model_is_counted_and_the_contract_run_reports_the_count():
     with counting({"model": interaction.model}) as (given, tally):
         given["model"](interaction.inputs)
     assert tally.rows == len(interaction.inputs)
+
+
+def test_in_process_calls_count_too_and_a_memoised_call_keeps_its_count():
+    from pytest_xai.cache import NO_CACHE
+    from pytest_xai.runner import Runner
+
+    runner = Runner(seed=0, limits=None, cache=NO_CACHE, data_dir=None)  # --xai-timeout=0
+    explainer, case = contract.load(f"{REF}:feature_occlusion"), cases.get("cough_and_fever")
+    outcome, cached = runner.explain(explainer, case)
+    assert (outcome.status, outcome.evaluations, cached) == ("ok", 4 * 3, False)
+    assert runner.explain(explainer, case) == (outcome, True)
 
 
 @pytest.mark.parametrize(("n", "text"), [(0, "0"), (950, "950"), (1000, "1k"), (4100, "4.1k"), (12_000, "12k"),
