@@ -53,8 +53,10 @@ class Tally:
             self.add(rows())
         return depth == 0
 
-    def leave(self) -> None:
-        self._local.depth = getattr(self._local, "depth", 1) - 1
+    def leave(self) -> bool:
+        """A model call ends: True when it was the outermost."""
+        self._local.depth = max(0, getattr(self._local, "depth", 1) - 1)
+        return self._local.depth == 0
 
     def add(self, rows: int) -> None:
         with self._lock:
@@ -114,15 +116,14 @@ def _torch_module(obj: Any) -> bool:
 
 def _hook_torch(module: Any, tally: Tally) -> Callable[[], None] | None:
     """Count each forward of ``module`` (the top module: its submodules' forwards are its own); None
-    when it takes no hooks (a ``torch.jit.ScriptModule``: counted through ``predict`` only)."""
-    outermost: list[bool] = []
+    when it takes no hooks (a ``torch.jit.ScriptModule``: counted through ``predict`` only).  The
+    rows are counted after the forward, from the arguments it received."""
 
     def before(_module: Any, _args: Any) -> None:
-        outermost.append(tally.enter(None))
+        tally.enter(None)
 
     def after(_module: Any, args: Any, _output: Any) -> None:  # always called, even when forward raised
-        tally.leave()
-        if outermost.pop():
+        if tally.leave():
             tally.add(rows(_first(tuple(args), {})))
 
     handles: list[Any] = []
@@ -206,7 +207,7 @@ def compact(n: float | None) -> str:
     if n is None:
         return ""
     value = float(n)
-    if value < 1000:
+    if round(value) < 1000:
         return f"{value:.0f}"
     for unit in ("k", "M", "G", "T"):
         value /= 1000

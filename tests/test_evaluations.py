@@ -46,6 +46,14 @@ def test_a_call_inside_a_counted_call_is_not_counted_again():
     assert tally.rows == 8
 
 
+def test_calls_from_several_threads_are_each_counted():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with counting({"predict": row_sums}) as (given, tally), ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda k: given["predict"](np.ones((k, 2))), range(1, 41)))
+    assert tally.rows == sum(range(1, 41))
+
+
 def test_a_torch_module_counts_each_forward_batch_of_the_top_module_only():
     torch = pytest.importorskip("torch")
     net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
@@ -195,7 +203,7 @@ def test_in_process_calls_count_too_and_a_memoised_call_keeps_its_count():
 
 
 @pytest.mark.parametrize(("n", "text"), [(0, "0"), (950, "950"), (1000, "1k"), (4100, "4.1k"), (12_000, "12k"),
-                                         (999_999, "1M"), (3_400_000, "3.4M"), (5_000_000, "5M"), (None, "")])
+                                         (999.6, "1k"), (999_999, "1M"), (3_400_000, "3.4M"), (5_000_000, "5M"), (None, "")])
 def test_compact(n, text):
     assert compact(n) == text
 
