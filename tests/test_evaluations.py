@@ -326,6 +326,34 @@ def test_checks_sharing_one_call_share_its_evaluations_and_the_aggregate_counts_
     assert doc["summary"]["exact_shapley"]["overall"]["mean_evaluations"] == n * 2**d * m
 
 
+RE_EXPLAINED = """
+import numpy as np
+import pytest_xai
+
+
+def f(X):
+    X = np.asarray(X, dtype=float)
+    return 3 * X[:, 0] - X[:, 1] + X[:, 2] * X[:, 3]
+
+
+@pytest_xai.register_case(family="mine", category="stability", checks=["determinism", "max_sensitivity"])
+def my_model(seed):
+    rng = np.random.default_rng(seed)
+    return pytest_xai.make_case(rng.normal(size=(12, 4)), predict=f, background=rng.normal(size=(10, 4)))
+"""
+
+
+def test_checks_that_re_explain_record_the_first_call_only_as_their_seconds_do(pytester):
+    """determinism calls the explainer twice more and max_sensitivity four times; like seconds, a
+    test's evaluations are those of the one explanation its checks share: 12 x 2^4 x 10."""
+    pytester.makeconftest(RE_EXPLAINED)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*QUIET, "-k", "my_model", f"--xai-explainer={REF}:exact_shapley",
+                                           f"--xai-report={out}")
+    result.assert_outcomes(passed=2)
+    assert [r["evaluations"] for r in json.loads(out.read_text())["results"]] == [12 * 2**4 * 10] * 2
+
+
 #: A user's explainer: exact Shapley values, then as many extra model calls as spend.txt says, so
 #: that a test can make it costlier between two runs, as a code change would.
 SPENDER = """
