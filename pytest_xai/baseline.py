@@ -3,8 +3,10 @@
 A baseline is an ordinary JSON report (``--xai-report`` or ``--xai-save-baseline`` writes one).
 Tests are matched by ``(row, explainer)`` — ``check[case]`` for the suite — which does not depend
 on where the suite is installed.  A test *regresses* when its score drops by more than the
-tolerance, when its verdict turns from PASS to FAIL, ERROR or TIMEOUT, or when its explainer's
-seconds grow beyond a factor (only when one is given); the workflow is in ``docs/ci.md``.
+tolerance, when its verdict turns from PASS to FAIL, ERROR or TIMEOUT, when its explainer's model
+evaluations grow beyond a factor (:data:`DEFAULT_EVALUATIONS_FACTOR` unless switched off: they are
+deterministic), or when its seconds do (only when a factor is given: seconds are noise on shared
+runners); the workflow is in ``docs/ci.md``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_xai.evaluations import compact
 from pytest_xai.record import Record, records
 
 #: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
 DEFAULT_TOLERANCE = 0.05
+#: Default ``--xai-baseline-evaluations-factor``: a seeded explainer spends the same model
+#: evaluations in every run (:mod:`pytest_xai.evaluations`), so a factor gates cost with no noise;
+#: 2 lets a deliberate change of sample size within a factor of 2 through.
+DEFAULT_EVALUATIONS_FACTOR = 2.0
 ANY = "*"  # the key of the tolerance that applies to every check without its own
 VERDICT = "verdict PASS in the baseline"  # how a regression of the verdict begins
 
@@ -86,9 +93,11 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def regressions(now: Record, before: Record, *, tol: float, seconds_factor: float | None = None) -> list[str]:
+def regressions(now: Record, before: Record, *, tol: float, seconds_factor: float | None = None,
+                evaluations_factor: float | None = None) -> list[str]:
     """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
-    value, this run's value and the tolerance or factor."""
+    value, this run's value and the tolerance or factor.  Evaluations and seconds are compared only
+    with a factor, and only where both records have them (older reports have no evaluations)."""
     reasons = []
     own_fail = bool(now.regression) and VERDICT not in (now.regression or "")  # the gate's FAIL, not the check's
     if before.status == "PASS" and now.status in ("FAIL", "ERROR", "TIMEOUT") and not own_fail:
@@ -101,6 +110,11 @@ def regressions(now: Record, before: Record, *, tol: float, seconds_factor: floa
     if seconds_factor and b is not None and n is not None and b > 0 and n > seconds_factor * b:
         reasons.append(f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
                        f"the factor {seconds_factor:g}")
+    b, n = _number(before.evaluations), _number(now.evaluations)
+    if evaluations_factor and b is not None and n is not None and n > evaluations_factor * b:
+        grew = f", x{n / b:.3g}" if b > 0 else ""
+        reasons.append(f"model evaluations grew from {b:.0f} (baseline) to {n:.0f} (now){grew}, over the factor "
+                       f"{evaluations_factor:g}")
     return reasons
 
 
@@ -115,11 +129,12 @@ def improvements(now: Record, before: Record, *, tol: float) -> list[str]:
 
 
 def _brief(rec: Record) -> dict:
-    return {"status": rec.status, "score": rec.score, "seconds": rec.seconds, "flaky": rec.flaky}
+    return {"status": rec.status, "score": rec.score, "seconds": rec.seconds, "evaluations": rec.evaluations,
+            "flaky": rec.flaky}
 
 
 def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[str, float],
-            seconds_factor: float | None = None) -> dict:
+            seconds_factor: float | None = None, evaluations_factor: float | None = None) -> dict:
     """The diff of the records ``now`` against the baseline ``doc``: regressions, improvements, new
     tests, vanished tests (in the baseline, not run now) and the number unchanged."""
     before = index(doc)
@@ -133,7 +148,8 @@ def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[st
             continue
         tol = tolerance(rec.check, tolerances)
         entry = {"row": k[0], "explainer": k[1], "baseline": _brief(before[k]), "now": _brief(rec)}
-        worse = regressions(rec, before[k], tol=tol, seconds_factor=seconds_factor)
+        worse = regressions(rec, before[k], tol=tol, seconds_factor=seconds_factor,
+                            evaluations_factor=evaluations_factor)
         better = improvements(rec, before[k], tol=tol)
         if worse:
             diff["regressions"].append({**entry, "reasons": worse})
@@ -151,7 +167,8 @@ def _value(brief: Mapping[str, Any] | None) -> str:
         return "-"
     score = "" if brief.get("score") is None else f" {brief['score']:.3f}"
     seconds = "" if brief.get("seconds") is None else f" {brief['seconds']:.2f}s"
-    return f"{brief.get('status')}{score}{seconds}"
+    evaluations = "" if brief.get("evaluations") is None else f" {compact(brief['evaluations'])} ev"
+    return f"{brief.get('status')}{score}{seconds}{evaluations}"
 
 
 def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
@@ -160,14 +177,15 @@ def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
     lines = []
     if rows:
         width = max(len(f"{e['row']} [{e['explainer']}]") for _, e in rows)
-        head = f"{'change':<11}  {'test [explainer]':<{width}}  {'baseline':<22}  {'now':<22}  why"
+        side = max(len("baseline"), *(len(_value(e.get(k))) for _, e in rows for k in ("baseline", "now")))
+        head = f"{'change':<11}  {'test [explainer]':<{width}}  {'baseline':<{side}}  {'now':<{side}}  why"
         lines += [head, "-" * len(head)]
         names = {"regressions": "REGRESSION", "improvements": "improved", "new": "new"}
         for label, e in rows:
             why = "; ".join(e.get("reasons", [])) or "not in the baseline"
             test = f"{e['row']} [{e['explainer']}]"
-            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<22}  "
-                         f"{_value(e.get('now')):<22}  {why}".rstrip())
+            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<{side}}  "
+                         f"{_value(e.get('now')):<{side}}  {why}".rstrip())
     vanished = diff["vanished"]
     if vanished:
         shown = ", ".join(f"{e['row']} [{e['explainer']}]" for e in vanished[:max_vanished])
@@ -182,24 +200,32 @@ class Gate:
     """A loaded baseline and how this run is compared with it (``--xai-baseline`` and friends).
 
     ``tolerances`` are parsed ``--xai-baseline-tolerance`` entries (:func:`parse_tolerances`);
-    ``seconds_factor`` also gates explainer seconds when given.
+    ``seconds_factor`` also gates explainer seconds when given; ``evaluations_factor`` gates model
+    evaluations (None: not compared).
     """
 
-    def __init__(self, path: str, tolerances: Mapping[str, float], seconds_factor: float | None = None):
+    def __init__(self, path: str, tolerances: Mapping[str, float], seconds_factor: float | None = None,
+                 evaluations_factor: float | None = DEFAULT_EVALUATIONS_FACTOR):
         self.path, self.tolerances, self.seconds_factor = path, dict(tolerances), seconds_factor
+        self.evaluations_factor = evaluations_factor
         self.doc = load(path)
         self.index = index(self.doc)
 
-    def regressions(self, key: tuple[str, str], check: str, score: float, seconds: float | None) -> list[str]:
+    def factors(self) -> dict[str, float | None]:
+        """The factors of :func:`regressions`."""
+        return {"seconds_factor": self.seconds_factor, "evaluations_factor": self.evaluations_factor}
+
+    def regressions(self, key: tuple[str, str], check: str, score: float, seconds: float | None,
+                    evaluations: int | None = None) -> list[str]:
         """Why a test that passed its check with ``score`` regressed against the baseline (or [])."""
         before = self.index.get(key)
         if before is None:
             return []
-        now = Record(status="PASS", score=score, seconds=seconds)
-        return regressions(now, before, tol=tolerance(check, self.tolerances), seconds_factor=self.seconds_factor)
+        now = Record(status="PASS", score=score, seconds=seconds, evaluations=evaluations)
+        return regressions(now, before, tol=tolerance(check, self.tolerances), **self.factors())
 
     def diff(self, now: list[Record]) -> dict:
-        return compare(now, self.doc, tolerances=self.tolerances, seconds_factor=self.seconds_factor)
+        return compare(now, self.doc, tolerances=self.tolerances, **self.factors())
 
     def warnings(self, versions_now: Mapping[str, str], seed: int) -> list[str]:
         """What makes this run's scores differ from the baseline's for reasons other than the explainer."""
@@ -216,10 +242,12 @@ class Gate:
 
     def header(self) -> str:
         tol = ", ".join(f"{k}={v:g}" for k, v in self.tolerances.items()) or f"{DEFAULT_TOLERANCE:g}"
+        factors = "".join(f", {what} factor {factor:g}" for what, factor in (
+            ("model evaluations", self.evaluations_factor), ("seconds", self.seconds_factor)) if factor)
         return (f"baseline {self.path} (created {self.doc.get('created')}, seed {self.doc.get('seed')}), "
-                f"tolerance {tol}")
+                f"tolerance {tol}{factors}")
 
     def section(self, now: list[Record], versions_now: Mapping[str, str]) -> dict:
         """The JSON report's ``baseline``: what it was, the tolerances and the diff."""
         return {**identity(self.doc, self.path, versions_now), "tolerances": self.tolerances,
-                "seconds_factor": self.seconds_factor, "diff": self.diff(now)}
+                **self.factors(), "diff": self.diff(now)}

@@ -33,6 +33,20 @@ def for_case(case: object, given: int | None = None) -> int:
     return int(getattr(case, "meta", {}).get("budget", DEFAULT))
 
 
+def overspent(evaluations: int | None, budget: int) -> str | None:
+    """What a test's detail says when a call spent more model evaluations than its ``budget``
+    (counted by :mod:`pytest_xai.evaluations`), else None.  Spending more is no failure: the budget
+    is what the explainer was asked to size its samples from, and the count shows whether it did."""
+    if evaluations is None or evaluations <= budget:
+        return None
+    from pytest_xai.evaluations import compact
+
+    spent, given = compact(evaluations), compact(budget)
+    if spent == given:  # 20,100 and 20,000 both read 20k
+        spent, given = f"{evaluations:,}", f"{budget:,}"
+    return f"spent {spent} model evaluations, over the budget of {given}"
+
+
 #: Fewest background rows a sampled Shapley estimate averages over before its samples are cut.
 MIN_BACKGROUND = 10
 

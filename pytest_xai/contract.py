@@ -123,6 +123,7 @@ class Explanation:
     seconds: float
     importance: Floats | None = None
     interactions: Floats | None = None
+    evaluations: int | None = None  # rows the model evaluated during the call (pytest_xai.evaluations)
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -458,12 +459,17 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
     """Call ``explainer`` on ``case`` in this process and return the validated explanation.
 
     Raises :class:`NotApplicable` (skip) or :class:`ExplainerError` (fail); any other exception
-    the explainer raises propagates unchanged.
+    the explainer raises propagates unchanged.  The rows the model evaluates during the call are
+    counted (:mod:`pytest_xai.evaluations`).
     """
+    from pytest_xai import evaluations
+
     kwargs = arguments(explainer, case, seed, budget)
-    start = time.perf_counter()
     try:
-        output = explainer.func(**kwargs)
+        with evaluations.counting(kwargs, also=(case.torch_model,)) as (given, tally):
+            start = time.perf_counter()
+            output = explainer.func(**given)
+            seconds = time.perf_counter() - start
     except Exception as exc:
         if not _unannotated_model(explainer) or isinstance(exc, (NotApplicable, ExplainerError)):
             raise
@@ -473,11 +479,10 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
             f"{case.name!r}; if it cannot use that type, annotate the parameter with the type it needs, e.g. "
             f"`model: sklearn.base.BaseEstimator` or `model: \"torch.nn.Module\"`, and cases without one are "
             f"skipped)") from exc
-    seconds = time.perf_counter() - start
     for name in ("inputs", "background", "baseline"):
         if name in kwargs:
             _unchanged(getattr(case, name), kwargs[name], name)
     attributions, importance, interactions = coerce(output, case)
     if importance is None:  # the README's contract: mean |attribution| over the explained rows
         importance = abs(attributions).mean(axis=0)
-    return Explanation(attributions, seconds, importance, interactions)
+    return Explanation(attributions, seconds, importance, interactions, tally.rows)

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
+from pytest_xai.evaluations import compact
 from pytest_xai.record import Record
 from pytest_xai.record import records as records_of
 
@@ -59,12 +60,27 @@ SCRIPT = """
 """
 
 
-SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "skipped", "timeouts")
+SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "mean evaluations/call", "skipped",
+                   "timeouts")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
     """A number as text; anything else (a report from elsewhere may hold anything) as nothing."""
     return "" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
+
+
+def _evaluations(value: Any) -> str:
+    """A cell of model evaluations: compact (4.1k), the exact number on hover; nothing for a non-number."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return '<td class="num"></td>'
+    return f'<td class="num" title="{value:,.0f}">{escape(compact(value))}</td>'
+
+
+def _summary_row(explainer: str, agg: Mapping[str, Any]) -> list[str]:
+    """One explainer's row of the summary table (:data:`SUMMARY_COLUMNS`), cells escaped."""
+    texts = [escape(v) for v in (explainer, f"{_count(agg.get('passed'))}/{_count(_judged(agg))}",
+                                 _fmt(agg.get("mean_score")), _fmt(agg.get("mean_seconds"), 3))]
+    return [*texts, _evaluations(agg.get("mean_evaluations")), _count(agg.get("skipped")), _count(agg.get("timeouts"))]
 
 
 def _count(value: Any) -> str:
@@ -295,10 +311,8 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
     header = (f'<div class="facts">{pairs("run", ["", ""], facts)}'
               f'{pairs("versions", ["library", "version"], versions.items())}'
               f'{pairs("machine", ["", ""], machine.items())}</div>')
-    overall = [[escape(e)] + [escape(v) for v in (
-        f"{_count(a.get('passed'))}/{_count(_judged(a))}", _fmt(a.get("mean_score")),
-        _fmt(a.get("mean_seconds"), 3), _count(a.get("skipped")), _count(a.get("timeouts")))]
-        for e in explainers for a in [(summary.get(e) or {}).get("overall")] if isinstance(a, Mapping)]
+    overall = [_summary_row(e, a) for e in explainers for a in [(summary.get(e) or {}).get("overall")]
+               if isinstance(a, Mapping)]
     filters = ("<div class=\"filters\">" + _options("family", "family", (r.family for r in records))
                + _options("category", "category", (r.category for r in records))
                + _options("explainer", "explainer", explainers)
@@ -313,6 +327,7 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
                     f'<td>{escape(str(r.family or ""))}</td><td>{escape(str(r.category or ""))}</td>'
                     f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
                     f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
+                    f'{_evaluations(r.evaluations)}'
                     f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>')
     table = ('<div class="wide"><table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th>'
              '<th>category</th><th>status</th>'
@@ -320,7 +335,9 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
              '<small>0-1, higher is better</small></th>'
              '<th title="the check\'s own limit, on the scale of its own statistic (a gap, a rank, an error), '
              'not of the score">check threshold<small>on the check\'s own statistic</small></th>'
-             '<th>seconds</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>")
+             '<th>seconds</th><th title="rows the model evaluated in the explainer\'s call (0: it never called '
+             'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows)
+             + "</tbody></table></div>")
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
             f'<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}'
@@ -340,9 +357,10 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str
 
 
 def extra_html(rec: Record) -> str:
-    """The pytest-html extra of one test: its score, threshold, seconds and detail."""
+    """The pytest-html extra of one test: its score, threshold, seconds, model evaluations and detail."""
     labels = {"score": "score (0-1, higher is better)", "threshold": "check threshold (on the check's own statistic)"}
     rows = [[escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
-            for k in ("explainer", "case", "check", "score", "threshold", "passed", "seconds", "flaky", "detail",
+            for k in ("explainer", "case", "check", "score", "threshold", "passed", "seconds", "evaluations", "flaky",
+                      "detail",
                       "regression", "known_failure", "kind", "error") if getattr(rec, k) is not None]
     return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'

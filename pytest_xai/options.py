@@ -128,6 +128,20 @@ def check_budget(value: Any, source: str = "--xai-budget") -> int:
     return int(number)
 
 
+def check_evaluations_factor(value: Any, source: str = "--xai-baseline-evaluations-factor") -> float | None:
+    """How many times the baseline's model evaluations a test may spend before it regresses: a
+    finite number >= 1, or ``0`` / ``off`` to compare no evaluations (None)."""
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return None
+    what = "a finite factor >= 1 (e.g. 2: a test spending over twice the baseline's evaluations regresses), or 0 / off"
+    number = _number(value, source, what)
+    if number == 0:
+        return None
+    if not (math.isfinite(number) and number >= 1):
+        raise OptionError(f"{source}={value!r}: must be {what}")
+    return number
+
+
 def _first_existing(path: Path) -> Path:
     for candidate in (path, *path.parents):
         if os.path.lexists(candidate):

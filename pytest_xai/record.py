@@ -1,6 +1,6 @@
 """One test's result, the one record type of the plugin, the reports, baselines and merges.
 
-A test fills a :class:`Record` as it runs (explainer, case, score, seconds, ...); the plugin sends
+A test fills a :class:`Record` as it runs (explainer, case, score, seconds, evaluations, ...); the plugin sends
 it through pytest as ``xai_*`` user properties (:meth:`Record.to_properties`: builtin values only,
 which survive xdist and show in JUnit XML), and reads it back from the test report
 (:meth:`Record.from_properties`), where the verdict ``status`` is decided.  The JSON report holds
@@ -45,6 +45,7 @@ class Record:
     passed: bool | None = None
     seconds: float | None = None
     cpu_seconds: float | None = None
+    evaluations: int | None = None  # rows the model evaluated in the call that ``seconds`` times
     cached: bool | None = None
     seed: int | None = None
     detail: str | None = None

@@ -1,7 +1,7 @@
 """Score table and JSON report of a session's records (pure Python: no pytest, no numpy).
 
 A record (:class:`pytest_xai.record.Record`) is one test's result: explainer, case, check, score,
-threshold, verdict, seconds, detail.
+threshold, verdict, seconds, model evaluations, detail.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
+from pytest_xai.evaluations import compact
 from pytest_xai.record import Record
 
 SCHEMA = "pytest-xai/report"
-#: Version 1 records gained ``kind`` (how an ERROR or TIMEOUT happened); readers of version 1 read
-#: reports written before it (:meth:`Record.from_dict`).
+#: Version 1 records gained ``kind`` (how an ERROR or TIMEOUT happened) and ``evaluations`` (the
+#: rows the model evaluated), and the aggregates ``mean_evaluations``; readers of version 1 read
+#: reports written before them (:meth:`Record.from_dict`).
 SCHEMA_VERSION = 1
 LIBRARIES = ("pytest", "numpy", "shap", "lime", "xgboost", "xgboost-cpu", "torch", "captum",
              "scikit-learn", "chess", "hypothesis", "pytest-xdist", "pytest-benchmark")
@@ -41,7 +43,8 @@ def _cell(rec: Record) -> str:
     elif rec.regression:
         score += " REGRESSED"
     seconds = "" if rec.seconds is None else f" {rec.seconds:.2f}s"
-    return f"{rec.status}{score}{seconds}"
+    evaluations = "" if rec.evaluations is None else f" {compact(rec.evaluations)} ev"
+    return f"{rec.status}{score}{seconds}{evaluations}"
 
 
 def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
@@ -50,14 +53,16 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
     Each scored test weighs 1; a failed test counts with its score and an explainer error with 0 (no
     skipping of zeros); a test that scored nothing (a user's test that calls no check) is left out
     of the mean, not counted as 0.  Skipped tests and timeouts (no verdict) are counted apart.  Mean seconds
-    are per explainer call: over calls that completed, each counted once even when several checks
-    of a case share it (``cached``).
+    and model evaluations are per explainer call: over calls that completed, each counted once even
+    when several checks of a case share it (``cached``).
     """
 
     def aggregate(recs: list[Record]) -> dict[str, Any]:
         ran = [r for r in recs if r.status != "SKIP"]
         judged = [r for r in ran if r.status != "TIMEOUT"]
-        timed = [r.seconds for r in judged if r.seconds is not None and r.status != "ERROR" and not r.cached]
+        calls = [r for r in judged if r.status != "ERROR" and not r.cached]
+        timed = [r.seconds for r in calls if r.seconds is not None]
+        counted = [r.evaluations for r in calls if r.evaluations is not None]
         scores = [r.score for r in judged if r.score is not None]  # a test that scored nothing is no 0
         return {
             "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
@@ -66,6 +71,7 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
             "timeouts": len(ran) - len(judged),
             "mean_score": round(sum(scores) / len(scores), 6) if scores else None,
             "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
+            "mean_evaluations": round(sum(counted) / len(counted), 1) if counted else None,
         }
 
     out = {}
@@ -93,18 +99,20 @@ def _aggregate_cell(agg: dict[str, Any]) -> str:
     timeouts = f", {agg['timeouts']} TIMEOUT" if agg["timeouts"] else ""
     if agg["ran"] == agg["timeouts"]:
         return timeouts[2:]
-    seconds = "" if agg["mean_seconds"] is None else f", {agg['mean_seconds']:.2f}s/call"
+    seconds = "" if agg["mean_seconds"] is None else f" {agg['mean_seconds']:.2f}s"
+    evaluations = "" if agg.get("mean_evaluations") is None else f" {compact(agg['mean_evaluations'])} ev"
+    per_call = f",{seconds}{evaluations}/call" if seconds or evaluations else ""
     score = "" if agg["mean_score"] is None else f", {agg['mean_score']:.3f}"
-    return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}{score}{seconds}{timeouts}"
+    return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}{score}{per_call}{timeouts}"
 
 
 def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
     explainer); columns: explainers, those named in ``order`` first and in that order (the order
-    records arrive in changes under xdist); cells: verdict, score, seconds.
+    records arrive in changes under xdist); cells: verdict, score, seconds, model evaluations.
 
-    Below, per explainer and per category: passed/judged, mean score, mean seconds per call, and
-    timeouts (which have no verdict).
+    Below, per explainer and per category: passed/judged, mean score, mean seconds and model
+    evaluations per call, and timeouts (which have no verdict).
     """
     seen = {r.explainer or "" for r in records}
     explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))

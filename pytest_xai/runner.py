@@ -63,7 +63,8 @@ def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping[str, Any]
 @dataclass(frozen=True)
 class Outcome:
     """What one explainer call gave: ``status`` is ok, skip or error; an error's ``kind`` is one of
-    :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail)."""
+    :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail); an ok call's
+    ``evaluations`` are the rows its model evaluated (:mod:`pytest_xai.evaluations`)."""
 
     status: str
     explanation: Explanation | None = None
@@ -72,6 +73,7 @@ class Outcome:
     seconds: float | None = None
     cpu_seconds: float | None = None
     kind: str | None = None
+    evaluations: int | None = None
 
     def error(self) -> ExplainerError:
         """The exception of an error outcome, of the class of its kind."""
@@ -82,6 +84,10 @@ class Outcome:
 
 def _number(value: Any) -> float | None:
     return float(value) if type(value) in (int, float) and not math.isnan(value) and abs(value) < 1e12 else None
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and 0 <= value < 10**15 else None
 
 
 class Runner:
@@ -226,7 +232,7 @@ class Runner:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
-                return Outcome("ok", explanation, seconds=explanation.seconds)
+                return Outcome("ok", explanation, seconds=explanation.seconds, evaluations=explanation.evaluations)
             return self._in_worker(explainer, base if base is not None else case, case, seed, variant, inputs)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
@@ -252,8 +258,9 @@ class Runner:
         attributions, importance, interactions = contract.coerce(
             {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case)
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
-        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions)
-        return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu)
+        evaluations = _count(reply.get("evaluations"))
+        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations)
+        return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu, evaluations=evaluations)
 
     def _in_process(self, explainer: Explainer, case: Case, seed: int) -> Explanation:
         from pytest_xai import budget, cases, contract

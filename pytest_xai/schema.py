@@ -57,15 +57,16 @@ RESULT = {  # the fields of pytest_xai.record.Record
                                     "kind", "detail", "error", "picture", "regression")},
     **{k: _optional(_number) for k in ("score", "threshold", "seconds", "cpu_seconds", "duration")},
     **{k: _optional(_bool) for k in ("passed", "cached", "flaky")},
-    "seed": _optional(_int), "threshold_sources": _optional(_strings), "repeat": _optional(_object),
+    "seed": _optional(_int), "evaluations": _optional(_int), "threshold_sources": _optional(_strings),
+    "repeat": _optional(_object),
 }
 AGGREGATE = {**{k: _int for k in ("tests", "ran", "skipped", "passed", "errors", "timeouts")},
-             "mean_score": _optional(_number), "mean_seconds": _optional(_number)}
+             **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_evaluations")}}
 TOP = {"seed": _optional(_int), "created": _optional(_str), "exitstatus": _optional(_int),
        "versions": _optional(_strings), "machine": _optional(_object), "options": _optional(_object),
        "repeat": _optional(_int), "budget": _optional(_int)}
 BRIEF = {"status": _optional(_str), "score": _optional(_number), "seconds": _optional(_number),
-         "flaky": _optional(_bool)}
+         "evaluations": _optional(_int), "flaky": _optional(_bool)}
 
 
 def _kind(value: Any) -> str:

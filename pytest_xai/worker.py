@@ -158,7 +158,8 @@ class Worker:
         cpu = time.process_time() - cpu
         arrays = {"attributions": result.attributions, "importance": result.importance,
                   "interactions": result.interactions}
-        return {"kind": "ok", "seconds": float(result.seconds), "cpu_seconds": float(cpu)}, arrays
+        return {"kind": "ok", "seconds": float(result.seconds), "cpu_seconds": float(cpu),
+                "evaluations": int(result.evaluations or 0)}, arrays
 
 
 def main(argv: list[str]) -> int:

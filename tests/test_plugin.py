@@ -320,7 +320,7 @@ def test_category_option_and_aggregates(pytester):
     assert overall["mean_score"] == pytest.approx(sum(r["score"] for r in random_results) / 4, abs=1e-6)
 
 
-def test_benchmark_option_puts_scores_in_extra_info(pytester, monkeypatch):
+def test_benchmark_option_puts_scores_and_evaluations_in_extra_info(pytester, monkeypatch):
     pytest.importorskip("pytest_benchmark")
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # else the inner run thinks xdist is on
     out = pytester.path / "bench.json"
@@ -328,6 +328,7 @@ def test_benchmark_option_puts_scores_in_extra_info(pytester, monkeypatch):
     result.assert_outcomes(passed=4)
     benchmarks = json.loads(out.read_text())["benchmarks"]
     assert len(benchmarks) == 4 and all(b["extra_info"]["xai_passed"] is True for b in benchmarks)
+    assert all(b["extra_info"]["xai_evaluations"] > 0 for b in benchmarks)  # next to the timing, machine-free
     assert {b["extra_info"]["xai_case"] for b in benchmarks} >= {"cough_and_fever", "a_and_b_or_c"}
 
 

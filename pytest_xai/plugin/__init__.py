@@ -99,6 +99,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: ini xai_baseline_tolerance, else 0.05); repeatable")
     group.addoption("--xai-baseline-seconds-factor", type=float, default=None, metavar="F",
                     help="also fail a test whose explainer seconds exceed F x the baseline's (default: not gated)")
+    group.addoption("--xai-baseline-evaluations-factor", default=None, metavar="F",
+                    help="fail a test whose explainer spent more than F x the baseline's model evaluations (default: "
+                         "ini xai_baseline_evaluations_factor, else 2; 0 or off: not compared)")
     group.addoption("--xai-repeat", type=int, default=None, metavar="N",
                     help="run each (case, explainer) with N derived seeds: mean and spread reported; PASS when the "
                          "seeds' pass rate is credibly above 1/2 (exact Clopper-Pearson bound), FAIL when below, "
@@ -113,6 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run shard K of N: each (case, explainer) whole in one shard, the same membership on "
                          "every machine; the JSON report records the shard for 'python -m pytest_xai merge'")
     parser.addini("xai_baseline_tolerance", "allowed score drops [CHECK=]VALUE, one per line", type="linelist")
+    parser.addini("xai_baseline_evaluations_factor", "see --xai-baseline-evaluations-factor (default 2)", default="")
 
 
 def _number(config: pytest.Config, option: str, ini: str, check: Callable[[Any, str], Any]) -> Any:

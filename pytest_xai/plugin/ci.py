@@ -33,7 +33,9 @@ class XaiCi:
         if factor is not None and not 1 <= factor < float("inf"):
             raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
                                     f"e.g. 3 to fail a test whose explainer became 3 times slower")
-        self.baseline: Gate | None = self._load_gate(config, factor) if config.getoption("xai_baseline") else None
+        evaluations_factor = self._evaluations_factor(config)
+        self.baseline: Gate | None = (self._load_gate(config, factor, evaluations_factor)
+                                      if config.getoption("xai_baseline") else None)
         from pytest_xai import gate
 
         given = config.getoption("xai_gate")
@@ -53,12 +55,12 @@ class XaiCi:
         if self.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
 
-    def _load_gate(self, config: pytest.Config, factor: float | None) -> Gate:
+    def _load_gate(self, config: pytest.Config, factor: float | None, evaluations_factor: float | None) -> Gate:
         from pytest_xai import baseline, cases, checks
         from pytest_xai.report import versions
 
         try:
-            gate = baseline.Gate(config.getoption("xai_baseline"), {}, factor)
+            gate = baseline.Gate(config.getoption("xai_baseline"), {}, factor, evaluations_factor)
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
         for source, given in (("ini xai_baseline_tolerance", config.getini("xai_baseline_tolerance")),
@@ -72,13 +74,25 @@ class XaiCi:
                 config.issue_config_time_warning(baseline.BaselineWarning(warning), stacklevel=2)
         return gate
 
+    @staticmethod
+    def _evaluations_factor(config: pytest.Config) -> float | None:
+        """``--xai-baseline-evaluations-factor``, else ini ``xai_baseline_evaluations_factor``, else the default."""
+        from pytest_xai import baseline, options
+
+        given, source = config.getoption("xai_baseline_evaluations_factor"), "--xai-baseline-evaluations-factor"
+        if given is None:
+            given, source = config.getini("xai_baseline_evaluations_factor").strip(), "ini xai_baseline_evaluations_factor"
+        if given == "":
+            return baseline.DEFAULT_EVALUATIONS_FACTOR
+        return _checked(options.check_evaluations_factor, given, source)
+
     def gate(self, node: pytest.Item, check: str, score: Any) -> None:
         """Fail a test that passed its check but regressed against the baseline."""
         if self.baseline is None:
             return
         rec = _rec(node)
         reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
-                                         rec.seconds)
+                                         rec.seconds, rec.evaluations)
         if reasons:
             rec.regression = "; ".join(reasons)
             pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
@@ -94,11 +108,11 @@ class XaiCi:
         from pytest_xai import baseline, gate
 
         status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
-        now = Record(status=status, score=rec.score, seconds=rec.seconds, regression=rec.regression)
+        now = Record(status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations,
+                     regression=rec.regression)
         before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
         reasons = [] if before is None else baseline.regressions(
-            now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances),
-            seconds_factor=self.baseline.seconds_factor)
+            now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances), **self.baseline.factors())
         rec.known_failure, rec.regression = gate.judge(now, before, reasons)
 
     def report_sections(self, records: list[Record]) -> dict:

@@ -110,6 +110,12 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         if repeat > 1 and outcome.status == "ok":
             outcome = _run_repeats(request.node, state, explainer, case, repeat)
         rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
+        rec.evaluations = outcome.evaluations  # the same call as seconds: shared by the checks of a case
+        if benchmark is not None:
+            benchmark.extra_info["xai_evaluations"] = outcome.evaluations
+        overspent = _overspent(state, case, rec.evaluations)
+        if overspent is not None:  # a test that calls no check still says so
+            rec.detail = overspent
         if outcome.status == "skip":
             pytest.skip(f"{explainer.name} on {case.name}: {outcome.message}")
         if outcome.status == "error":
@@ -163,7 +169,9 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             pytest.skip(f"{name} on {case.name}: {exc}")
         rec = _rec(request.node)
         rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
-        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, score.detail
+        overspent = _overspent(state, case, rec.evaluations)
+        detail = score.detail if overspent is None else f"{score.detail}; {overspent}"
+        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, detail
         rec.reference = score.params.get("reference")  # {method, evaluations, max_error, convention}
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
@@ -172,12 +180,19 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                                          "xai_passed": bool(score.passed), "xai_case": case.name})
         if not score.passed:
             worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
-            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {score.detail}{worst}",
+            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {detail}{worst}",
                         pytrace=False)
         request.config.stash[xai_ci].gate(request.node, name, score)
         return score
 
     return run_check
+
+
+def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:
+    """What the detail says when the explainer spent more model evaluations than the call's budget."""
+    from pytest_xai import budget
+
+    return budget.overspent(evaluations, budget.for_case(case, state.runner.budget))
 
 
 def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
