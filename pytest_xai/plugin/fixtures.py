@@ -35,7 +35,7 @@ def xai_explainer(request: pytest.FixtureRequest):
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
     from pytest_xai import cases, extras
-    from pytest_xai.options import DataFileError
+    from pytest_xai.files import DataFileError
 
     state = _state(request.config)
 
