@@ -335,7 +335,7 @@ def check_explainer(explain: Callable, check: str, case: Case, seed: int = 0) ->
     from pytest_xai.cases.generic import reexplainer
 
     info = checks.CHECKS[check]
-    explainer = contract.Explainer(explain.__name__, repr(explain), explain, contract._wanted(explain, "replay"))
+    explainer = contract.from_function(explain, spec=repr(explain), where="replay")
     explanation = contract.run(explainer, case, seed=seed)
     params = {**info.thresholds, **case.info.checks.get(check, {})}
     wanted = inspect.signature(info.func).parameters
