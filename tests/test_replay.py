@@ -1,4 +1,4 @@
-"""The replay corpus (pytest_xai/explainers/replay.py): the suite catches the bugs peers shipped.
+"""The replay corpus (pytest_xai/explainers/replay/): the suite catches the bugs peers shipped.
 
 Every mutant runs through the checks (or metric probes) its bug is about, in-process on small
 cases; it must fail at least one while its fixed counterpart passes them all.  Bugs the suite
