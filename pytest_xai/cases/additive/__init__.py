@@ -63,8 +63,8 @@ from pytest_xai.registry import Family
 __all__ = [
     "BUDGET", "FAMILY", "GRID_LATS", "GRID_LONS", "MAX_BACKGROUND", "MLP_D", "MLP_EPOCHS", "MLP_HIDDEN", "MLP_N",
     "N_EXPLAINED", "ORACLE_N", "PAPER_D", "PAPER_K", "PAPER_L", "SHIPPED_MLP", "SOURCE", "TRUTHS",
-    "additive_correlation", "additive_mlp", "additive_oracle", "adjacent_to_zero", "build_mlp_case", "build_oracle_case",
-    "draw_worst",
+    "additive_correlation", "additive_mlp", "additive_oracle", "adjacent_to_zero", "build_mlp_case",
+    "build_oracle_case", "draw_worst",
     "exponential_covariance", "generate", "grid_cells", "ground_truth", "local_functions", "oracle_module", "paper_mlp",
     "per_sample_correlation", "r_squared", "relu_units", "torch_predict", "train_mlp",
 ]

@@ -76,8 +76,8 @@ __all__ = [
     "COMPAS_FILE", "FAMILY", "FEATURE_NAMES", "HIGH_RISK", "MAX_BACKGROUND", "MIN_ROUTED", "MIN_ROWS", "NUMERICAL",
     "N_EXPLAINED", "N_ROWS", "RACE", "SLACK", "UNRELATED", "AttackIneffective", "Forest", "Scaffold", "biased_f",
     "compas_data", "compas_lime_scaffold", "compas_shap_scaffold", "fooling", "innocuous_psi", "is_real",
-    "kmeans_summary", "lime_detector_data", "load_compas", "precondition", "shap_detector_data", "split_and_standardize",
-    "substitute", "synthetic_compas", "trained_detector", "unique_rows",
+    "kmeans_summary", "lime_detector_data", "load_compas", "precondition", "shap_detector_data",
+    "split_and_standardize", "substitute", "synthetic_compas", "trained_detector", "unique_rows",
 ]
 
 HIGH_RISK = 0
