@@ -11,13 +11,13 @@ import sys
 
 
 def _read(path: str, command: str) -> dict:
-    """The report at ``path``, validated (:mod:`pytest_xai.schema`); a wrong file ends the command
-    with one line naming the file and the field (exit 2)."""
-    from pytest_xai import schema
+    """The report at ``path``, validated (:func:`pytest_xai.files.read_report`); a wrong file ends the
+    command with one line naming the file and the field (exit 2)."""
+    from pytest_xai import files
 
     try:
-        return schema.load(path, f"pytest_xai {command}: {path}")
-    except schema.SchemaError as exc:
+        return files.read_report(path, f"pytest_xai {command}: {path}")
+    except files.ReportError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None
 

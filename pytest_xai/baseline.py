@@ -38,13 +38,13 @@ class BaselineError(ValueError):
 
 def load(path: str | os.PathLike, source: str = "--xai-baseline") -> dict:
     """The baseline document at ``path``, checked to be a valid pytest-xai JSON report
-    (:mod:`pytest_xai.schema`)."""
-    from pytest_xai import schema
+    (:func:`pytest_xai.files.read_report`)."""
+    from pytest_xai import files
 
     fix = "write one with --xai-save-baseline=PATH (or --xai-report=PATH) on a run you trust"
     try:
-        return schema.load(path, f"{source}={os.fspath(path)}", fix)
-    except schema.SchemaError as exc:
+        return files.read_report(path, f"{source}={os.fspath(path)}", fix)
+    except files.ReportError as exc:
         raise BaselineError(str(exc)) from None
 
 

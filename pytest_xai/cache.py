@@ -17,7 +17,6 @@ import hashlib
 import inspect
 import json
 import os
-import secrets
 import sys
 import time
 import warnings
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import pytest_xai
+from pytest_xai.files import replacing
 
 FORMAT = 3  # of the metadata below; part of every key, so older entries are never read
 META = "__pytest_xai__"  # npz array / torch state_dict entry / xgboost attribute holding the metadata
@@ -148,18 +148,6 @@ def _meta(name: str, builder: str, digest: str, key: str) -> str:
                       sort_keys=True)
 
 
-def _create_temp(path: Path) -> Path:
-    """An empty new file beside ``path`` with ordinary permissions (0666 minus the umask, unlike
-    ``tempfile.mkstemp``'s 0600)."""
-    while True:
-        tmp = path.with_name(f"{path.stem}.{secrets.token_hex(6)}.tmp{path.suffix}")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return tmp
-        except FileExistsError:
-            continue
-
-
 class Cache:
     """A directory of cache entries; ``root=None`` disables the disk (everything is rebuilt)."""
 
@@ -214,12 +202,8 @@ class Cache:
         obj = build()
         validate(obj)
         if path is not None:
-            tmp = _create_temp(path)
-            try:
-                save(obj, tmp)
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
+            with replacing(path) as tmp:
+                save(obj, Path(tmp))
         return obj
 
     def arrays(

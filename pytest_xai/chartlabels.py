@@ -28,23 +28,26 @@ def place(points: Sequence[tuple[float, float, str]], *, width: float, height: f
                                 for d in (h, -h) for cx, cy, a in corners[:1] + corners[2:3]]
         chosen = None
         for cx, cy, anchor in candidates:
-            box = _box(cx, cy, w, h, anchor)
+            box = label_box(cx, cy, w, h, anchor)
             if box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height and not any(
-                    _overlap(box, other) for other in boxes):
+                    overlaps(box, other) for other in boxes):
                 chosen = (cx, cy, anchor)
                 break
         if chosen is None:  # crowded beyond help: inside the chart at least
             anchor = "end" if x + gap + w > width else "start"
             chosen = (x + gap if anchor == "start" else x - gap, min(max(y, h), height), anchor)
-        boxes.append(_box(*chosen[:2], w, h, chosen[2]))
+        boxes.append(label_box(*chosen[:2], w, h, chosen[2]))
         out.append(chosen)
     return out
 
 
-def _box(x: float, y: float, w: float, h: float, anchor: str) -> tuple[float, float, float, float]:
+def label_box(x: float, y: float, w: float, h: float, anchor: str) -> tuple[float, float, float, float]:
+    """The (left, top, right, bottom) box of a label of width ``w`` and height ``h`` at baseline point
+    (x, y), anchored at its ``start`` or ``end``."""
     left = x if anchor == "start" else x - w
     return left, y - h, left + w, y + 2  # descenders below the baseline
 
 
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+def overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    """Whether two boxes overlap."""
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

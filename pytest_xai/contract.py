@@ -247,6 +247,14 @@ def _getattr_path(obj: Any, dotted: str) -> Any:
     return obj
 
 
+def from_function(func: Callable[..., Any], *, spec: str | None = None, where: str = "explainer") -> Explainer:
+    """An :class:`Explainer` of a function in hand (a notebook, a test, a replay), named after it; the
+    contract names it asks for are read from its signature (a name the contract does not know is a
+    :class:`SpecError` naming ``where``).  ``spec`` is what messages call it (default: its name)."""
+    name = getattr(func, "__name__", "explainer")
+    return Explainer(name, spec or name, func, _wanted(func, where))
+
+
 def _wanted(func: Callable[..., Any], where: str) -> tuple[str, ...]:
     """The contract names ``func`` asks for; unknown required parameters are a usage error."""
     try:

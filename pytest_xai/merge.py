@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai import embed, report, schema
+from pytest_xai import embed, files, report
 from pytest_xai.record import Record
 
 
@@ -100,9 +100,9 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         raise MergeError("no reports given")
     for path, doc in docs:
         try:
-            schema.validate(doc)
-        except schema.SchemaError as exc:
-            raise MergeError(f"{path}: {exc}") from None
+            files.check_report(doc, path)
+        except files.ReportError as exc:
+            raise MergeError(str(exc)) from None
     mismatches = _check(docs, allow_mismatch)
     _check_shards(docs)
     seen: dict[str, str] = {}

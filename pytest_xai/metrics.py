@@ -119,8 +119,8 @@ def _silent(a: np.ndarray) -> np.ndarray:
     return np.asarray(~(np.abs(a) > 0).any(axis=-1))
 
 
-def _correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
-                        params: Mapping[str, Any]) -> MetricResult:
+def correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
+                       params: Mapping[str, Any]) -> MetricResult:
     """Pearson per row of ``a`` (the explanation) and ``b`` (what it should follow).  A row of ``a``
     that is all zero where ``b`` varies scores 0 (it agrees with nothing; ``docs/defects.md`` XB-12);
     other constant rows, and rows where ``b`` is constant, are undefined."""
@@ -265,7 +265,7 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
         cosine = np.clip(np.divide((w * delta).sum(axis=1), norms, out=np.zeros(n), where=norms > 0), -1.0, 1.0)
         return _result("faithfulness", cosine, True,
                        [(_silent(delta), "Delta (feature effect) is all zero: correlation undefined")], params)
-    return _correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)", params)
+    return correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)", params)
 
 
 def importance_order(attributions: Any, seed: int = 0) -> np.ndarray:

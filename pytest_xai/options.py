@@ -2,8 +2,7 @@
 
 Each function returns the cleaned value or raises :class:`OptionError` (a ``ValueError``) whose
 message names the option, the bad value and what to do; the plugin turns it into a usage error
-(exit code 4).  The rules are in the README's "Options" section.  :func:`csv_records` reads the
-CSV files users put in ``--xai-data-dir``; their problems are :class:`DataFileError`.
+(exit code 4).  The rules are in the README's "Options" section.
 """
 
 from __future__ import annotations
@@ -20,11 +19,6 @@ MAX_SEED = 2**31 - 1  # sklearn's random_state takes < 2**32; case builders add 
 
 class OptionError(ValueError):
     """An option value is unusable; the message names the option, the value and the fix."""
-
-
-class DataFileError(ValueError):
-    """A data file (``--xai-data-dir`` or a benchmark copy) cannot be read; the message names the
-    file, the line when there is one, what is wrong and what to do."""
 
 
 def _number(value: Any, source: str, what: str) -> float:
@@ -180,53 +174,3 @@ def check_data_dir(path: Any, source: str = "--xai-data-dir") -> str | None:
     if not target.is_dir():
         raise OptionError(f"{source}={text}: is a file, not a directory; give the directory that contains it")
     return text
-
-
-def _first_bad_utf8_line(path: Path) -> int | None:
-    with open(path, "rb") as fh:  # a newline byte never occurs inside a UTF-8 sequence
-        for number, raw in enumerate(fh, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
-    return None
-
-
-def csv_records(path: str | os.PathLike, hint: str = ""):
-    """Yield ``(line, fields)`` for each record of a UTF-8 CSV file (a BOM is dropped), ``line``
-    being where the record starts.  A file that cannot be read, is not UTF-8 or is not CSV (a field
-    over ``csv.field_size_limit()``, usually an unclosed quote) raises :class:`DataFileError` naming
-    the file and line, followed by ``hint`` (what to do)."""
-    import csv
-
-    path = Path(path)
-    fix = f"; {hint}" if hint else ""
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed by `with fh:` below
-    except OSError as exc:
-        raise DataFileError(f"{path}: cannot be read ({exc.strerror or exc}){fix}") from None
-    with fh:
-        reader = csv.reader(fh)
-        end = 0
-        while True:
-            start = end + 1
-            try:
-                fields = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                if "field larger than field limit" in str(exc):
-                    upto = f" (read up to line {reader.line_num})" if reader.line_num > start else ""
-                    raise DataFileError(
-                        f"{path}, line {start}: a field is longer than {csv.field_size_limit():,} characters"
-                        f"{upto}: not a CSV of this kind, or a quote (\") opened there is never closed{fix}") from None
-                raise DataFileError(f"{path}, line {start}: malformed CSV ({exc}){fix}") from None
-            except UnicodeDecodeError as exc:
-                line = _first_bad_utf8_line(path)
-                where = f" at line {line}" if line else ""
-                raise DataFileError(f"{path}: not a UTF-8 text file ({exc.reason}{where}); save it as UTF-8"
-                                    f"{fix}") from None
-            except OSError as exc:
-                raise DataFileError(f"{path}, line {start}: read error ({exc.strerror or exc}){fix}") from None
-            end = reader.line_num
-            yield start, fields

@@ -200,7 +200,7 @@ def test_digits_dummy_set_and_model(digits_cases):
 
 
 def test_digits_background_is_stratified(digits_cases):
-    data = digits._split()
+    data = digits.split()
     labels = [data["y_train"][np.all(data["X_train"] == row, axis=1)][0] for row in data["background"]]
     assert np.bincount(labels, minlength=10).min() >= 1
 

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_xai import budget as budgets
 from pytest_xai import cases
-from pytest_xai.cases.additive import _units, local_functions
+from pytest_xai.cases.additive import local_functions, relu_units
 from pytest_xai.cases.fooling import unique_rows
 from pytest_xai.errors import NotApplicable
 from tests.test_plugin import QUIET, REF
@@ -150,7 +150,7 @@ def test_checks_sharing_an_explanation_share_an_xdist_worker(pytester):
 def test_piece_lookup_equals_the_sum_of_units():
     data = cases.additive.generate(seed=3, n_samples=300, d=40)
     X = np.concatenate([data["X"], data["breaks"][None, :, 1], np.zeros((1, 40))])  # on a break, at 0
-    sign, offset, weight = _units(data["breaks"], data["slopes"])
+    sign, offset, weight = relu_units(data["breaks"], data["slopes"])
     units = (np.maximum(sign * (X[:, :, None] - offset), 0.0) * weight).sum(-1)
     np.testing.assert_allclose(local_functions(X, data["breaks"], data["slopes"], chunk=64), units, atol=1e-12)
 

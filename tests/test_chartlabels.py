@@ -13,7 +13,7 @@ W, H = 360, 240
 
 
 def _boxes(points, labels, font=10):
-    return [chartlabels._box(x, y, chartlabels.CHAR_WIDTH * font * len(text), font, anchor)
+    return [chartlabels.label_box(x, y, chartlabels.CHAR_WIDTH * font * len(text), font, anchor)
             for (_, _, text), (x, y, anchor) in zip(points, labels)]
 
 
@@ -24,7 +24,7 @@ def test_close_points_near_the_right_edge_get_separate_labels_inside():
     boxes = _boxes(points, chartlabels.place(points, width=W, height=H))
     for box in boxes:
         assert 0 <= box[0] and box[2] <= W and 0 <= box[1] and box[3] <= H, box
-    assert not any(chartlabels._overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(chartlabels.overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 @settings(max_examples=200, deadline=None)
@@ -33,7 +33,7 @@ def test_close_points_near_the_right_edge_get_separate_labels_inside():
 def test_labels_never_overlap_nor_leave_the_chart_when_there_is_room(points):
     boxes = _boxes(points, chartlabels.place(points, width=W, height=H))
     assert all(0 <= b[0] and b[2] <= W and 0 <= b[1] and b[3] <= H for b in boxes)
-    assert not any(chartlabels._overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(chartlabels.overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def test_score_and_threshold_columns_say_what_scale_they_are_on():

@@ -8,7 +8,7 @@ from pytest_xai.errors import ExplainerError, SpecError
 
 
 def load(func):
-    return contract.Explainer(func.__name__, func.__name__, func, contract._wanted(func, "test"))
+    return contract.from_function(func, where="test")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pytest_xai import baseline, budget, cases, contract, evaluations, htmlreport, report, schema
+from pytest_xai import baseline, budget, cases, contract, evaluations, files, htmlreport, report
 from pytest_xai.evaluations import compact, counting
 from pytest_xai.record import Record
 from tests.test_plugin import QUIET, REF
@@ -240,12 +240,12 @@ def test_the_table_and_the_aggregates_show_evaluations_per_call():
 def test_reports_with_and_without_evaluations_validate_and_render():
     records = [_rec("kernel", "a[x]", 4100), _rec("kernel", "b[x]", None)]
     doc = report.document(records, options={}, seed=0, exitstatus=0)
-    assert schema.validate(json.loads(json.dumps(doc)))["results"][0]["evaluations"] == 4100
+    assert files.check_report(json.loads(json.dumps(doc)), "r.json")["results"][0]["evaluations"] == 4100
     del doc["results"][0]["evaluations"], doc["summary"]["kernel"]["overall"]["mean_evaluations"]
-    schema.validate(doc)
+    files.check_report(doc, "r.json")
     doc["results"][0]["evaluations"] = "4.1k"
-    with pytest.raises(schema.SchemaError, match=r"results\[0\]\.evaluations: expected an integer or null"):
-        schema.validate(doc)
+    with pytest.raises(files.ReportError, match=r"r.json: results\[0\]\.evaluations: expected an integer or null"):
+        files.check_report(doc, "r.json")
     html = htmlreport.render(report.document(records, options={}, seed=0, exitstatus=0))
     assert '<td class="num" title="4,100">4.1k</td>' in html and "mean evaluations/call" in html
     assert "<td>evaluations</td><td>4100</td>" in htmlreport.extra_html(records[0])

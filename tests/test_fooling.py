@@ -164,7 +164,7 @@ def test_an_ineffective_attack_errors_instead_of_passing():
     blind = RandomForestClassifier(5, random_state=0).fit(X[:, :3], rng.integers(0, 2, 300))
     scaffold = fooling.Scaffold(fooling.Forest(fooling.Forest.arrays_of(blind, [0, 1, 2])), "blind")
     with pytest.raises(fooling.AttackIneffective, match=r"attack ineffective: the test detector sends"):
-        fooling._precondition(scaffold, "test", X, X + 0.3, "noisy")
+        fooling.precondition(scaffold, "test", X, X + 0.3, "noisy")
 
 
 # ------------------------------------------------------------------------------------ the check

@@ -112,9 +112,9 @@ def test_multinomial_conditional_mean_redistributes_the_remaining_count():
 
 def test_piecewise_constant_bins_with_the_xb5_bug_fixed():
     x = np.array([-0.7, -0.3, 0.2, 0.7])
-    np.testing.assert_array_equal(labels._g1(x), [-2, -1, 1, 2])  # XAI-Bench maps [-0.5, 0) to 0 (XB-5)
-    np.testing.assert_array_equal(labels._g0(np.array([-0.1, 0.0])), [-1, 1])
-    np.testing.assert_array_equal(labels._g2(np.array([0.0, 0.4, 1.0, 0.5])), [2, 1, -2, 1])
+    np.testing.assert_array_equal(labels.g1(x), [-2, -1, 1, 2])  # XAI-Bench maps [-0.5, 0) to 0 (XB-5)
+    np.testing.assert_array_equal(labels.g0(np.array([-0.1, 0.0])), [-1, 1])
+    np.testing.assert_array_equal(labels.g2(np.array([0.0, 0.4, 1.0, 0.5])), [2, 1, -2, 1])
     X = np.array([[-1.0, -0.3, 1.0, 9.0, 9.0]])
     assert g.PiecewiseConstant()(X)[0] == -1 - 1 - 2
 

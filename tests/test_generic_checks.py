@@ -62,7 +62,7 @@ def score(name, explain, case, seed=0, **extra):
 
 
 def _loaded(func):
-    return contract.Explainer(func.__name__, func.__name__, func, contract._wanted(func, "test"))
+    return contract.from_function(func, where="test")
 
 
 @pytest.mark.parametrize("name", NEW + ("faithfulness", "monotonicity", "infidelity"))

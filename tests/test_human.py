@@ -293,7 +293,7 @@ def test_lexicon_oracle_background_tokens_have_exactly_zero_effect():
     docs = human.make_texts(10, seed=3)
     ids = human.encode(docs)
     oracle = human.LexiconOracle()
-    topical = np.isin(np.rint(ids), np.flatnonzero(texts._TOPIC_OF > 0))
+    topical = np.isin(np.rint(ids), np.flatnonzero(texts.TOPIC_OF > 0))
     rng = np.random.default_rng(0)
     for replacement in (np.zeros_like(ids), rng.choice(human.BACKGROUND_IDS, ids.shape)):
         assert np.array_equal(oracle.predict(np.where(topical, ids, replacement)), oracle.predict(ids))
@@ -502,7 +502,7 @@ def test_the_truth_cannot_be_read_off_the_input(built, name):
             score = run_check(check, bad, case)
             assert not score.passed, (check, score.detail)
     if "text" in name:
-        lexicon = np.flatnonzero(texts._TOPIC_OF > 0)
+        lexicon = np.flatnonzero(texts.TOPIC_OF > 0)
         assert lexicon.mean() < 0.8 * len(human.VOCABULARY)  # spread over the ids, not at the end
         assert human.counts(x)[:, human.BACKGROUND_IDS].sum() > 0
     else:

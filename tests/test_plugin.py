@@ -234,7 +234,7 @@ def test_json_report_and_junit_properties(pytester):
     assert all(0.0 <= r["score"] <= 1.0 for r in doc["results"])
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert {"xai_score", "xai_passed", "xai_seconds", "xai_explainer", "xai_case"} <= set(props)
-    assert not list(report.parent.glob("*.tmp"))
+    assert not list(report.parent.glob("*.tmp*"))
 
 
 def test_scores_identical_serially_and_with_xdist(pytester):

@@ -1,4 +1,4 @@
-"""The replay corpus (pytest_xai/explainers/replay.py): the suite catches the bugs peers shipped.
+"""The replay corpus (pytest_xai/explainers/replay/): the suite catches the bugs peers shipped.
 
 Every mutant runs through the checks (or metric probes) its bug is about, in-process on small
 cases; it must fail at least one while its fixed counterpart passes them all.  Bugs the suite
@@ -118,7 +118,7 @@ def test_our_monotonicity_inserts_the_input_not_the_baseline():
     case = _linear()
     truth = case.truth["shapley_interventional"]
     good = metrics.monotonicity(case.predict, case.inputs, truth, case.background)
-    bad = metrics.monotonicity(case.predict, case.inputs, replay._reversed_order(truth), case.background)
+    bad = metrics.monotonicity(case.predict, case.inputs, replay.reversed_order(truth), case.background)
     assert good.mean > 0.9 and bad.mean < 0.1, (good.summary(), bad.summary())
 
 
@@ -127,7 +127,7 @@ def test_our_faithfulness_rewards_the_important_features_not_the_others():
     faithfulness's single removals) rates the exact values above their reversed order."""
     case = _linear()
     truth = case.truth["shapley_interventional"]
-    reversed_map = replay._reversed_order(truth)
+    reversed_map = replay.reversed_order(truth)
     good = metrics.faithfulness(case.predict, case.inputs, truth, case.background, absolute=False)
     bad = metrics.faithfulness(case.predict, case.inputs, reversed_map, case.background, absolute=False)
     assert good.mean > 0.99 > bad.mean, (good.summary(), bad.summary())

@@ -105,7 +105,7 @@ def test_units_are_registered_with_their_checks():
 def test_network_reproduces_labels_and_is_deterministic(built, name):
     case = built[name]
     labels = case.meta["labels"]
-    out = units._forward(case.model, case.inputs).reshape(labels.shape)
+    out = units.forward(case.model, case.inputs).reshape(labels.shape)
     np.testing.assert_allclose(out, labels, rtol=1e-5, atol=0)
     np.testing.assert_allclose(case.predict(case.inputs).reshape(labels.shape), labels, rtol=1e-5, atol=0)
     again = build(name)
@@ -129,9 +129,9 @@ def test_model_is_plain_sequential_with_one_activation_per_position(built, name)
 def test_self_test_and_gate_assertions_catch_broken_units(built):
     case = built["units_weighted_features"]
     with pytest.raises(AssertionError, match="does not reproduce its labels on .* row"):
-        units._self_test("broken", case.model, case.inputs, case.meta["labels"] * 1.001)
+        units.self_test("broken", case.model, case.inputs, case.meta["labels"] * 1.001)
     with pytest.raises(AssertionError, match="gate constant 100"):
-        units._assert_gate("broken", np.array([3.0, -150.0]), units.CANCEL_GATE)
+        units.assert_gate("broken", np.array([3.0, -150.0]), units.CANCEL_GATE)
 
 
 def test_gating_constants_are_never_exceeded(built):
@@ -175,7 +175,7 @@ def test_ground_truths_follow_the_unit_conventions(built):
     np.testing.assert_allclose(pn_one.truth["xai_units"][~present, 0], 9 * w)
     for name in ("units_boolean_and", "units_boolean_or"):
         case = built[name]
-        delta = case.meta["labels"] - units._forward(case.model, case.baseline).ravel()
+        delta = case.meta["labels"] - units.forward(case.model, case.baseline).ravel()
         np.testing.assert_allclose(case.truth["xai_units"].sum(axis=1), delta, atol=1e-12)
         assert set(np.unique(np.abs(delta))) == {2.0}
 

@@ -87,7 +87,7 @@ def variant(name, base):
 
 def passes(case, explain, names, seed=0):
     """{check: passed} for ``explain`` on ``case``, the checks called as the suite calls them."""
-    explainer = contract.Explainer(explain.__name__, explain.__name__, explain, contract._wanted(explain, "test"))
+    explainer = contract.from_function(explain, where="test")
     A = contract.run(explainer, case, seed=seed).attributions
     out = {}
     for name in names:

@@ -73,7 +73,7 @@ def _fit_weights() -> dict[str, np.ndarray]:
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
 
-    data = _split()
+    data = split()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         mlp = MLPClassifier(**MLP).fit(data["X_train"], data["y_train"])
@@ -127,7 +127,9 @@ def _torch_twin(weights: dict[str, np.ndarray], mask: np.ndarray):
     return module.eval()
 
 
-def _split() -> dict[str, np.ndarray]:
+def split() -> dict[str, np.ndarray]:
+    """The padded digits split as the original: training images, the stratified background drawn from
+    them, and the held-out images."""
     from sklearn.model_selection import train_test_split
 
     X, y = padded_digits()
@@ -140,7 +142,7 @@ def _split() -> dict[str, np.ndarray]:
 def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
     params = {**MLP, "pad": PAD, "sklearn": __import__("sklearn").__version__}
     weights = cache.arrays("digits_mlp", params, _fit_weights)
-    data = _split()
+    data = split()
     predict = _network(weights)
     accuracy = float((predict(data["X_test"]).argmax(axis=1) == data["y_test"]).mean())
     if accuracy < MIN_ACCURACY:

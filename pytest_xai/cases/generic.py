@@ -84,8 +84,8 @@ def reexplainer(explain: Any, case: Case, *, seed: int = 0):
     ``explain`` is a contract callable or spec (``"module:function"``)."""
     from pytest_xai import contract
 
-    explainer = contract.load(explain) if isinstance(explain, str) else contract.Explainer(
-        getattr(explain, "__name__", "explainer"), repr(explain), explain, contract._wanted(explain, "reexplainer"))
+    explainer = (contract.load(explain) if isinstance(explain, str)
+                 else contract.from_function(explain, spec=repr(explain), where="reexplainer"))
 
     def reexplain(model=None, *, other_seed=False, rows=None, perturb=None):
         variant = case.with_model(model)

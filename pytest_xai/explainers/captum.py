@@ -26,7 +26,7 @@ for PyTorch", arXiv 2009.07896):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,6 +139,18 @@ def _target(target: Any) -> Any:
     return [int(t) for t in np.asarray(target).reshape(-1)]
 
 
+def _attribute(method: str, model: Any, inputs: Any, attribute: Callable[[torch.nn.Module, torch.Tensor], Any], *,
+               grad: bool = False, seed: int | None = None) -> np.ndarray:
+    """captum's recipe, once for every method: the case's model as a torch module (else
+    NotApplicable naming what it is), one torch thread (and, with ``seed``, a forked seeded RNG),
+    the inputs as a tensor in the model's dtype (requiring gradients with ``grad``), then
+    ``attribute(module, x)`` (captum's call), back to a float64 array shaped like ``inputs``."""
+    module = _torch_model(method, model)
+    with _one_thread(seed):
+        x = _tensor(module, inputs, grad=grad)
+        return _numpy(attribute(module, x), inputs)
+
+
 def _one_example_at_a_time(explainer, x, baselines, target, groups=None, **kwargs):
     """Lime/KernelShap fit one surrogate per example; captum recommends calling them row by row."""
     import torch
@@ -153,6 +165,16 @@ def _one_example_at_a_time(explainer, x, baselines, target, groups=None, **kwarg
     return torch.cat(rows)
 
 
+def _surrogate(explainer, method: str, x, baseline, target, budget: int, groups, n_samples: int | None,
+               perturbations_per_eval: int):
+    """captum's KernelShap or Lime on ``x``: :func:`surrogate_samples` for the G groups (or
+    ``n_samples``), cut to the call's ``budget`` (at least G + 1), one example at a time."""
+    g = int(_feature_mask(x, groups).max()) + 1
+    n = budgets.samples(budget, len(x), preferred=n_samples or surrogate_samples(g), minimum=g + 1, method=method)
+    return _one_example_at_a_time(explainer, x, _baselines(baseline, x), target, groups, n_samples=n,
+                                  perturbations_per_eval=perturbations_per_eval)
+
+
 def saliency(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Signed gradient dF/dx (Simonyan et al. 2014); captum ``Saliency(abs=False)``.
 
@@ -161,20 +183,16 @@ def saliency(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """
     from captum.attr import Saliency
 
-    module = _torch_model("saliency", model)
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        return _numpy(Saliency(module).attribute(x, target=_target(target), abs=False), inputs)
+    return _attribute("saliency", model, inputs,
+                      lambda m, x: Saliency(m).attribute(x, target=_target(target), abs=False), grad=True)
 
 
 def input_x_gradient(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """x * dF/dx (Shrikumar et al. 2016); captum ``InputXGradient``."""
     from captum.attr import InputXGradient
 
-    module = _torch_model("input_x_gradient", model)
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        return _numpy(InputXGradient(module).attribute(x, target=_target(target)), inputs)
+    return _attribute("input_x_gradient", model, inputs,
+                      lambda m, x: InputXGradient(m).attribute(x, target=_target(target)), grad=True)
 
 
 def integrated_gradients(
@@ -188,14 +206,10 @@ def integrated_gradients(
     """
     from captum.attr import IntegratedGradients
 
-    module = _torch_model("integrated_gradients", model)
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        out = IntegratedGradients(module).attribute(
-            x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps, method=method,
-            internal_batch_size=internal_batch_size,
-        )
-        return _numpy(out, inputs)
+    return _attribute("integrated_gradients", model, inputs, lambda m, x: IntegratedGradients(m).attribute(
+        x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps, method=method,
+        internal_batch_size=internal_batch_size,
+    ), grad=True)
 
 
 def smoothgrad(
@@ -209,14 +223,10 @@ def smoothgrad(
     """
     from captum.attr import NoiseTunnel, Saliency
 
-    module = _torch_model("smoothgrad", model)
-    with _one_thread(seed):
-        x = _tensor(module, inputs, grad=True)
-        stdev = float(noise * (x.max() - x.min()).detach())
-        out = NoiseTunnel(Saliency(module)).attribute(
-            x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=stdev, target=_target(target), abs=False,
-        )
-        return _numpy(out, inputs)
+    return _attribute("smoothgrad", model, inputs, lambda m, x: NoiseTunnel(Saliency(m)).attribute(
+        x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=float(noise * (x.max() - x.min()).detach()),
+        target=_target(target), abs=False,
+    ), grad=True, seed=seed)
 
 
 def deeplift(inputs, model: torch.nn.Module, target=None, baseline=None) -> np.ndarray:
@@ -226,21 +236,17 @@ def deeplift(inputs, model: torch.nn.Module, target=None, baseline=None) -> np.n
     """
     from captum.attr import DeepLift
 
-    module = _torch_model("deeplift", model)
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        out = DeepLift(module).attribute(x, baselines=_baselines(baseline, x), target=_target(target))
-        return _numpy(out, inputs)
+    return _attribute("deeplift", model, inputs,
+                      lambda m, x: DeepLift(m).attribute(x, baselines=_baselines(baseline, x), target=_target(target)),
+                      grad=True)
 
 
 def guided_backprop(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Guided backpropagation (Springenberg et al. 2015); captum ``GuidedBackprop``."""
     from captum.attr import GuidedBackprop
 
-    module = _torch_model("guided_backprop", model)
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        return _numpy(GuidedBackprop(module).attribute(x, target=_target(target)), inputs)
+    return _attribute("guided_backprop", model, inputs,
+                      lambda m, x: GuidedBackprop(m).attribute(x, target=_target(target)), grad=True)
 
 
 def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarray:
@@ -260,10 +266,8 @@ def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarra
         raise NotApplicable(f"{method} needs a model with a torch.nn.Conv2d layer; this one has none")
     if np.ndim(inputs) != 4:
         raise NotApplicable(f"{method} needs image inputs (n, channels, height, width), got shape {np.shape(inputs)}")
-    with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        out = GuidedGradCam(module, convs[which]).attribute(x, target=_target(target))
-        return _numpy(out, inputs)
+    return _attribute(method, module, inputs, lambda m, x: GuidedGradCam(m, convs[which]).attribute(
+        x, target=_target(target)), grad=True)
 
 
 def guided_gradcam_first_conv(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
@@ -288,15 +292,10 @@ def occlusion(
     """
     from captum.attr import Occlusion
 
-    module = _torch_model("occlusion", model)
-    with _one_thread():
-        x = _tensor(module, inputs)
-        shape = tuple(window) if window is not None else (1,) * (x.dim() - 1)
-        out = Occlusion(module).attribute(
-            x, sliding_window_shapes=shape, baselines=_baselines(baseline, x), target=_target(target),
-            perturbations_per_eval=perturbations_per_eval,
-        )
-        return _numpy(out, inputs)
+    return _attribute("occlusion", model, inputs, lambda m, x: Occlusion(m).attribute(
+        x, sliding_window_shapes=tuple(window) if window is not None else (1,) * (x.dim() - 1),
+        baselines=_baselines(baseline, x), target=_target(target), perturbations_per_eval=perturbations_per_eval,
+    ))
 
 
 def feature_ablation(
@@ -305,14 +304,10 @@ def feature_ablation(
     """Feature ablation: each input element replaced by the baseline alone; captum ``FeatureAblation``."""
     from captum.attr import FeatureAblation
 
-    module = _torch_model("feature_ablation", model)
-    with _one_thread():
-        x = _tensor(module, inputs)
-        out = FeatureAblation(module).attribute(
-            x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
-            perturbations_per_eval=perturbations_per_eval,
-        )
-        return _numpy(out, inputs)
+    return _attribute("feature_ablation", model, inputs, lambda m, x: FeatureAblation(m).attribute(
+        x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
+        perturbations_per_eval=perturbations_per_eval,
+    ))
 
 
 def feature_permutation(
@@ -324,13 +319,9 @@ def feature_permutation(
     """
     from captum.attr import FeaturePermutation
 
-    module = _torch_model("feature_permutation", model)
-    with _one_thread(seed):
-        x = _tensor(module, inputs)
-        out = FeaturePermutation(module).attribute(
-            x, target=_target(target), feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
-        )
-        return _numpy(out, inputs)
+    return _attribute("feature_permutation", model, inputs, lambda m, x: FeaturePermutation(m).attribute(
+        x, target=_target(target), feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
+    ), seed=seed)
 
 
 def shapley_value_sampling(
@@ -346,17 +337,16 @@ def shapley_value_sampling(
     """
     from captum.attr import ShapleyValueSampling
 
-    module = _torch_model("shapley_value_sampling", model)
-    with _one_thread(seed):
-        x = _tensor(module, inputs)
+    def attribute(module: torch.nn.Module, x: torch.Tensor) -> Any:
         mask = _feature_mask(x, groups)
-        out = ShapleyValueSampling(module).attribute(
+        return ShapleyValueSampling(module).attribute(
             x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=mask,
             n_samples=budgets.samples(budget, len(x), preferred=n_samples, minimum=1,
                                       per_sample=int(mask.max()) + 2, method="shapley_value_sampling"),
             perturbations_per_eval=perturbations_per_eval,
         )
-        return _numpy(out, inputs)
+
+    return _attribute("shapley_value_sampling", model, inputs, attribute, seed=seed)
 
 
 def surrogate_samples(features: int) -> int:
@@ -383,17 +373,9 @@ def captum_kernel_shap(
     """
     from captum.attr import KernelShap
 
-    module = _torch_model("captum_kernel_shap", model)
-    with _one_thread(seed):
-        x = _tensor(module, inputs)
-        g = int(_feature_mask(x, groups).max()) + 1
-        n = budgets.samples(budget, len(x), preferred=n_samples or surrogate_samples(g), minimum=g + 1,
-                            method="captum_kernel_shap")
-        out = _one_example_at_a_time(
-            KernelShap(module), x, _baselines(baseline, x), target, groups, n_samples=n,
-            perturbations_per_eval=perturbations_per_eval,
-        )
-        return _numpy(out, inputs)
+    return _attribute("captum_kernel_shap", model, inputs, lambda m, x: _surrogate(
+        KernelShap(m), "captum_kernel_shap", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
+    ), seed=seed)
 
 
 def captum_lime(
@@ -408,17 +390,9 @@ def captum_lime(
     """
     from captum.attr import Lime
 
-    module = _torch_model("captum_lime", model)
-    with _one_thread(seed):
-        x = _tensor(module, inputs)
-        g = int(_feature_mask(x, groups).max()) + 1
-        n = budgets.samples(budget, len(x), preferred=n_samples or surrogate_samples(g), minimum=g + 1,
-                            method="captum_lime")
-        out = _one_example_at_a_time(
-            Lime(module), x, _baselines(baseline, x), target, groups, n_samples=n,
-            perturbations_per_eval=perturbations_per_eval,
-        )
-        return _numpy(out, inputs)
+    return _attribute("captum_lime", model, inputs, lambda m, x: _surrogate(
+        Lime(m), "captum_lime", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
+    ), seed=seed)
 
 
 def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
@@ -447,9 +421,8 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
     try:
         for m in weighted:
             m.rule = make_rule()
-        with _one_thread():
-            x = _tensor(module, inputs, grad=True)
-            return _numpy(LRP(root).attribute(x, target=_target(target)), inputs)
+        return _attribute(method, module, inputs, lambda m, x: LRP(root).attribute(x, target=_target(target)),
+                          grad=True)
     finally:
         for m, rule in zip(weighted, saved):
             if rule is missing:

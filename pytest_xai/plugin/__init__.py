@@ -35,8 +35,8 @@ from pytest_xai.plugin.state import (
     DEFAULT_TIMEOUT,
     WALL_FACTOR,
     XaiState,
-    _checked,
-    _state,
+    checked,
+    state_of,
     xai_ci,
     xai_record,
     xai_state,
@@ -54,6 +54,7 @@ CATEGORY_MARKERS = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The ``--xai-*`` options and ``xai_*`` ini values (README "Options")."""
     group = parser.getgroup("xai", "explainers under test (pytest-xai)")
     group.addoption("--xai-explainer", action="append", default=[], metavar="MODULE:FUNCTION",
                     help="explainer to test, as module:function or path/to/file.py:function; repeatable. "
@@ -122,8 +123,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _number(config: pytest.Config, option: str, ini: str, check: Callable[[Any, str], Any]) -> Any:
     value = config.getoption(option)
     if value is not None:
-        return _checked(check, value, "--" + option.replace("_", "-"))
-    return _checked(check, config.getini(ini), f"ini {ini}")
+        return checked(check, value, "--" + option.replace("_", "-"))
+    return checked(check, config.getini(ini), f"ini {ini}")
 
 
 def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, float]]:
@@ -133,7 +134,7 @@ def _parse_thresholds(entries: list[str], source: str) -> dict[str, dict[str, fl
 
     cases.infos()  # family modules register their checks
     known = {name: info.thresholds for name, info in checks.CHECKS.items()}
-    return _checked(lambda value, src: options.parse_thresholds(value, src, known), entries, source)
+    return checked(lambda value, src: options.parse_thresholds(value, src, known), entries, source)
 
 
 def _sync_markers(config: pytest.Config, *, load: bool) -> None:
@@ -159,11 +160,14 @@ def _sync_markers(config: pytest.Config, *, load: bool) -> None:
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Register the markers of checks that conftest files registered, before their tests are collected."""
     _sync_markers(collector.config, load=False)  # checks registered by conftest files
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Read and check the options, load the explainers (probed, never imported here), start the
+    session and, with explainers, the zygote; register the markers; add the built-in suite to the run."""
     for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family")
@@ -197,11 +201,11 @@ def pytest_configure(config: pytest.Config) -> None:
     seed = _number(config, "xai_seed", "xai_seed", options.check_seed)
     budget = (_number(config, "xai_budget", "xai_budget", options.check_budget)
               if config.getoption("xai_budget") is not None or config.getini("xai_budget") else None)
-    _checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
+    checked(options.check_report_path, config.getoption("xai_report"), "--xai-report")
     if config.getoption("xai_data_dir") is not None:
-        _checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
+        checked(options.check_data_dir, config.getoption("xai_data_dir"), "--xai-data-dir")
     else:
-        _checked(options.check_data_dir, (config.getini("xai_data_dir") or [None])[0], "ini xai_data_dir")
+        checked(options.check_data_dir, (config.getini("xai_data_dir") or [None])[0], "ini xai_data_dir")
     state = config.stash[xai_state] = XaiState(config, explainers, thresholds, seed, timeout, wall_timeout,
                                                     budget)
     config.pluginmanager.register(state, "xai-state")
@@ -291,6 +295,7 @@ def _quick_teardown() -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop this process's explainer workers and zygote."""
     state = config.stash.get(xai_state, None)
     if state is not None and state._runner is not None:
         state._runner.close()
@@ -317,7 +322,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    state = _state(config)
+    """The seed, the time limit, the budget, the explainers and the families' header lines."""
+    state = state_of(config)
     if not state.explainers:
         return []
     names = ", ".join(f"{e.name} ({e.spec})" if e.name != e.spec else e.name for e in state.explainers)
@@ -337,7 +343,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    state = _state(metafunc.config)
+    """Parametrise each suite test over the (case, explainer) pairs of the cases that declare its
+    check, and every test that asks for ``xai_explainer`` over the explainers."""
+    state = state_of(metafunc.config)
     check_name = getattr(metafunc.function, "xai_check", None)
     if check_name is not None:
         from pytest_xai import cases, checks
@@ -423,7 +431,7 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``-n N`` (xdist's default ``--dist load``) the suite's checks of one (case, explainer)
     go to one worker, which computes their shared explanation once; other tests spread as usual."""
-    if not _state(config).explainers or config.getoption("dist") != "load":
+    if not state_of(config).explainers or config.getoption("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
@@ -470,7 +478,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     and "benchmark" not in item.fixturenames):
                 item.fixturenames.append("benchmark")
     if hasattr(config, "workerinput") and config.getoption("splits", None) is None:
-        _costliest_first(items, _state(config).suite_costs())  # never under pytest-split: it splits by order
+        _costliest_first(items, state_of(config).suite_costs())  # never under pytest-split: it splits by order
 
 
 def _costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_xai.plugin.state import XaiState, _checked, _rec, xai_record
+from pytest_xai.plugin.state import XaiState, checked, record_of, xai_record
 from pytest_xai.record import Record
 
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ class XaiCi:
 
         self.config, self.state = config, state
         repeat = config.getoption("xai_repeat")
-        self.repeat = _checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
+        self.repeat = checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
         for option in ("xai_save_baseline", "xai_html"):
-            _checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
+            checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
         self.wants_document = bool(config.getoption("xai_save_baseline") or config.getoption("xai_html"))
         factor = config.getoption("xai_baseline_seconds_factor")
         if factor is not None and not 1 <= factor < float("inf"):
@@ -39,8 +39,8 @@ class XaiCi:
         from pytest_xai import gate
 
         given = config.getoption("xai_gate")
-        self.gate_mode = _checked(gate.check_gate, given or config.getini("xai_gate").strip(),
-                                  "--xai-gate" if given else "ini xai_gate")
+        self.gate_mode = checked(gate.check_gate, given or config.getini("xai_gate").strip(),
+                                 "--xai-gate" if given else "ini xai_gate")
         if self.gate_mode == "regression" and self.baseline is None:
             raise pytest.UsageError("--xai-gate=regression compares with a baseline: add --xai-baseline=PATH (a "
                                     "report saved with --xai-save-baseline on a run you trust)")
@@ -48,7 +48,7 @@ class XaiCi:
         from pytest_xai import shard
 
         given = config.getoption("xai_shard")
-        self.shard = None if given is None else _checked(shard.parse, given, "--xai-shard")
+        self.shard = None if given is None else checked(shard.parse, given, "--xai-shard")
         if self.shard and config.getoption("splits", None) is not None:
             raise pytest.UsageError("--xai-shard and pytest-split's --splits both split the run: give one of them")
         self.collected: int | None = None  # xai tests of the whole (unsharded) selection
@@ -67,8 +67,8 @@ class XaiCi:
                               ("--xai-baseline-tolerance", config.getoption("xai_baseline_tolerance"))):
             if given:  # the command line wins over the ini file
                 cases.infos()  # family modules register their checks
-                gate.tolerances.update(_checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
-                                                given, source))
+                gate.tolerances.update(checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
+                                               given, source))
         if not hasattr(config, "workerinput"):  # the controller warns once
             for warning in gate.warnings(versions(), self.state.seed):
                 config.issue_config_time_warning(baseline.BaselineWarning(warning), stacklevel=2)
@@ -84,13 +84,13 @@ class XaiCi:
             given, source = config.getini("xai_baseline_evaluations_factor").strip(), "ini xai_baseline_evaluations_factor"
         if given == "":
             return baseline.DEFAULT_EVALUATIONS_FACTOR
-        return _checked(options.check_evaluations_factor, given, source)
+        return checked(options.check_evaluations_factor, given, source)
 
     def gate(self, node: pytest.Item, check: str, score: Any) -> None:
         """Fail a test that passed its check but regressed against the baseline."""
         if self.baseline is None:
             return
-        rec = _rec(node)
+        rec = record_of(node)
         reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
                                          rec.seconds, rec.evaluations)
         if reasons:
@@ -147,6 +147,7 @@ class XaiCi:
     # Hooks
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Remember each failed report (node id, phase), for the regression gate's exit code."""
         if report.failed:
             self.failures.append((report.nodeid, report.when))
 
@@ -168,6 +169,7 @@ class XaiCi:
         session.exitstatus = gate.exit_code(self.gate_mode, int(session.exitstatus), self.failures, known)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """The repeat and baseline lines of pytest's header."""
         lines = []
         if self.state.explainers and self.repeat > 1:
             from pytest_xai.runner import REPEAT_ALPHA
@@ -195,6 +197,7 @@ class XaiCi:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
+        """With pytest-html, put each xai test's score, threshold and worst example into its row."""
         outcome = yield
         report = outcome.get_result()
         if report.when != "call" or not self.config.pluginmanager.hasplugin("html"):
@@ -214,6 +217,7 @@ class XaiCi:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        """The gate's verdict, the baseline diff table and where the HTML report and baseline went."""
         if self.gate_mode == "regression" and self.state.records:
             known = sum(1 for rec in self.state.records if rec.known_failure)
             worse = sum(1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT")
@@ -252,7 +256,7 @@ class XaiShard:
         known = {} if ci.baseline is None else {k: r.duration for k, r in ci.baseline.index.items()
                                                 if isinstance(r.duration, (int, float))}
         default = sum(known.values()) / len(known) if known else 1.0
-        weights = {g: sum(known.get(_rec(i).key(), default) if xai_record in i.stash else default for i in members)
+        weights = {g: sum(known.get(record_of(i).key(), default) if xai_record in i.stash else default for i in members)
                    for g, members in groups.items()}
         mine = shard.assign(weights, ci.shard[1])
         ci.collected = sum(1 for item in items if xai_record in item.stash)

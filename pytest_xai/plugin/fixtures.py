@@ -16,8 +16,8 @@ import pytest
 from pytest_xai.errors import NotApplicable
 from pytest_xai.plugin.state import (
     XaiState,
-    _rec,
-    _state,
+    record_of,
+    state_of,
     xai_ci,
     xai_record,
     xai_repeats,
@@ -35,9 +35,9 @@ def xai_explainer(request: pytest.FixtureRequest):
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
     from pytest_xai import cases, extras
-    from pytest_xai.options import DataFileError
+    from pytest_xai.files import DataFileError
 
-    state = _state(request.config)
+    state = state_of(request.config)
 
     def get(name: str):
         for caught in state.prefetched_warnings.pop(name, []):  # raised while it was built in the background
@@ -87,14 +87,14 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """
     from pytest_xai import contract
 
-    state = _state(request.config)
+    state = state_of(request.config)
 
     def explain(explainer, case, *, seed: int | None = None):
         if isinstance(explainer, str):
             explainer = contract.load(explainer, option="xai_explain")
         repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
-        rec = _rec(request.node)
+        rec = record_of(request.node)
         rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
         rec.family, rec.category = case.info.family, case.info.category
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
@@ -139,7 +139,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     from pytest_xai.registry import CHECKS, lookup
     from pytest_xai.runner import resolve_thresholds
 
-    state = _state(request.config)
+    state = state_of(request.config)
 
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
         info = lookup(CHECKS, name, "check")  # a misspelt name: the closest ones
@@ -167,7 +167,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             score = _score_repeats(request.node, info.func, explanation, case, params, score, reseed)
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
-        rec = _rec(request.node)
+        rec = record_of(request.node)
         rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
         overspent = _overspent(state, case, rec.evaluations)
         detail = score.detail if overspent is None else f"{score.detail}; {overspent}"
@@ -206,8 +206,8 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     path = picture_path(report, request.node.name, case, score)
     if path is None:
         return
-    _rec(request.node).picture = str(path)
-    _state(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
+    record_of(request.node).picture = str(path)
+    state_of(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
 
 
 def _reexplainer(state: XaiState, explainer, case, seed: int | None = None) -> Callable[..., Any]:
@@ -251,6 +251,6 @@ def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, sco
     scores = [score] + [func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
                         for seed, expl in runs[1:]]
     score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
-    rec = _rec(node)
+    rec = record_of(node)
     rec.repeat, rec.flaky = repeat, flaky
     return score

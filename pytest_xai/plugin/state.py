@@ -255,6 +255,7 @@ class XaiState:
         self.next_case = following if following != current else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the record of each finished test (from its report's user properties, so under xdist too)."""
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             reason = (report.longrepr[2].removeprefix("Skipped: ")
                       if report.skipped and isinstance(report.longrepr, (tuple, list)) else None)
@@ -264,6 +265,7 @@ class XaiState:
                 self.records.append(rec)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        """The score table (and pictures that could not be drawn)."""
         for failure in self.picture_failures:
             terminalreporter.write_line(f"pytest-xai: could not draw the worst example of {failure}")
         if not self.records:
@@ -279,6 +281,8 @@ class XaiState:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Stop the workers, remember what each (case, explainer) cost, and write the reports (the xdist
+    controller only), guarded, JSON first."""
         if self._background is not None:
             self._background.drain()  # the last pictures
         if self._runner is not None:
@@ -312,7 +316,7 @@ class XaiState:
             session.exitstatus = files.REPORT_FAILED
 
 
-def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
+def checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
     """``check(value, source)`` from :mod:`pytest_xai.options`; a bad value is a usage error (exit 4)."""
     from pytest_xai.options import OptionError
 
@@ -322,11 +326,12 @@ def _checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _state(config: pytest.Config) -> XaiState:
+def state_of(config: pytest.Config) -> XaiState:
+    """The session of ``config`` (made in ``pytest_configure``)."""
     return config.stash[xai_state]
 
 
-def _rec(node: pytest.Item) -> Record:
+def record_of(node: pytest.Item) -> Record:
     """The record of the test ``node``, filled as it runs."""
     rec = node.stash.get(xai_record, None)
     if rec is None:

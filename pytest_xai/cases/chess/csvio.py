@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_xai.cases.chess.positions import COLUMNS, N_PER_CLASS, _rows_to_arrays
-from pytest_xai.cases.chess.rules import CLASSES, _chess, label_of, masks_of
+from pytest_xai.cases.chess.positions import COLUMNS, N_PER_CLASS, rows_to_arrays
+from pytest_xai.cases.chess.rules import CLASSES, chess_module, label_of, masks_of
 
 
 @dataclass(frozen=True)
@@ -92,15 +92,15 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
     python-chess computes, masks integers in [0, 2**64), exactly the header's number of fields.
     Blank lines are skipped.  A bad row is skipped and reported as a :class:`CsvProblem`
     (``file:line: what``); with ``strict=True`` the first one raises ``ValueError`` instead.
-    A file that cannot be read as UTF-8 CSV raises :class:`pytest_xai.options.DataFileError` (a
+    A file that cannot be read as UTF-8 CSV raises :class:`pytest_xai.files.DataFileError` (a
     ``ValueError``) naming the file and line.
     The masks are read as given, not recomputed (a dataset may use another mask variant).
     """
     import itertools
 
-    from pytest_xai.options import DataFileError, csv_records
+    from pytest_xai.files import DataFileError, csv_records
 
-    chess = _chess()
+    chess = chess_module()
     path = Path(path)
     rows: list[tuple[str, int, int, int, int]] = []
     problems: list[CsvProblem] = []
@@ -129,7 +129,7 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
             if strict:
                 raise DataFileError(str(problem)) from None
             problems.append(problem)
-    return _rows_to_arrays(rows), problems
+    return rows_to_arrays(rows), problems
 
 
 
@@ -151,7 +151,7 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
         return None
     rows, problems = read_csv(path)
     mismatched = [i for i, fen in enumerate(rows["fen"])
-                  if tuple(int(rows[c][i]) for c in COLUMNS[2:]) != masks_of(_chess().Board(str(fen)))]
+                  if tuple(int(rows[c][i]) for c in COLUMNS[2:]) != masks_of(chess_module().Board(str(fen)))]
     if problems or mismatched:
         shown = [str(p) for p in problems[:3]] + [f"{path}: row {i + 1}: masks differ from python-chess's" for i in mismatched[:3]]
         warnings.warn(f"pytest-xai: {len(problems) + len(mismatched)} rows of {path} skipped: " + "; ".join(shown),
@@ -160,7 +160,7 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
     keep[mismatched] = False
     picked = np.concatenate([np.flatnonzero(keep & (rows["label"] == c))[:n_per_class] for c in range(3)])
     if any(np.sum(rows["label"][picked] == c) == 0 for c in range(3)):
-        from pytest_xai.options import DataFileError
+        from pytest_xai.files import DataFileError
 
         raise DataFileError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
     return {k: v[picked] for k, v in rows.items()}

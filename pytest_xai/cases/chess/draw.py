@@ -11,7 +11,7 @@ import numpy as np
 from pytest_xai.case import Case
 from pytest_xai.cases.chess.encoding import from_perspective
 from pytest_xai.cases.chess.ngt import reduce_attributions
-from pytest_xai.cases.chess.rules import _chess
+from pytest_xai.cases.chess.rules import chess_module
 
 _GLYPHS = dict(zip("KQRBNPkqrbnp", "♔♕♖♗♘♙♚♛♜♝♞♟"))
 
@@ -29,7 +29,7 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("board pictures need matplotlib: install pytest-xai[plot]") from exc
-    chess = _chess()
+    chess = chess_module()
     board = chess.Board(fen)
     attribution = np.asarray(attribution_8x8, dtype=float).reshape(8, 8)
     mask = np.asarray(mask_8x8, dtype=float).reshape(8, 8)

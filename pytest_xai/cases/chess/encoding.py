@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai.cases.chess.rules import _BITS, _chess, mask_to_array
+from pytest_xai.cases.chess.rules import SQUARE_BITS, chess_module, mask_to_array
 
 PLANES = "PNBRQKpnbrqk"  # plane order (Specification 5): the mover's P N B R Q K, then the opponent's
 
@@ -34,7 +34,7 @@ def encode(fens: Iterable[str], *masks) -> Any:
     move exactly as the board is, as bool (n, 8, 8).  Planes 0-5 are the mover's P N B R Q K,
     6-11 the opponent's; ``planes[i, p, rank, file]``.
     """
-    chess = _chess()
+    chess = chess_module()
     boards = [chess.Board(fen) for fen in fens]
     bbs = np.array([_planes_of(b, chess) for b in boards], dtype=np.uint64).reshape(len(boards), 12)
     planes = mask_to_array(bbs).astype(np.float32)
@@ -51,7 +51,7 @@ def encode(fens: Iterable[str], *masks) -> Any:
 
 def from_perspective(array_8x8: np.ndarray, fen: str) -> np.ndarray:
     """An (…, 8, 8) map in the encoded frame back in the board's own frame (un-mirror for black)."""
-    chess = _chess()
+    chess = chess_module()
     arr = np.asarray(array_8x8)
     return arr[..., ::-1, :] if chess.Board(fen).turn == chess.BLACK else arr
 
@@ -62,22 +62,25 @@ def decode(planes: np.ndarray) -> list:
     A square holds the piece of its largest plane if that value is >= 0.5 (Specification 8); ties go to
     the lower plane index.
     """
-    chess = _chess()
-    bbs = _decode_bitboards(np.asarray(planes, dtype=float))
-    return [_board_from_bitboards(row, chess) for row in bbs]
+    chess = chess_module()
+    bbs = decode_bitboards(np.asarray(planes, dtype=float))
+    return [board_from_bitboards(row, chess) for row in bbs]
 
 
-def _decode_bitboards(x: np.ndarray) -> np.ndarray:
+def decode_bitboards(x: np.ndarray) -> np.ndarray:
+    """The 12 bitboards (uint64, one per piece plane) of each (12, 8, 8) position of ``x``; a square
+    holds the piece of its strongest plane when that plane is >= 0.5."""
     if x.ndim != 4 or x.shape[1:] != (12, 8, 8):
         raise ValueError(f"chess planes must be shaped (n, 12, 8, 8), got {x.shape}")
     flat = x.reshape(len(x), 12, 64)
     best = flat.argmax(axis=1)
     keep = flat.max(axis=1) >= 0.5
     onehot = (best[:, None, :] == np.arange(12)[None, :, None]) & keep[:, None, :]
-    return (onehot * _BITS).sum(axis=-1, dtype=np.uint64)
+    return (onehot * SQUARE_BITS).sum(axis=-1, dtype=np.uint64)
 
 
-def _board_from_bitboards(bbs: Sequence, chess):
+def board_from_bitboards(bbs: Sequence, chess):
+    """A ``chess.Board`` holding the pieces of 12 bitboards (white's six planes first)."""
     board = chess.Board(None)
     white = black = 0
     for i, bb in enumerate(int(b) for b in bbs):

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai.cases.chess.encoding import _board_from_bitboards, _decode_bitboards
-from pytest_xai.cases.chess.rules import _chess, label_of
+from pytest_xai.cases.chess.encoding import board_from_bitboards, decode_bitboards
+from pytest_xai.cases.chess.rules import chess_module, label_of
 from pytest_xai.errors import NotApplicable
 
 # The CNN quality gate is the paper's own figure: Mücke & Pfahler 2022 (§3) report one number, 99.02 %
@@ -47,12 +47,12 @@ class ChessOracle:
         self.n_boards = self.n_invalid = 0
 
     def __call__(self, planes) -> np.ndarray:
-        chess = _chess()
+        chess = chess_module()
         x = np.asarray(planes, dtype=float)
-        bbs = _decode_bitboards(x)
+        bbs = decode_bitboards(x)
         out = np.zeros((len(x), 3))
         for i, row in enumerate(bbs):
-            board = _board_from_bitboards(row, chess)
+            board = board_from_bitboards(row, chess)
             self.n_boards += 1
             self.n_invalid += not board.is_valid()
             out[i, 0 if board.king(chess.WHITE) is None else label_of(board)] = 1.0

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from pytest_xai.cache import Cache
-from pytest_xai.cases.chess.rules import _chess, label_of, masks_of
+from pytest_xai.cases.chess.rules import chess_module, label_of, masks_of
 
 COLUMNS = ("fen", "label", "mask0", "mask1", "mask2")
 BETA, GAMMA = 0.5, 0.3  # Specification 7: probability of a mating move, then of a checking move
@@ -110,7 +110,7 @@ def generate_positions(
     *ep-ambiguous* (the ep right is not in the 12 planes yet changes mask1 and possibly the
     label, Specification 4); every kept position satisfies ``board.is_valid()``.
     """
-    chess = _chess()
+    chess = chess_module()
     if n_per_class < 0:
         raise ValueError(f"n_per_class must be >= 0, got {n_per_class}")
     rng = random.Random(seed)
@@ -132,10 +132,11 @@ def generate_positions(
             seen_keys.add(key)
             rows[label].append((board.fen(), label, *masks_of(board)))
     flat = [row for per_class in rows for row in per_class]
-    return _rows_to_arrays(flat)
+    return rows_to_arrays(flat)
 
 
-def _rows_to_arrays(rows: Sequence[tuple[str, int, int, int, int]]) -> dict[str, np.ndarray]:
+def rows_to_arrays(rows: Sequence[tuple[str, int, int, int, int]]) -> dict[str, np.ndarray]:
+    """``(fen, label, mask0, mask1, mask2)`` rows as the arrays the cache stores."""
     return {
         "fen": np.array([r[0] for r in rows], dtype=str),
         "label": np.array([r[1] for r in rows], dtype=np.int8),
@@ -162,7 +163,7 @@ def case_positions(seed: int, cache: Cache, n_per_class: int = N_PER_CLASS) -> d
         return generate_positions(n_per_class, seed=seed)
 
     def validate(rows: dict[str, np.ndarray]) -> None:
-        chess = _chess()
+        chess = chess_module()
         counts = np.bincount(rows["label"], minlength=3).tolist()
         if sorted(rows) != sorted(COLUMNS) or counts != [n_per_class] * 3:
             raise ValueError("chess positions have the wrong keys or class counts")

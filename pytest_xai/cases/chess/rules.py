@@ -1,7 +1,7 @@
 """The rules of chess as the NGT masks read them: labels, the three masks, their invariants and
 the uint64 <-> 8x8 bit layout (Mücke & Pfahler 2022, §2.1; ``docs/chess_ngt.md``, Specification
 1-4).  Everything here is a function of one ``chess.Board``; python-chess is imported lazily by
-:func:`_chess` so the package imports without the extra.
+:func:`chess_module` so the package imports without the extra.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pytest_xai.extras import install_line
 
 CLASSES = ("no_check", "check", "checkmate")
 #: Bit s of a uint64 mask is square s = 8*rank + file (a1 = 0, h8 = 63); Specification 2.
-_BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
+SQUARE_BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
 
 
-def _chess():
+def chess_module():
     """python-chess, or an ImportError that says how to get it."""
     try:
         import chess
@@ -41,7 +41,7 @@ def masks_of(board) -> tuple[int, int, int]:
     read straight off the generator.  :func:`reference_masks` is the literal per-square version
     this is tested against.
     """
-    chess = _chess()
+    chess = chess_module()
     us = board.turn
     them = not us
     theirs = board.occupied_co[them]
@@ -180,7 +180,7 @@ def reference_masks(board) -> tuple[int, int, int]:
     Slow (a loop over the 64 squares and over neighbour squares); kept as the executable spec
     that :func:`masks_of` is checked against, in the tests and in the benchmark.
     """
-    chess = _chess()
+    chess = chess_module()
     us, them = board.turn, not board.turn
     m0 = chess.SquareSet()
     for square in chess.SQUARES:
@@ -217,14 +217,14 @@ def mask_to_array(masks) -> np.ndarray:
 def array_to_mask(array) -> np.ndarray:
     """bool/0-1 array (..., 8, 8) -> uint64 mask(s) (a numpy uint64 scalar for one board)."""
     arr = np.asarray(array).astype(bool).reshape(np.shape(array)[:-2] + (64,))
-    return (arr * _BITS).sum(axis=-1, dtype=np.uint64)
+    return (arr * SQUARE_BITS).sum(axis=-1, dtype=np.uint64)
 
 
 
 
 def invariant_violations(board, masks: tuple[int, int, int] | None = None) -> list[str]:
     """The Specification 4 invariants that ``board`` (with its masks) breaks; [] when all hold."""
-    chess = _chess()
+    chess = chess_module()
     m0, m1, m2 = masks_of(board) if masks is None else masks
     label = label_of(board)
     king = board.king(board.turn)

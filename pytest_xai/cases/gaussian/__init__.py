@@ -34,11 +34,11 @@ from pytest_xai.cases.gaussian.datasets import N_BACKGROUND, N_EXPLAINED, N_TRAI
 from pytest_xai.cases.gaussian.distributions import (
     CONDITIONALS,
     STACKED_FEATURES,
+    Distribution,
     DistributionImputer,
     Gaussian,
     GaussianMixture,
     Multinomial,
-    _Distribution,
 )
 from pytest_xai.cases.gaussian.labels import (
     LABEL_NOISE,
@@ -99,7 +99,7 @@ def _case(info: CaseInfo, data: Dataset, predict: Callable, model: Any, truth: d
     )
 
 
-def _exact_case(info: CaseInfo, distribution: _Distribution, label: Label, seed: int, **meta: Any) -> Case:
+def _exact_case(info: CaseInfo, distribution: Distribution, label: Label, seed: int, **meta: Any) -> Case:
     data = make_dataset(distribution, label, seed=seed)
     truth = {f"shapley_{c}": exact_shapley(data.model, distribution, data.inputs, c) for c in CONDITIONALS}
     return _case(info, data, data.model, data.model, truth, model_kind="label function", **meta)

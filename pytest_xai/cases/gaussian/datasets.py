@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai.cases.gaussian.distributions import _Distribution
+from pytest_xai.cases.gaussian.distributions import Distribution
 from pytest_xai.cases.gaussian.labels import LABEL_NOISE, Label, Standardised, standardise
 
 N_TRAIN = 1000
@@ -21,7 +21,7 @@ N_BACKGROUND = 100
 class Dataset:
     """One XAI-Bench dataset definition drawn with a seed: what a case is built from."""
 
-    distribution: _Distribution
+    distribution: Distribution
     model: Standardised
     train_X: np.ndarray
     train_y: np.ndarray
@@ -30,7 +30,7 @@ class Dataset:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def make_dataset(distribution: _Distribution, label: Label, *, seed: int, n_train: int = N_TRAIN,
+def make_dataset(distribution: Distribution, label: Label, *, seed: int, n_train: int = N_TRAIN,
                  n_explained: int = N_EXPLAINED, n_background: int = N_BACKGROUND,
                  noise: float = LABEL_NOISE) -> Dataset:
     """Train rows with noisy standardised labels, points to explain and a background, all seeded."""

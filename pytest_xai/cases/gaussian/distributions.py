@@ -23,16 +23,18 @@ _SQRT2 = math.sqrt(2.0)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
-def _normal_cdf(z: np.ndarray) -> np.ndarray:
+def normal_cdf(z: np.ndarray) -> np.ndarray:
     """Phi(z), accurate in both tails; z may be +-inf."""
     return 0.5 * np.asarray(_erfc(-np.asarray(z, dtype=float) / _SQRT2), dtype=float)
 
 
-def _normal_pdf(z: np.ndarray) -> np.ndarray:
+def normal_pdf(z: np.ndarray) -> np.ndarray:
+    """The standard normal density at ``z``."""
     return np.exp(-0.5 * np.square(z)) / math.sqrt(2.0 * math.pi)
 
 
-def _check_conditional(conditional: str) -> str:
+def check_conditional(conditional: str) -> str:
+    """``conditional`` if it is one of :data:`CONDITIONALS`, else a ValueError naming them."""
     if conditional not in CONDITIONALS:
         raise ValueError(f"conditional must be one of {CONDITIONALS}, got {conditional!r}")
     return conditional
@@ -71,7 +73,7 @@ def _full_rows(x_S: Any, S: Any, d: int) -> tuple[np.ndarray, np.ndarray, bool]:
     return rows, mask, single
 
 
-class _Distribution:
+class Distribution:
     """Shared sampling interface; subclasses provide ``_sample_rows`` and ``coalition_moments``."""
 
     d: int
@@ -127,7 +129,7 @@ class _Distribution:
 
     def imputer(self, conditional: str) -> DistributionImputer:
         """An imputer for :mod:`pytest_xai.metrics` drawing absent features from this distribution."""
-        return DistributionImputer(self, _check_conditional(conditional))
+        return DistributionImputer(self, check_conditional(conditional))
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class DistributionImputer:
     ``seed``, so differences E_S[f] - E_S'[f] are not blurred by independent noise.
     """
 
-    distribution: _Distribution
+    distribution: Distribution
     conditional: str
 
     def impute(self, inputs: np.ndarray, masks: np.ndarray, n_samples: int, seed: int) -> np.ndarray:
@@ -151,7 +153,7 @@ class DistributionImputer:
         return out.reshape(n, m, n_samples, d)
 
 
-class Gaussian(_Distribution):
+class Gaussian(Distribution):
     """x ~ N(mean, cov).  Conditionals by the Schur complement, solved with Cholesky:
     mu_T|S = mu_T + Sigma_TS Sigma_SS^-1 (x_S - mu_S), Sigma_T|S = Sigma_TT - Sigma_TS Sigma_SS^-1 Sigma_ST.
     Built by :meth:`equicorrelated`, the closed forms for equicorrelation are used instead, with
@@ -262,7 +264,7 @@ class Gaussian(_Distribution):
         return means[:, None, :] + (z @ L.T)[None]
 
 
-class GaussianMixture(_Distribution):
+class GaussianMixture(Distribution):
     """A mixture of Gaussians with priors ``weights``.  Given x_S the posterior component weights
     w_k ∝ pi_k N(x_S; mu_kS, Sigma_kSS) are computed in log space with logsumexp, and
     p(x_T | x_S) = sum_k w_k N(mu_kT|S, Sigma_kT|S) (interventional: w = pi, marginal components)."""
@@ -325,7 +327,7 @@ class GaussianMixture(_Distribution):
         return out
 
 
-class Multinomial(_Distribution):
+class Multinomial(Distribution):
     """x ~ Multinomial(n_trials, p): d counts summing to n_trials.  Given x_S,
     x_T ~ Multinomial(n_trials - sum x_S, p_T / sum p_T), so E[x_T | x_S] is linear in sum x_S.
     Only linear labels have an exact expectation here (no Gaussian conditional)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_xai.cases.gaussian.distributions import Gaussian, _Distribution, _normal_cdf, _normal_pdf
+from pytest_xai.cases.gaussian.distributions import Distribution, Gaussian, normal_cdf, normal_pdf
 
 LABEL_NOISE = 0.01
 STANDARDISATION_SEED = 20210623  # fixed: the affine map belongs to the dataset definition, not to a draw
@@ -89,20 +89,23 @@ class PiecewiseLinear(Label):
         random_u = s_u > 1e-12
         safe = np.where(random_u, s_u, 1.0)
         z = np.where(random_u, m_u / safe, np.where(m_u > 0, np.inf, -np.inf))
-        pdf = np.where(random_u, _normal_pdf(np.where(random_u, z, 0.0)), 0.0) / safe
-        return (means @ a) * _normal_cdf(z) + c_au * pdf + (means @ b) * _normal_cdf(-z) - c_bu * pdf
+        pdf = np.where(random_u, normal_pdf(np.where(random_u, z, 0.0)), 0.0) / safe
+        return (means @ a) * normal_cdf(z) + c_au * pdf + (means @ b) * normal_cdf(-z) - c_bu * pdf
 
 
-def _g0(x):
+def g0(x):
+    """The piecewise-constant label's first component: the sign of x (0 counts as +1)."""
     return np.where(x < 0, -1.0, 1.0)
 
 
-def _g1(x):
+def g1(x):
+    """Its second: -2, -1, 1, 2 on (-inf, -0.5), [-0.5, 0), [0, 0.5), [0.5, inf)."""
     # XB-5 fixed (docs/defects.md): [-0.5, 0) maps to -1 (XAI-Bench coded it as x >= 0.5 and x < 0, always false).
     return np.select([x < -0.5, x < 0, x < 0.5], [-2.0, -1.0, 1.0], 2.0)
 
 
-def _g2(x):
+def g2(x):
+    """Its third: trunc(2 cos(pi x)), with 0 mapped to 1."""
     out = np.trunc(2.0 * np.cos(np.pi * x))
     return np.where(out == 0, 1.0, out)
 
@@ -111,7 +114,7 @@ def _step_expectation(m, s, breaks, values):
     """E[g(X)], X ~ N(m, s^2), g = values[k] on [breaks[k-1], breaks[k])."""
     edges = np.concatenate([[-np.inf], breaks, [np.inf]])
     safe = np.where(s > 0, s, 1.0)
-    cdf = _normal_cdf((edges[:, None] - m.ravel()[None]) / safe.ravel()[None])
+    cdf = normal_cdf((edges[:, None] - m.ravel()[None]) / safe.ravel()[None])
     return (np.asarray(values)[:, None] * np.diff(cdf, axis=0)).sum(axis=0).reshape(m.shape)
 
 
@@ -126,7 +129,7 @@ class PiecewiseConstant(Label):
 
     def __call__(self, X):
         X = np.asarray(X, dtype=float)
-        return _g0(X[:, 0]) + _g1(X[:, 1]) + _g2(X[:, 2])
+        return g0(X[:, 0]) + g1(X[:, 1]) + g2(X[:, 2])
 
     def expectation(self, means, cov):
         var = self._needs_cov(cov)
@@ -137,9 +140,9 @@ class PiecewiseConstant(Label):
         js = np.arange(-span, span + 1)
         breaks2 = np.sort(np.concatenate([2 * js + 2 / 3, 2 * js + 4 / 3]))
         values2 = np.where(np.arange(breaks2.size + 1) % 2 == 1, -1.0, 1.0)
-        specs = ((_g0, np.array([0.0]), [-1.0, 1.0]),
-                 (_g1, np.array([-0.5, 0.0, 0.5]), [-2.0, -1.0, 1.0, 2.0]),
-                 (_g2, breaks2, values2))
+        specs = ((g0, np.array([0.0]), [-1.0, 1.0]),
+                 (g1, np.array([-0.5, 0.0, 0.5]), [-2.0, -1.0, 1.0, 2.0]),
+                 (g2, breaks2, values2))
         for j, (g, breaks, values) in enumerate(specs):
             m, s = means[..., j], np.sqrt(var[..., j])
             out += np.where(s > 0, _step_expectation(m, s, breaks, values), g(m))
@@ -165,7 +168,7 @@ class NonlinearAdditive(Label):
         s = np.sqrt(v[..., 1])
         safe = np.where(s > 0, s, 1.0)
         folded = np.where(s > 0, s * math.sqrt(2 / math.pi) * np.exp(-0.5 * (m[..., 1] / safe) ** 2)
-                          + m[..., 1] * (1 - 2 * _normal_cdf(-m[..., 1] / safe)), np.abs(m[..., 1]))
+                          + m[..., 1] * (1 - 2 * normal_cdf(-m[..., 1] / safe)), np.abs(m[..., 1]))
         return (np.sin(m[..., 0]) * np.exp(-0.5 * v[..., 0]) + folded + m[..., 2] ** 2 + v[..., 2]
                 + np.exp(-m[..., 3] + 0.5 * v[..., 3]))
 
@@ -185,7 +188,7 @@ class Standardised:
         return (self.label.expectation(means, cov) - self.shift) / self.scale
 
 
-def standardise(label: Label, distribution: _Distribution, noise: float = LABEL_NOISE) -> Standardised:
+def standardise(label: Label, distribution: Distribution, noise: float = LABEL_NOISE) -> Standardised:
     """The fixed affine map of a dataset definition: shift = E y exactly (or from the reference
     sample), scale^2 = Var y + noise^2, analytic for linear labels on Gaussians, otherwise from
     ``STANDARDISATION_ROWS`` rows drawn with the fixed ``STANDARDISATION_SEED``."""

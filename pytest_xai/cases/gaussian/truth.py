@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai.cases.gaussian.distributions import _check_conditional, _Distribution
+from pytest_xai.cases.gaussian.distributions import Distribution, check_conditional
 from pytest_xai.shapley import coalitions
 
 MAX_EXACT_FEATURES = 14
 MC_SAMPLES = 500  # conditional samples per coalition for trained models' observational truth
 
 
-def coalition_values(model: Any, distribution: _Distribution, X: np.ndarray, conditional: str) -> np.ndarray:
+def coalition_values(model: Any, distribution: Distribution, X: np.ndarray, conditional: str) -> np.ndarray:
     """Exact v(S) for every point and all 2^d coalitions, shape (n, 2^d) (bit j of the column
     index = feature j present).  ``model`` needs ``expectation(means, cov)`` (a :class:`Label` or
     :class:`Standardised`)."""
-    _check_conditional(conditional)
+    check_conditional(conditional)
     X = np.asarray(X, dtype=float)
     d = distribution.d
     if d > MAX_EXACT_FEATURES:
@@ -42,7 +42,7 @@ def coalition_values(model: Any, distribution: _Distribution, X: np.ndarray, con
     return (W * E).sum(axis=2)
 
 
-def exact_shapley(model: Any, distribution: _Distribution, X: np.ndarray, conditional: str) -> np.ndarray:
+def exact_shapley(model: Any, distribution: Distribution, X: np.ndarray, conditional: str) -> np.ndarray:
     """Exact Shapley values (n, d) of ``model`` at the rows of ``X``, observational or interventional.
 
     phi_i = sum_{S not containing i} |S|!(d-|S|-1)!/d! [v(S + i) - v(S)], all 2^d coalitions, with
@@ -59,7 +59,7 @@ def linear_interventional_shapley(weights: Any, X: np.ndarray, mean: Any) -> np.
     return np.asarray(weights, dtype=float) * (np.asarray(X, dtype=float) - np.asarray(mean, dtype=float))
 
 
-def monte_carlo_shapley(predict: Callable, distribution: _Distribution, X: np.ndarray, conditional: str,
+def monte_carlo_shapley(predict: Callable, distribution: Distribution, X: np.ndarray, conditional: str,
                         *, n_samples: int = MC_SAMPLES, seed: int = 0) -> np.ndarray:
     """Shapley values of any ``predict`` with v(S) estimated from ``n_samples`` draws of X_T given
     x_S (observational) or from the marginal (interventional).
@@ -68,7 +68,7 @@ def monte_carlo_shapley(predict: Callable, distribution: _Distribution, X: np.nd
     draws), so v(S + i) - v(S) has far less variance than with independent draws; the estimate is
     deterministic for a given ``seed``.  Cost: n * 2^d * n_samples model evaluations.
     """
-    _check_conditional(conditional)
+    check_conditional(conditional)
     X = np.asarray(X, dtype=float)
     masks, W = coalitions(distribution.d)
     values = np.empty((len(X), len(masks)))

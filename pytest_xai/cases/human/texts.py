@@ -60,7 +60,7 @@ def _vocabulary() -> tuple[str, ...]:
 VOCABULARY = _vocabulary()
 _INDEX = {w: i for i, w in enumerate(VOCABULARY)}
 BACKGROUND_IDS = np.array([_INDEX[w] for w in BACKGROUND_WORDS])  # in Zipf rank order
-_TOPIC_OF = np.array([0] + [1 if w in LEXICONS["sci.med"] else 2 if w in LEXICONS["sci.electronics"] else 0
+TOPIC_OF = np.array([0] + [1 if w in LEXICONS["sci.med"] else 2 if w in LEXICONS["sci.electronics"] else 0
                             for w in VOCABULARY[1:]])
 # 0 = <pad> or background word, 1 = sci.med lexicon, 2 = sci.electronics lexicon
 
@@ -95,12 +95,12 @@ def make_texts(n: int, *, seed: int, labels: Sequence[int] | None = None, n_anno
         ids = rng.choice(background, size=length, p=p)
         m = int(rng.integers(3, 9))
         spots = rng.choice(length, size=m + 1, replace=False)
-        own = np.flatnonzero(_TOPIC_OF == 1 + topics[i])
-        other = np.flatnonzero(_TOPIC_OF == 2 - topics[i])
+        own = np.flatnonzero(TOPIC_OF == 1 + topics[i])
+        other = np.flatnonzero(TOPIC_OF == 2 - topics[i])
         ids[spots[:m]] = rng.choice(own, size=m)
         if rng.random() < 0.3:
             ids[spots[m]] = rng.choice(other)
-        planted = _TOPIC_OF[ids] == 1 + topics[i]
+        planted = TOPIC_OF[ids] == 1 + topics[i]
         marks = rng.random((n_annotators, length)) < np.where(planted, p_hit, p_false)
         docs.append(SyntheticDoc(f"{TOPICS[topics[i]]}-{seed}-{i}", int(topics[i]),
                                  tuple(VOCABULARY[t] for t in ids), planted, marks.mean(axis=0)))
@@ -171,7 +171,7 @@ class LexiconOracle:
 
     def predict(self, ids) -> np.ndarray:
         c = counts(ids)
-        logits = self.beta * np.stack([c[:, _TOPIC_OF == 1].sum(1), c[:, _TOPIC_OF == 2].sum(1)], axis=1)
+        logits = self.beta * np.stack([c[:, TOPIC_OF == 1].sum(1), c[:, TOPIC_OF == 2].sum(1)], axis=1)
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 

@@ -17,16 +17,14 @@ trained on samples of ``F`` (a CPU recipe, see :func:`train_mlp`).  The check
 :func:`additive_correlation` is the paper's metric: per-sample Pearson correlation across pixels
 between the heatmap and the ground truth.
 
-One module of ~600 lines for one paper: the generator, its exact contributions, the torch twin of
-``F``, the training recipe of the paper's network and the check are each other's inputs and are
-only ever read together.
+The family's rooms: :mod:`.generator` (samples, local functions, exact contributions),
+:mod:`.models` (the torch twin of ``F``, the paper's network and its training recipe) and this
+module (the check and the two cases).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +33,44 @@ import numpy as np
 from pytest_xai import metrics, stats
 from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.case import Case, CaseInfo, Score
+from pytest_xai.cases.additive.generator import (
+    GRID_LATS,
+    GRID_LONS,
+    PAPER_D,
+    PAPER_K,
+    PAPER_L,
+    adjacent_to_zero,
+    exponential_covariance,
+    generate,
+    grid_cells,
+    local_functions,
+    relu_units,
+)
+from pytest_xai.cases.additive.models import (
+    MLP_EPOCHS,
+    MLP_HIDDEN,
+    oracle_module,
+    paper_mlp,
+    r_squared,
+    torch_predict,
+    train_mlp,
+)
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.extras import install_line
 from pytest_xai.registry import Family
 
+__all__ = [
+    "BUDGET", "FAMILY", "GRID_LATS", "GRID_LONS", "MAX_BACKGROUND", "MLP_D", "MLP_EPOCHS", "MLP_HIDDEN", "MLP_N",
+    "N_EXPLAINED", "ORACLE_N", "PAPER_D", "PAPER_K", "PAPER_L", "SHIPPED_MLP", "SOURCE", "TRUTHS",
+    "additive_correlation", "additive_mlp", "additive_oracle", "adjacent_to_zero", "build_mlp_case",
+    "build_oracle_case", "draw_worst",
+    "exponential_covariance", "generate", "grid_cells", "ground_truth", "local_functions", "oracle_module", "paper_mlp",
+    "per_sample_correlation", "r_squared", "relu_units", "torch_predict", "train_mlp",
+]
+
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
 FAMILY = Family("additive", source=SOURCE, smoke=("additive_correlation", "additive_mlp"))
-GRID_LATS = 89.5 - 10.0 * np.arange(18)  # 89.5, 79.5, ..., -80.5
-GRID_LONS = 0.5 + 10.0 * np.arange(36)  # 0.5, 10.5, ..., 350.5
-PAPER_D = 458  # ocean cells of the paper's grid; offline a seeded subset of the 648 cells
-PAPER_K = 5
-PAPER_L = 20.0  # correlation length, degrees of arc (about 2,200 km)
-MLP_HIDDEN = (512, 256, 128, 64, 32, 16)
-MLP_EPOCHS = 16
 MAX_BACKGROUND = 100
 #: Rows explained: the check's statistic is the mean per-row correlation, whose spread across rows
 #: is 0.06-0.11 (KernelSHAP, Integrated Gradients), so the mean of 20 rows is known to about +-0.02
@@ -59,300 +81,7 @@ N_EXPLAINED = 20
 BUDGET = 500_000
 
 
-# --------------------------------------------------------------------------------------------
-# Generation (Mamalakis et al. 2022; an offline covariance substitute for the SST data)
-
-
-def grid_cells(d: int = PAPER_D, *, seed: int = 0) -> np.ndarray:
-    """Indices (row-major, latitude slowest) of ``d`` cells of the 18 x 36 grid: all 648 or a seeded subset."""
-    n_cells = GRID_LATS.size * GRID_LONS.size
-    if not 1 <= d <= n_cells:
-        raise ValueError(f"d must be between 1 and {n_cells} (cells of the 10-degree grid), got {d}")
-    if d == n_cells:
-        return np.arange(n_cells)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
-    return np.sort(rng.choice(n_cells, size=d, replace=False))
-
-
-def exponential_covariance(cells: np.ndarray, length_scale: float = PAPER_L) -> np.ndarray:
-    """``Sigma_ij = exp(-D_ij / L)``, D the great-circle distance (degrees of arc) between cell centres.
-
-    Unit diagonal; ``length_scale <= 0`` gives the identity (no spatial dependence).
-    """
-    if length_scale <= 0:
-        return np.eye(len(cells))
-    lat = np.radians(GRID_LATS[cells // GRID_LONS.size])
-    lon = np.radians(GRID_LONS[cells % GRID_LONS.size])
-    dlat = lat[:, None] - lat[None, :]
-    dlon = lon[:, None] - lon[None, :]
-    h = np.sin(dlat / 2) ** 2 + np.cos(lat)[:, None] * np.cos(lat)[None, :] * np.sin(dlon / 2) ** 2
-    distance = np.degrees(2 * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0))))
-    return np.exp(-distance / length_scale)
-
-
-def _normal_cdf(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.asarray(np.frompyfunc(math.erf, 1, 1)(z / math.sqrt(2.0)), dtype=float))
-
-
-def _units(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``C_i(x) = sum_u weight[i,u] * relu(sign[i,u] * (x - offset[i,u]))``: one unit per break point,
-    pointing away from 0, plus a second unit at 0 for the left side.  Every unit is 0 at ``x = 0``.
-
-    ``breaks`` (d, K') sorted with exactly one 0 per row; ``slopes`` (d, K'+1), piece b between
-    breaks b-1 and b.  A unit at break b adds ``slopes[b+1] - slopes[b]`` to the slope beyond it.
-    """
-    d, _ = breaks.shape
-    rows = np.arange(d)
-    zero = np.argmax(breaks == 0.0, axis=1)
-    sign = np.where(breaks < 0, -1.0, 1.0)
-    weight = slopes[:, 1:] - slopes[:, :-1]
-    weight[rows, zero] = slopes[rows, zero + 1]  # relu(x) carries the slope right of 0
-    sign = np.concatenate([sign, -np.ones((d, 1))], axis=1)
-    offset = np.concatenate([breaks, np.zeros((d, 1))], axis=1)
-    weight = np.concatenate([weight, -slopes[rows, zero][:, None]], axis=1)  # relu(-x): left of 0
-    return sign, offset, weight
-
-
-def _pieces(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``C_i(x) = intercept[i,b] + slopes[i,b] * x`` on piece b: the intercepts, (d, K'+1), read off
-    the units of :func:`_units` at one point inside each piece."""
-    sign, offset, weight = _units(breaks, slopes)
-    inner = (breaks[:, :-1] + breaks[:, 1:]) / 2
-    points = np.concatenate([breaks[:, :1] - 1.0, inner, breaks[:, -1:] + 1.0], axis=1)
-    at = (np.maximum(sign[:, None, :] * (points[:, :, None] - offset[:, None, :]), 0.0) * weight[:, None, :]).sum(-1)
-    return at - slopes * points, slopes
-
-
-def local_functions(X: np.ndarray, breaks: np.ndarray, slopes: np.ndarray, *, chunk: int = 512,
-                    summed: bool = False) -> np.ndarray:
-    """``C_i(x_ni)`` for every sample and pixel, shape (n, d), float64; with ``summed``, each row's
-    sum over the pixels, (n,): the same numbers as ``local_functions(X).sum(axis=1)``, computed
-    without storing the (n, d) array.
-
-    Each x is placed on its piece (the number of breaks below it, counted one break at a time) and
-    the piece's line evaluated: a lookup, not a sum over units, because perturbation explainers
-    evaluate millions of rows.  Chunks of 512 rows stay in cache: on 458 pixels they were 1.4x
-    faster than 2,048, and summing each chunk at once made the oracle's predict 2x faster.
-    """
-    intercept, slope = _pieces(breaks, slopes)
-    d, pieces = slope.shape
-    first = np.arange(d, dtype=np.intp) * pieces
-    intercept, slope = intercept.ravel(), slope.ravel()
-    X = np.asarray(X, dtype=float)
-    out = np.empty(len(X) if summed else X.shape)
-    for start in range(0, len(X), chunk):
-        x = X[start:start + chunk]
-        piece = np.broadcast_to(first, x.shape).copy()
-        for column in breaks.T:
-            piece += x > column
-        part = slope.take(piece)
-        part *= x
-        part += intercept.take(piece)
-        out[start:start + chunk] = part.sum(axis=1) if summed else part
-    return out
-
-
-def adjacent_to_zero(X: np.ndarray, breaks: np.ndarray) -> np.ndarray:
-    """True where ``x_ni`` lies on a piece touching 0 (there Input x Gradient equals ``C_i(x_ni)``)."""
-    upper = np.where(breaks > 0, breaks, np.inf).min(axis=1)
-    lower = np.where(breaks < 0, breaks, -np.inf).max(axis=1)
-    return (X > lower) & (X < upper)
-
-
-def generate(
-    *, seed: int = 0, n_samples: int = 1000, d: int = PAPER_D, n_breaks: int = PAPER_K,
-    length_scale: float = PAPER_L,
-) -> dict[str, np.ndarray]:
-    """Samples, local functions and exact contributions of the benchmark (Mamalakis et al. 2022).
-
-    Returns ``X`` (N, d) ~ MVN(0, Sigma); ``breaks`` (d, max(K,1)) with 0 always one of them (K = 0:
-    a single linear piece, stored as a 0 break with equal slopes); ``slopes`` (d, max(K,1)+1);
-    ``contribution`` = ``C_i(x_ni) / d`` and ``y`` = its row sum (no noise, no centring);
-    ``cells`` (grid indices).  Slopes and the K-1 random break levels are drawn from
-    MVN(0, Sigma) itself (the reference code re-estimates Sigma from X first; either is allowed).
-    Levels Phi(z) are mapped to values by each pixel's inverse empirical CDF (linear interpolation).
-    The streams are independent, so changing N changes only X (and, through quantiles, the breaks).
-    """
-    if n_samples < 2:
-        raise ValueError(f"n_samples must be at least 2, got {n_samples}")
-    if n_breaks < 0:
-        raise ValueError(f"n_breaks (K) must be >= 0, got {n_breaks}")
-    cells = grid_cells(d, seed=seed)
-    sigma = exponential_covariance(cells, length_scale)
-    chol = np.linalg.cholesky(sigma + 1e-10 * np.eye(d))
-    s_inputs, s_slopes, s_breaks = np.random.SeedSequence([seed, 2]).spawn(3)
-
-    X = np.random.default_rng(s_inputs).standard_normal((n_samples, d)) @ chol.T
-    slopes = (np.random.default_rng(s_slopes).standard_normal((n_breaks + 1, d)) @ chol.T).T
-    if n_breaks == 0:
-        slopes = np.repeat(slopes, 2, axis=1)
-
-    ordered = np.sort(X, axis=0)
-    rng = np.random.default_rng(s_breaks)
-    while True:  # resample the measure-zero event of a repeated break point or one at 0
-        levels = _normal_cdf(rng.standard_normal((max(n_breaks - 1, 0), d)) @ chol.T).T
-        position = levels * (n_samples - 1)
-        low = np.minimum(np.floor(position).astype(int), n_samples - 2)
-        frac = position - low
-        cols = np.arange(d)[:, None]
-        random_breaks = ordered[low, cols] * (1 - frac) + ordered[low + 1, cols] * frac
-        breaks = np.sort(np.concatenate([random_breaks, np.zeros((d, 1))], axis=1), axis=1)
-        if np.all(np.diff(breaks, axis=1) > 0):
-            break
-    contribution = local_functions(X, breaks, slopes) / d
-    return {"X": X, "y": contribution.sum(axis=1), "contribution": contribution,
-            "breaks": breaks, "slopes": slopes, "cells": cells}
-
-
-# --------------------------------------------------------------------------------------------
-# Models: the analytic oracle and the paper's network
-
-
-def oracle_module(breaks: np.ndarray, slopes: np.ndarray):
-    """``F`` exactly, as ``Sequential(Linear(d, d*U), ReLU, Linear(d*U, 1, bias=False))`` (float32, eval).
-
-    Hidden unit (i, u) is ``relu(sign * (x_i - offset))`` (see :func:`_units`), so every method that
-    needs modules (DeepLift, LRP, guided backprop) runs on it; output shape (n, 1).  Because each
-    hidden unit reads one pixel and is 0 at x = 0, DeepLift (rescale, zero baseline) is exact on it
-    and LRP-z equals Input x Gradient.
-    """
-    import torch
-
-    sign, offset, weight = _units(breaks, slopes)
-    d, units = sign.shape
-    first = np.zeros((d * units, d))
-    first[np.arange(d * units), np.repeat(np.arange(d), units)] = sign.ravel()
-    hidden, output = torch.nn.Linear(d, d * units), torch.nn.Linear(d * units, 1, bias=False)
-    model = torch.nn.Sequential(hidden, torch.nn.ReLU(), output)
-    with torch.no_grad():
-        hidden.weight.copy_(torch.as_tensor(first))
-        hidden.bias.copy_(torch.as_tensor(-(sign * offset).ravel()))
-        output.weight.copy_(torch.as_tensor(weight.reshape(1, -1) / d))
-    return model.requires_grad_(False).eval()
-
-
-def paper_mlp(d: int, *, seed: int = 0):
-    """The paper's network: d -> 512 -> 256 -> 128 -> 64 -> 32 -> 16 (ReLU) -> 1 (no bias).
-
-    Initialisation as its Keras code: first kernel ~ N(0, (1/d)^2) with zero bias; the other
-    kernels and the hidden biases He-normal (Keras: normal truncated at 2 sd, sd sqrt(2 / fan_in),
-    a bias vector's fan_in being its length).  410,112 parameters for d = 458.
-    """
-    import torch
-
-    layers, width = [], d
-    for units in MLP_HIDDEN:
-        layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
-        width = units
-    layers.append(torch.nn.Linear(width, 1, bias=False))
-    model = torch.nn.Sequential(*layers)
-    generator = torch.Generator().manual_seed(seed)
-
-    def he_normal(tensor, fan_in):
-        std = math.sqrt(2.0 / fan_in) / 0.87962566103423978  # Keras' truncation correction
-        with torch.no_grad():
-            tensor.copy_(torch.randn(tensor.shape, generator=generator).clamp_(-2, 2) * std)
-
-    linear = [m for m in model if isinstance(m, torch.nn.Linear)]
-    with torch.no_grad():
-        linear[0].weight.copy_(torch.randn(linear[0].weight.shape, generator=generator) / d)
-        linear[0].bias.zero_()
-    for layer in linear[1:]:
-        he_normal(layer.weight, layer.in_features)
-        if layer.bias is not None:
-            he_normal(layer.bias, layer.out_features)
-    return model
-
-
-def r_squared(y: np.ndarray, prediction: np.ndarray) -> float:
-    """Coefficient of determination 1 - SSE / SST."""
-    y = np.asarray(y, dtype=float)
-    return float(1.0 - np.sum((y - prediction) ** 2) / np.sum((y - y.mean()) ** 2))
-
-
-def torch_predict(module):
-    """numpy (n, d) -> numpy (n,) float64 through ``module`` without gradients, one thread."""
-
-    def predict(X):
-        import torch
-
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with torch.no_grad():
-                out = module(torch.as_tensor(np.asarray(X, dtype=np.float32)))
-        finally:
-            torch.set_num_threads(previous)
-        return out.reshape(len(out)).double().numpy()
-
-    return predict
-
-
-def train_mlp(
-    model, X: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = MLP_EPOCHS, batch_size: int = 256,
-    lr: float = 1e-3, patience: int = 3, validation: float = 0.1, recipe: str = "cpu",
-) -> dict[str, Any]:
-    """Train ``model`` on (X, y) with MSE; returns the history (held-out R^2 per epoch, seconds).
-
-    ``recipe="cpu"`` (the default, a documented deviation from the paper): Adam (lr 1e-3, cosine
-    decay to lr/100 over ``epochs``), batch 256; the target is divided by its standard deviation
-    for training and the factor folded back into the bias-free output layer afterwards, so the
-    network predicts ``y`` itself.  ``recipe="paper"``: plain SGD without momentum at constant
-    ``lr`` on the raw target (the paper: lr 0.02, batch 32, 50 epochs; pass those).  Both shuffle
-    each epoch with a seeded generator on one torch thread, hold out the last ``validation``
-    fraction of the rows, keep the weights of the epoch with the best held-out R^2 and stop after
-    ``patience`` epochs without improvement.
-    """
-    if recipe not in ("cpu", "paper"):
-        raise ValueError(f"recipe must be 'cpu' or 'paper', got {recipe!r}")
-    import torch
-
-    start = time.perf_counter()
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        n_fit = round(len(X) * (1 - validation))
-        scale = float(np.std(y[:n_fit])) if recipe == "cpu" else 1.0
-        xs = torch.as_tensor(X, dtype=torch.float32)
-        ys = torch.as_tensor(y / scale, dtype=torch.float32)
-        x_fit, y_fit, x_val = xs[:n_fit], ys[:n_fit], xs[n_fit:]
-        steps = epochs * math.ceil(n_fit / batch_size)
-        optimiser: torch.optim.Optimizer
-        schedule: torch.optim.lr_scheduler.LRScheduler
-        if recipe == "cpu":
-            optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-            schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps, eta_min=lr / 100)
-        else:
-            optimiser = torch.optim.SGD(model.parameters(), lr=lr)
-            schedule = torch.optim.lr_scheduler.ConstantLR(optimiser, factor=1.0, total_iters=0)
-        generator = torch.Generator().manual_seed(seed)
-        best, best_state, history = -math.inf, None, []
-        for _ in range(epochs):
-            model.train()
-            for batch in torch.randperm(n_fit, generator=generator).split(batch_size):
-                optimiser.zero_grad()
-                loss = torch.mean((model(x_fit[batch]).squeeze(1) - y_fit[batch]) ** 2)
-                loss.backward()
-                optimiser.step()
-                schedule.step()
-            model.eval()
-            with torch.no_grad():
-                r2 = r_squared(y[n_fit:] / scale, model(x_val).squeeze(1).double().numpy())
-            history.append(r2)
-            if r2 > best:
-                best, best_state = r2, {k: v.clone() for k, v in model.state_dict().items()}
-            elif len(history) - 1 - int(np.argmax(history)) >= patience:
-                break
-        model.load_state_dict(best_state)
-        with torch.no_grad():
-            model[-1].weight.mul_(scale)
-    finally:
-        torch.set_num_threads(previous)
-    return {"validation_r2": history, "seconds": time.perf_counter() - start}
-
-
-# --------------------------------------------------------------------------------------------
-# Metric and check
+# ------------------------------------------------------------------------------ metric and check
 
 TRUTHS = ("contribution", "contribution_centred", "contribution_positive", "contribution_absolute")
 
@@ -372,7 +101,7 @@ def per_sample_correlation(heatmaps: np.ndarray, truth: np.ndarray, *, method: s
         a, b = stats.average_ranks(a), stats.average_ranks(b)
     elif method != "pearson":
         raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
-    return metrics._correlation_result(f"{method} r", a, b, "heatmap", "ground truth", {"method": method})
+    return metrics.correlation_result(f"{method} r", a, b, "heatmap", "ground truth", {"method": method})
 
 
 def ground_truth(case: Case, truth: str = "contribution") -> tuple[np.ndarray, np.ndarray]:
@@ -452,8 +181,7 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
                  threshold=float(min_mean_r), detail=detail, params=params, worst=worst_info)
 
 
-# --------------------------------------------------------------------------------------------
-# Cases
+# ------------------------------------------------------------------------------------------ cases
 
 ORACLE_N = 1000  # 900 train / 100 test rows: the 100 test rows are explained
 MLP_D = 32  # the paper's d = 458 needs ~10^6 samples to reach R^2 0.99 (see build_mlp_case)
@@ -542,7 +270,7 @@ def build_oracle_case(
     return case
 
 
-SHIPPED_MLP = Path(__file__).resolve().parents[1] / "data" / "additive_mlp.json"
+SHIPPED_MLP = Path(__file__).resolve().parents[2] / "data" / "additive_mlp.json"
 
 
 def _load_shipped(model, params: dict) -> bool:
