@@ -35,6 +35,8 @@ FAMILIES = (
     "pytest_xai.cases.interactions",
     "pytest_xai.cases.fooling",
     "pytest_xai.cases.chess",
+    "pytest_xai.cases.transformer",
+    "pytest_xai.cases.timeseries",
     "pytest_xai.cases.generic",
 )
 #: Entry-point group of third-party families: ``[project.entry-points."pytest_xai.families"]``.

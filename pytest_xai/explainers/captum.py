@@ -21,6 +21,12 @@ for PyTorch", arXiv 2009.07896):
 - ``torch.set_num_threads(1)`` is in force during each call and the previous value restored after.
 - Captum's exceptions are not caught: e.g. DeepLift on a module that reuses an ``nn.ReLU`` or calls
   a functional non-linearity raises captum's own error.
+- A model over token ids (one that exposes ``get_input_embeddings()``, as Hugging Face models do)
+  gets its inputs as a LongTensor of ids: ``integrated_gradients`` runs captum's
+  ``LayerIntegratedGradients`` on that embedding layer and sums over the embedding dimension (one
+  value per token); the perturbation methods (occlusion, ablation, permutation, the samplers) replace
+  ids by the baseline's ids (the padding); methods that need gradients with respect to the inputs
+  themselves are not applicable (ids have none).
 """
 
 from __future__ import annotations
@@ -41,8 +47,11 @@ if TYPE_CHECKING:  # torch is imported lazily, inside the calls; the annotations
 SMOOTHGRAD_NOISE = 0.15  # fraction of the input range; Smilkov et al. 2017 suggest 10-20 %
 
 
-def _torch_model(method: str, model: Any):
-    """The torch module itself, or NotApplicable naming what the case's model is instead."""
+def _torch_model(method: str, model: Any, *, tokens: bool = False):
+    """The torch module itself, or NotApplicable naming what the case's model is instead.
+
+    A model over token ids (:func:`_token_embeddings`) is not applicable unless the method can take
+    ids (``tokens=True``: the perturbation methods, Integrated Gradients on the embedding layer)."""
     try:
         import torch
     except ImportError:  # pragma: no cover - the torch extra is not installed
@@ -52,7 +61,16 @@ def _torch_model(method: str, model: Any):
         raise NotApplicable(
             f"{method} needs a torch.nn.Module; this case's model is {kind.__module__}.{kind.__qualname__}"
         )
+    if not tokens and _token_embeddings(model) is not None:
+        raise NotApplicable(f"{method} differentiates with respect to the inputs, but this model takes token ids "
+                            f"(it has get_input_embeddings()); integrated_gradients explains it on its embedding layer")
     return model
+
+
+def _token_embeddings(model: Any):
+    """The embedding layer of a model over token ids (Hugging Face's ``get_input_embeddings()``), or None."""
+    get = getattr(model, "get_input_embeddings", None)
+    return get() if callable(get) else None
 
 
 @contextlib.contextmanager
@@ -95,6 +113,11 @@ def _tensor(model, inputs: Any, *, grad: bool = False):
     array = np.asarray(inputs, dtype=np.float32)
     if array.ndim < 2:
         raise ValueError(f"inputs must have shape (n, *features), got shape {array.shape}")
+    if _token_embeddings(model) is not None:  # token ids: whole numbers, as a LongTensor
+        ids = np.rint(np.asarray(inputs, dtype=float))
+        if not np.array_equal(ids, inputs):
+            raise ValueError("this model takes token ids, but the inputs are not whole numbers")
+        return torch.as_tensor(ids, device=device, dtype=torch.long)
     return torch.as_tensor(array, device=device).to(dtype).requires_grad_(grad)
 
 
@@ -184,18 +207,22 @@ def integrated_gradients(
     """Integrated Gradients (Sundararajan et al. 2017) from the case's baseline (zeros if none).
 
     ``n_steps`` quadrature points (captum's Gauss-Legendre rule by default); for piecewise-linear
-    models the quadrature error shrinks like 1/n_steps per crossed kink.
+    models the quadrature error shrinks like 1/n_steps per crossed kink.  On a model over token ids
+    (``get_input_embeddings()``): captum's ``LayerIntegratedGradients`` on the embedding layer, from
+    the baseline's ids (the padding) to the input's, summed over the embedding dimension.
     """
-    from captum.attr import IntegratedGradients
+    from captum.attr import IntegratedGradients, LayerIntegratedGradients
 
-    module = _torch_model("integrated_gradients", model)
+    module = _torch_model("integrated_gradients", model, tokens=True)
+    embeddings = _token_embeddings(module)
     with _one_thread():
-        x = _tensor(module, inputs, grad=True)
-        out = IntegratedGradients(module).attribute(
+        x = _tensor(module, inputs, grad=embeddings is None)
+        explainer = IntegratedGradients(module) if embeddings is None else LayerIntegratedGradients(module, embeddings)
+        out = explainer.attribute(
             x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps, method=method,
             internal_batch_size=internal_batch_size,
         )
-        return _numpy(out, inputs)
+        return _numpy(out if embeddings is None else out.sum(dim=-1), inputs)
 
 
 def smoothgrad(
@@ -288,7 +315,7 @@ def occlusion(
     """
     from captum.attr import Occlusion
 
-    module = _torch_model("occlusion", model)
+    module = _torch_model("occlusion", model, tokens=True)
     with _one_thread():
         x = _tensor(module, inputs)
         shape = tuple(window) if window is not None else (1,) * (x.dim() - 1)
@@ -305,7 +332,7 @@ def feature_ablation(
     """Feature ablation: each input element replaced by the baseline alone; captum ``FeatureAblation``."""
     from captum.attr import FeatureAblation
 
-    module = _torch_model("feature_ablation", model)
+    module = _torch_model("feature_ablation", model, tokens=True)
     with _one_thread():
         x = _tensor(module, inputs)
         out = FeatureAblation(module).attribute(
@@ -324,7 +351,7 @@ def feature_permutation(
     """
     from captum.attr import FeaturePermutation
 
-    module = _torch_model("feature_permutation", model)
+    module = _torch_model("feature_permutation", model, tokens=True)
     with _one_thread(seed):
         x = _tensor(module, inputs)
         out = FeaturePermutation(module).attribute(
@@ -346,7 +373,7 @@ def shapley_value_sampling(
     """
     from captum.attr import ShapleyValueSampling
 
-    module = _torch_model("shapley_value_sampling", model)
+    module = _torch_model("shapley_value_sampling", model, tokens=True)
     with _one_thread(seed):
         x = _tensor(module, inputs)
         mask = _feature_mask(x, groups)
@@ -383,7 +410,7 @@ def captum_kernel_shap(
     """
     from captum.attr import KernelShap
 
-    module = _torch_model("captum_kernel_shap", model)
+    module = _torch_model("captum_kernel_shap", model, tokens=True)
     with _one_thread(seed):
         x = _tensor(module, inputs)
         g = int(_feature_mask(x, groups).max()) + 1
@@ -408,7 +435,7 @@ def captum_lime(
     """
     from captum.attr import Lime
 
-    module = _torch_model("captum_lime", model)
+    module = _torch_model("captum_lime", model, tokens=True)
     with _one_thread(seed):
         x = _tensor(module, inputs)
         g = int(_feature_mask(x, groups).max()) + 1

@@ -32,6 +32,8 @@ SMOKE = (
     ("human_precision", "human_shapes_oracle"),  # human
     ("ngt", "chess_oracle_check"),              # chess
     ("gt_shapley", "gaussian_linear_rho50"),    # gaussian
+    ("token_mask_precision", "transformer_lexicon"),  # transformer
+    ("window_precision", "timeseries_shape"),   # timeseries
 )
 
 
