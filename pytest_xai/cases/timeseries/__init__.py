@@ -215,51 +215,50 @@ def window_precision(attributions, case: Case, *, min_precision: float) -> Score
 
 
 _OFF_WINDOW = {
-    **{k: v for k, v in _ORDER.items() if k not in ("row_offset", "noisy_100")},
-    "noisy_10": "noise at 10 % of the mask's RMS puts a mean |a| outside of 0.03-0.05 of the window's",
-    "noisy_30": "noise at 30 % of the RMS of a sparse mask puts 0.07-0.12 of the window's mean |a| outside, "
-                "around the floor",
+    **{k: v for k, v in _ORDER.items() if k not in ("row_offset", "noisy_30", "noisy_100")},
+    "noisy_10": "noise at 10 % of the RMS of a sparse mask puts 0.17-0.27 of the credit outside, below the floor",
+    "noisy_30": "noise at 30 % of the RMS of a sparse mask puts 0.37-0.53 of the credit outside, around the floor",
     "one_row_in_ten": "the check is about credit outside the window only: a correct map on one row in ten and "
                       "rows explained as nothing (left out) credit nothing outside; window_precision rejects it",
 }
 
 
-@check(marker="xai_timeseries", thresholds={"max_ratio": 0.1}, passes_by_construction=_OFF_WINDOW,
+@check(marker="xai_timeseries", thresholds={"max_share": 0.4}, passes_by_construction=_OFF_WINDOW,
        reference=truth_reference("window"))
-def off_window_credit(attributions, case: Case, *, max_ratio: float) -> Score:
-    """Time steps outside every window get no more credit than a floor: per row, mean |a| outside
-    over mean |a| inside the window, mean over rows <= max_ratio.
+def off_window_credit(attributions, case: Case, *, max_share: float) -> Score:
+    """Time steps outside every window get no more credit than a floor: per row, the share of sum |a|
+    that lies outside the window, mean over rows <= max_share.
 
     The class depends only on the planted pattern, so what lies outside (the waves, the noise, the
-    other channels) deserves no credit; a ratio of densities is free of the window's size and of
-    the map's scale.  A row with no credit inside its window scores 1 when it credits something
-    outside; rows explained as nothing are left out (and counted; all of them: a failure).  Values
-    within 1e-6 of the map's largest |a| are float noise.  Default 0.1: IG and occlusion on the
-    matched filters score 0 to 0.02 (the competing channels' maxima), on the CNN 0.03-0.06; a
-    per-row offset of 0.5-1.5 times the mask's RMS 0.15-0.4, noise at the mask's RMS 0.3, the input
-    itself 1.  Passed by construction (declared): sign and scale changes, exchanging the two time
-    steps most often in a window, noise at 10-30 % of a sparse mask's RMS, and a correct map on one
-    row in ten.
+    other channels) deserves no credit.  Rows explained as nothing are left out (and counted; all of
+    them: a failure); values within 1e-6 of the map's largest |a| are float noise.  Default 0.4,
+    from controls over seeds 0-2 and the suite's seed, shape / channel / cnn: Integrated Gradients
+    0 / 0 / 0.14, occlusion over 4-step groups 0.20 (the groups that straddle the window's edges) /
+    0.003 / 0.001, KernelSHAP 0.66 / 0.06 / 0.26; the zoo members that must fail at least 0.63 (a
+    per-row offset, noise at the mask's RMS, another row's window, the input itself), and the right
+    time steps credited on every channel (the conflation of time and feature of Ismail et al. 2020)
+    0.67.  Passed by construction (declared): sign and scale changes, exchanging the two time steps
+    most often in a window, noise at 10-30 % of a sparse mask's RMS, and a correct map on one row
+    in ten.
     """
     A = np.abs(_denoised(attributions))
     window = np.asarray(case.truth["window"], dtype=bool)
     n = len(A)
     flat, inside = A.reshape(n, -1), window.reshape(n, -1)
-    mean_in = np.where(inside, flat, 0.0).sum(axis=1) / inside.sum(axis=1)
-    mean_out = np.where(inside, 0.0, flat).sum(axis=1) / (~inside).sum(axis=1)
-    silent = (mean_in == 0) & (mean_out == 0)
-    params = {"max_ratio": max_ratio}
+    total = flat.sum(axis=1)
+    silent = total == 0
+    params = {"max_share": max_share}
     if silent.all():
-        return Score("off_window_credit", 0.0, False, max_ratio,
+        return Score("off_window_credit", 0.0, False, max_share,
                      f"the explanation explains nothing: all {n} rows are zero", params)
-    ratio = np.minimum(1.0, np.divide(mean_out, mean_in, out=np.ones(n), where=mean_in > 0))[~silent]
-    value = float(ratio.mean())
-    row = int(np.flatnonzero(~silent)[ratio.argmax()])
-    detail = (f"mean |a| outside the window is {value:.3g} of the mean inside, averaged over rows (need <= "
-              f"{max_ratio:g}); worst row {row}: {ratio.max():.3g}"
+    share = (np.where(inside, 0.0, flat).sum(axis=1) / np.where(silent, 1.0, total))[~silent]
+    value = float(share.mean())
+    row = int(np.flatnonzero(~silent)[share.argmax()])
+    detail = (f"mean share of |a| outside the window {value:.3g} (need <= {max_share:g}; the window holds "
+              f"{inside.mean():.3f} of the steps); worst row {row}: {share.max():.3g}"
               + (f"; {int(silent.sum())} rows explained as nothing left out" if silent.any() else ""))
-    return Score("off_window_credit", 1.0 - value, bool(value <= max_ratio), max_ratio, detail, params,
-                 {"row": row, "ratio": float(ratio.max())})
+    return Score("off_window_credit", 1.0 - value, bool(value <= max_share), max_share, detail, params,
+                 {"row": row, "share": float(share.max())})
 
 
 #: Random deletions per row, the floor of :func:`deletion_drop`.

@@ -24,8 +24,8 @@ predicted class:
   word ("good", "great") occurs and no negator ("not", "never") does; the truth is the positions of
   those words.
 
-The decisive words have the smallest ids (1-10), so a map read off the input (the ids themselves)
-ranks them last.  Checks: :func:`token_mask_precision`, :func:`padding_credit`, :func:`token_values`.
+The decisive words have small ids (1-10), most other words larger ones (11-23), so a map read off
+the input (the ids themselves) ranks them low.  Checks: :func:`token_mask_precision`, :func:`padding_credit`, :func:`token_values`.
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def token_mask_precision(attributions, case: Case, *, min_precision: float) -> S
     selected, the padding ranked like any position).  Mean over rows.  Controls (seed 0) on
     lexicon / position / negation: the truth scores 1; Integrated Gradients from the padding and
     occlusion with it are exact on the units; a constant map scores the mask's share, 0.2 / 0.1 /
-    0.3; the ids themselves 0.0 / 0.0 / 0.1 (the decisive words have the smallest ids).
+    0.3; the ids themselves 0.0 / 0.0 / 0.1 (the decisive words have small ids).
     Passed by construction (declared): sign and scale changes of a correct map, another row's map
     where the decisive position is the same in every row, and noise below the RMS of the sparse map.
     """
@@ -263,13 +263,13 @@ def token_mask_precision(attributions, case: Case, *, min_precision: float) -> S
         return Score("token_mask_precision", 0.0, False, min_precision, "no row has a decisive token", params)
     row = int(np.nanargmin(result.values))
     words = case.meta.get("words")
-    top = np.argsort(-np.abs(A[row]), kind="stable")[:int(mask[row].sum())]
+    top = [int(t) for t in np.argsort(-np.abs(A[row]), kind="stable")[:int(mask[row].sum())] if A[row, t] != 0]
     detail = (f"mean precision {value:.3f} of the top-|a| tokens at the size of each row's decisive set "
               f"(need >= {min_precision:g}; the mask's share, what a constant map scores, is "
               f"{mask.sum() / mask.size:.3f}); worst row {row} ({result.values[row]:.2f}): ranked first "
-              f"{[int(t) for t in top]}, decisive {np.flatnonzero(mask[row]).tolist()}")
+              f"{top or 'nothing (all zero)'}, decisive {np.flatnonzero(mask[row]).tolist()}")
     return Score("token_mask_precision", float(value), bool(value >= min_precision), min_precision, detail, params,
-                 {"row": row, "precision": float(result.values[row]), "ranked_first": top.tolist(),
+                 {"row": row, "precision": float(result.values[row]), "ranked_first": top,
                   "decisive": np.flatnonzero(mask[row]).tolist(),
                   "words": words[row] if words is not None else None})
 
@@ -279,8 +279,8 @@ _PADDING_BY_CONSTRUCTION = {
     "scaled_negative": "the padding's correct attribution is 0 in every row; scaling keeps it 0",
     "abs_of_exact": "the padding's correct attribution is 0 in every row; |.| keeps it 0",
     "input_itself": "token ids are labels: the padding's id is 0, so the ids themselves are 0 on the padding, as "
-                    "every padding-baseline method is; token_mask_precision rejects the ids (decisive words have "
-                    "the smallest ones)",
+                    "every padding-baseline method is; token_mask_precision rejects the ids (the decisive words' "
+                    "are small)",
     "input_minus_mean": "the background is the all-padding row (id 0), so the input minus its mean is the ids "
                         "themselves: 0 on the padding; token_mask_precision rejects it",
     "swapped": "the two most important positions of a correct map are early ones, a word in every row (rows "
