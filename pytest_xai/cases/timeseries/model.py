@@ -45,7 +45,7 @@ def matched_filter(templates: np.ndarray, threshold: float, head_weight: np.ndar
 
     Only the time steps under the template at the best-matching place of a channel that exceeds
     the threshold move the output: the receptive field of that maximum is the planted window, and
-    the channels below the threshold (the waves respond at most 0.45, the pattern 2) get exactly 0."""
+    the channels below the threshold (the waves alone respond up to about 0.5, the pattern 2) get exactly 0."""
     channels, width = templates.shape
     model = nn.Sequential(nn.Conv1d(channels, channels, width, groups=channels), nn.AdaptiveMaxPool1d(1),
                           nn.Flatten(), nn.ReLU(), nn.Linear(channels, len(head_bias)), nn.Softmax(dim=1))
