@@ -68,13 +68,13 @@ def test_the_matched_filters_ignore_the_waves_alone():
 
 
 def test_deleting_single_steps_carves_patterns_into_the_waves():
-    """Why the cases declare 4-step groups: with the window set to 0, hiding random single steps of
-    the waves makes the shape detector fire about half the time (the zero game's artefact)."""
+    """Why the cases declare 4-step groups: with the window set to 0, hiding half of the other steps
+    at random makes the shape detector fire on most rows (the zero game's artefact)."""
     case = cases.get("timeseries_shape")
     hidden = np.where(case.truth["window"], 0.0, case.inputs)
     carved = np.where(np.random.default_rng(0).random(hidden.shape) < 0.5, 0.0, hidden)
     assert case.predict(hidden)[:, 1].mean() < 0.05
-    assert case.predict(carved)[:, 1].mean() > 0.2
+    assert case.predict(carved)[:, 1].mean() > 0.5
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -25,7 +25,8 @@ predicted class:
   those words.
 
 The decisive words have small ids (1-10), most other words larger ones (11-23), so a map read off
-the input (the ids themselves) ranks them low.  Checks: :func:`token_mask_precision`, :func:`padding_credit`, :func:`token_values`.
+the input (the ids themselves) ranks them low.  Checks: :func:`token_mask_precision`,
+:func:`padding_credit`, :func:`token_values`.
 """
 
 from __future__ import annotations
@@ -222,7 +223,8 @@ def _reference(case: Case, params: Any) -> np.ndarray:
     return np.asarray(truth, dtype=float)
 
 
-_MAGNITUDE = "the check reads |a| only (which tokens rank first), so the sign and the scale of a correct map cannot matter"
+_MAGNITUDE = ("the check reads |a| only (which tokens rank first), so the sign and the scale of a correct map "
+              "cannot matter")
 _PRECISION_BY_CONSTRUCTION = {
     "sign_flipped": _MAGNITUDE,
     "scaled_negative": _MAGNITUDE,
