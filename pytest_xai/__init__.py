@@ -4,7 +4,8 @@ Only light names live here, so that ``import pytest_xai`` (and the pytest plugin
 numpy, torch and friends.  Everything heavy is imported by the modules that need it.
 
 Your own model and data (README "Test your explainer on your model"): :func:`make_case` builds a
-case, :func:`register_case` adds a case builder to the suite, :func:`register_check` a check.
+case, :func:`register_case` adds a case builder to the suite, :func:`register_check` a check, and
+:class:`Family` declares a family of cases (a package's, shipped through entry points).
 
 PYTEST_DONT_REWRITE: under ``pytest -n N`` the xdist workers are forks of a process that imported
 this package (``docs/design.md``, "Isolation"), so pytest could not rewrite its asserts there and
@@ -12,9 +13,8 @@ would warn in every worker; it has none to rewrite.
 """
 
 from pytest_xai.case import Case, CaseInfo, Score
-from pytest_xai.cases import register as register_case
-from pytest_xai.checks import check as register_check
 from pytest_xai.errors import NotApplicable
+from pytest_xai.registry import Family, register_case, register_check
 
 __version__ = "0.1.0"
 
@@ -26,5 +26,5 @@ def make_case(inputs, **kwargs) -> Case:
     return make(inputs, **kwargs)
 
 
-__all__ = ["Case", "CaseInfo", "NotApplicable", "Score", "__version__", "make_case", "register_case",
+__all__ = ["Case", "CaseInfo", "Family", "NotApplicable", "Score", "__version__", "make_case", "register_case",
            "register_check"]

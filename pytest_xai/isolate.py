@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_xai import wire
-from pytest_xai.cases import FAMILIES
+from pytest_xai.cases import MODULES as FAMILY_MODULES
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
 from pytest_xai.watch import process_state as _process_state
@@ -92,7 +92,7 @@ class _Phase:
 #: what the cases' models and their builders need, and the case families (every process that
 #: loads a case imports them all: 0.2-0.3 s each time).
 PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
-           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", *FAMILIES,
+           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", *FAMILY_MODULES,
            "pytest_xai.contract", "pytest_xai.explainers.baselines")
 #: Explainer libraries: imported before the first explainer process is forked when the run's
 #: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after

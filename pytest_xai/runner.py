@@ -352,7 +352,7 @@ def _modules_of(case: Case) -> list[list[str | None]]:
     from pytest_xai import cases
 
     name = getattr(case.info.build, "__module__", None)
-    if not name or name in cases.FAMILIES:
+    if not name or name in cases.MODULES:
         return []
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 

@@ -312,7 +312,7 @@ def test_corpus_is_seeded_and_balanced():
 
 
 def test_quartile_rule_is_kept_for_comparison():
-    assert [checks.quartile_score(r, 100) for r in (0, 24, 50, 76)] == [1.0, 1.0, 0.5, 0.0]
+    assert [stress.quartile_score(r, 100) for r in (0, 24, 50, 76)] == [1.0, 1.0, 0.5, 0.0]
 
 
 # ---------------------------------------------------------------- interaction detection (2.12)
@@ -355,7 +355,7 @@ def test_interactions_are_canonicalised_to_unordered_pairs():
         result = score("interaction_detection", replace(full, interactions=variant), case)
         assert result.value == pytest.approx(1.0)
     with pytest.raises(ValueError, match="interactions of shape"):
-        checks.interaction_strengths(np.zeros((3, 3)), 40)
+        interactions.interaction_strengths(np.zeros((3, 3)), 40)
 
 
 def test_false_interaction_on_the_additive_function_fails():
@@ -371,8 +371,8 @@ def test_roc_auc_matches_scikit_learn_with_ties():
 
     rng = np.random.default_rng(0)
     scores, labels = rng.integers(0, 4, 200).astype(float), rng.random(200) < 0.3
-    assert checks.roc_auc(scores, labels) == pytest.approx(roc_auc_score(labels, scores))
-    assert np.isnan(checks.roc_auc(scores, np.zeros(200, dtype=bool)))
+    assert interactions.roc_auc(scores, labels) == pytest.approx(roc_auc_score(labels, scores))
+    assert np.isnan(interactions.roc_auc(scores, np.zeros(200, dtype=bool)))
 
 
 def test_plugin_runs_the_interaction_suite_and_skips_explainers_without_interactions(pytester):

@@ -197,7 +197,7 @@ def test_builders_always_receive_a_cache(tmp_path):
         assert len(builds) == 3 and seen == [1, 2]
         assert list(tmp_path.glob("cache_probe-*.npz"))
     finally:
-        cases._REGISTRY.pop("cache_probe")
+        cases.CASES.pop("cache_probe")
 
 
 def test_an_entry_copied_over_another_keys_file_is_rebuilt(tmp_path):

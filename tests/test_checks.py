@@ -108,6 +108,22 @@ def test_symmetric_effect_fails_the_model_output_copied_to_every_feature(name):
     assert score("symmetric_effect", _zoo("input_minus_mean", case), case).passed  # interventional Shapley here
 
 
+def test_switch_pairs_finds_no_pair_on_a_constant_feature():
+    """The one pair finder of the tabular checks, guarded: a feature at its max everywhere is also at
+    its min, so without the guard every row paired with itself (and with each row sharing the rest)
+    and ``symmetric_effect`` scored an effect of 0 instead of saying the case cannot be scored."""
+    from pytest_xai.cases.tabular import switch_pairs
+
+    X = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
+    hi, lo = switch_pairs(X, 0)
+    assert (hi.tolist(), lo.tolist()) == ([1, 1], [0, 2])
+    assert [a.size for a in switch_pairs(X, 1)] == [0, 0]
+    case = cases.get("x0_plus_x1_uniform_stat_dep")
+    constant = replace(case, inputs=np.column_stack([case.inputs[:, 0], np.ones(len(case.inputs))]))
+    with pytest.raises(ValueError, match="no two explained rows differ only in feature 1"):
+        score("symmetric_effect", case.truth["shapley"], constant)
+
+
 @pytest.mark.parametrize("member", ["constant", "sign_flipped", "scaled_negative", "abs_of_exact", "swapped"])
 def test_symmetry_fails_maps_that_do_not_move_with_the_output(member):
     """All of these are symmetric, and all passed: none moves with the output when a feature is switched on."""

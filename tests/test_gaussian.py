@@ -292,7 +292,7 @@ def test_trained_cases_fit_well_and_satisfy_efficiency(name):
 CHECK_CASES = ["gaussian_linear_rho0", "gaussian_linear_rho99", "gaussian_nonlinear_additive_rho50",
                "gaussian_piecewise_constant_rho50", "gaussian_piecewise_linear_rho50", "gaussian_mixture_linear",
                "multinomial_linear", "gaussian_piecewise_constant_tree_rho50", "gaussian_nonlinear_additive_mlp_rho50"]
-CHECKS = {"gt_shapley": g.gt_shapley, "faithfulness": g.faithfulness, "monotonicity": g.monotonicity,
+GAUSSIAN_CHECKS = {"gt_shapley": g.gt_shapley, "faithfulness": g.faithfulness, "monotonicity": g.monotonicity,
           "infidelity": g.infidelity}
 
 
@@ -300,10 +300,10 @@ def _run(check_name, attributions, case):
     from pytest_xai.checks import CHECKS as REGISTRY
 
     kwargs = {**REGISTRY[check_name].thresholds, **case.info.checks[check_name]}
-    return CHECKS[check_name](attributions, case, **kwargs)
+    return GAUSSIAN_CHECKS[check_name](attributions, case, **kwargs)
 
 
-@pytest.mark.parametrize("check_name", CHECKS)
+@pytest.mark.parametrize("check_name", GAUSSIAN_CHECKS)
 @pytest.mark.parametrize("name", CHECK_CASES)
 def test_check_passes_exact_shapley_and_fails_random_noise(check_name, name):
     case = cases.get(name)
@@ -315,7 +315,7 @@ def test_check_passes_exact_shapley_and_fails_random_noise(check_name, name):
     assert bad.worst is not None and "row" in bad.worst
 
 
-@pytest.mark.parametrize("check_name", CHECKS)
+@pytest.mark.parametrize("check_name", GAUSSIAN_CHECKS)
 def test_check_passes_the_exact_linear_shap_explainer(check_name):
     case = cases.get("gaussian_linear_rho50")
     score = _run(check_name, exact_linear_shap(case.inputs, case.model, case.baseline), case)
@@ -423,6 +423,6 @@ def test_truth_relative_checks_pass_exact_values_against_the_background():
 
     case = cases.get("gaussian_linear_rho99")
     phi = exact_shapley(case.inputs, case.predict, case.background, case.target)
-    for check_name in CHECKS:
+    for check_name in GAUSSIAN_CHECKS:
         score = _run(check_name, phi, case)
         assert score.passed, score.detail

@@ -143,4 +143,4 @@ def test_the_disk_cache_stores_it_and_a_changed_model_recomputes(tmp_path, monke
         other = reference.for_case(cases.get("ref_cached", seed=1, cache=cache))  # another model
         assert len(calls) == 2 and not np.allclose(other.values, one.values)
     finally:
-        cases._REGISTRY.pop("ref_cached", None)
+        cases.CASES.pop("ref_cached", None)

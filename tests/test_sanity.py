@@ -22,7 +22,7 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def case(cache_dir):
-    info = cases._REGISTRY["sanity_digits_mlp"]
+    info = cases.CASES["sanity_digits_mlp"]
     return info.build(info, seed=0, cache=Cache(cache_dir))
 
 
@@ -104,7 +104,7 @@ def test_cascade_randomises_top_down_and_cumulatively(case):
 
 def test_models_come_back_identical_from_the_cache(case, cache_dir):
     assert len(list(cache_dir.glob("*.pt"))) == 2
-    info = cases._REGISTRY["sanity_digits_mlp"]
+    info = cases.CASES["sanity_digits_mlp"]
     again = info.build(info, seed=0, cache=Cache(cache_dir))
     for p, q in zip(case.model.parameters(), again.model.parameters()):
         assert torch.equal(p, q)

@@ -23,7 +23,7 @@ UNITS = [
 
 
 def build(name, seed=0):
-    info = cases._REGISTRY[name]
+    info = cases.CASES[name]
     return info.build(info, seed=seed, cache=Cache(None))
 
 
@@ -95,7 +95,7 @@ def score(case, check_name, attributions):
 
 def test_units_are_registered_with_their_checks():
     for name in UNITS:
-        info = cases._REGISTRY[name]
+        info = cases.CASES[name]
         assert info.family == "units" and "Lee et al. 2025" in info.source
     for name in ("units_mse", "units_shapley_mse", "units_common_mse", "units_sensitivity"):
         assert CHECKS[name].marker == "xai_units"
@@ -229,7 +229,7 @@ PASS_FAIL = [
     ("units_shattered_gradients", "units_sensitivity", "deeplift", False),
     ("units_shattered_gradients", "units_sensitivity", "ixg", False),
     ("units_shattered_gradients", "units_sensitivity", "grad", False),
-] + [(name, check, "random", False) for name in UNITS for check in cases._REGISTRY[name].checks]
+] + [(name, check, "random", False) for name in UNITS for check in cases.CASES[name].checks]
 
 
 @pytest.mark.parametrize("name,check_name,explainer,passes", PASS_FAIL,

@@ -147,7 +147,7 @@ def registered():
     before = set(cases.names())
     yield subjects()
     for name in set(cases.names()) - before:
-        cases._REGISTRY.pop(name, None)
+        cases.CASES.pop(name, None)
 
 
 @pytest.mark.slow

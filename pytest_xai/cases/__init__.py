@@ -1,115 +1,51 @@
 """The catalogue of cases, one module per family.
 
-A family module declares its cases with :func:`register` (public as ``pytest_xai.register_case``);
+A family module declares its family and registers its cases (:class:`pytest_xai.registry.Family`,
+whose ``case`` is :func:`register`, public as ``pytest_xai.register_case``, with the family's name);
 building is lazy and seeded::
 
     from pytest_xai import cases
     case = cases.get("cough_and_fever")          # built once, memoised
     cases.names()                                # every registered case
 
-Cases come from the built-in families (:data:`FAMILIES`), from any module that registers cases
-when imported (a user's ``conftest.py``), and from third-party packages through the entry-point
-group :data:`ENTRY_POINTS` (each entry point names a module that registers cases and checks).
+Cases come from the built-in families (every module of this package, :data:`MODULES`), from any
+module that registers cases when imported (a user's ``conftest.py``), and from third-party packages
+through the entry-point group :data:`ENTRY_POINTS` (each entry point names a module that registers
+cases and checks).  The fast gate (:func:`smoke`) and pytest's header lines (:func:`headers`)
+derive from the families' declarations; the registries themselves are :mod:`pytest_xai.registry`'s.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import threading
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_xai.case import CATEGORIES, Case, CaseInfo
+from pytest_xai.case import Case, CaseInfo
+from pytest_xai.registry import CASES, FAMILIES, Family, lookup
+from pytest_xai.registry import register_case as register
 
-# Family modules, imported on first use of the catalogue (they import numpy).
-FAMILIES = (
-    "pytest_xai.cases.tabular",
-    "pytest_xai.cases.units",
-    "pytest_xai.cases.sanity",
-    "pytest_xai.cases.human",
-    "pytest_xai.cases.gaussian",
-    "pytest_xai.cases.additive",
-    "pytest_xai.cases.digits",
-    "pytest_xai.cases.stress",
-    "pytest_xai.cases.interactions",
-    "pytest_xai.cases.fooling",
-    "pytest_xai.cases.chess",
-    "pytest_xai.cases.transformer",
-    "pytest_xai.cases.timeseries",
-    "pytest_xai.cases.generic",
-)
+__all__ = ["CASES", "ENTRY_POINTS", "FAMILIES", "MODULES", "built_with", "families", "get", "headers", "info", "infos",
+           "names", "register", "smoke"]
+
+#: The built-in family modules: every module and package of this one, imported on first use of the
+#: catalogue (they import numpy).  A new family is a new module here; nothing else lists it.
+MODULES = tuple(f"{__name__}.{module.name}" for module in pkgutil.iter_modules(__path__))
 #: Entry-point group of third-party families: ``[project.entry-points."pytest_xai.families"]``.
 ENTRY_POINTS = "pytest_xai.families"
 
-_REGISTRY: dict[str, CaseInfo] = {}
 _BUILT: dict[tuple, Case] = {}
 _BUILDING: dict[tuple, threading.RLock] = {}  # one lock per key: a case is built once, by one thread
 _GUARD = threading.Lock()
 _LOADED: list[bool] = []
-BUILD_ARGUMENTS = ("info", "seed", "cache", "data_dir")
-
-
-def register(
-    *, family: str = "user", category: str = "fidelity", source: str = "",
-    checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (), name: str | None = None,
-    smoke: bool | list[str] | tuple[str, ...] = False,
-) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
-    """Declare a builder as a case named after the function (or ``name``).
-
-    The builder asks by parameter name for any of ``info`` (the case's :class:`CaseInfo`), ``seed``,
-    ``cache`` (always a :class:`pytest_xai.cache.Cache`; ``Cache(None)`` when there is no disk cache, so
-    ``cache.arrays(...)`` and its siblings simply build) and ``data_dir``, and returns a
-    :class:`Case` (e.g. from :func:`pytest_xai.make_case`; its ``info`` is replaced by the registered
-    one).  ``checks`` lists the checks the suite runs on the case, by name, or maps each name to the
-    case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``).  A module
-    imported again (pytest's in-process runs) re-registers its own cases silently.  ``smoke=True``
-    puts one test per check of the case into the fast gate (``-m xai_smoke``, ``docs/ci.md``);
-    a list names the checks that go there.
-    """
-    if category not in CATEGORIES:
-        raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
-    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
-    if isinstance(smoke, bool):
-        in_smoke = tuple(checks) if smoke else ()
-    else:
-        in_smoke = tuple(smoke)
-        if isinstance(smoke, str) or set(in_smoke) - set(checks):
-            raise ValueError(f"smoke={smoke!r}: give True (every check of the case) or a list of its checks "
-                             f"({', '.join(checks) or 'it declares none'})")
-
-    def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
-        case_name = name or build.__name__
-        unknown = {p.name for p in inspect.signature(build).parameters.values()
-                   if p.name not in BUILD_ARGUMENTS and p.default is p.empty}
-        if unknown:
-            raise TypeError(f"case {case_name!r}: the builder asks for {sorted(unknown)}; it may ask only for "
-                            f"{', '.join(BUILD_ARGUMENTS)}")
-        old = _REGISTRY.get(case_name)
-        if old is not None and _origin(old.build) != _origin(build):
-            raise ValueError(f"case {case_name!r} is registered twice ({_origin(old.build)} and {_origin(build)}); "
-                             f"rename one (register_case(name=...))")
-        doc = (build.__doc__ or "").strip().splitlines()
-        _REGISTRY[case_name] = CaseInfo(
-            name=case_name, family=family, category=category, source=source,
-            checks={k: dict(v) for k, v in checks.items()}, build=build,
-            description=doc[0] if doc else "", smoke=in_smoke,
-        )
-        for key in [key for key in _BUILT if key[0] == case_name]:
-            del _BUILT[key]
-        return build
-
-    return decorate
-
-
-def _origin(func: Callable[..., Any] | None) -> str:
-    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
 
 
 def _load_families() -> None:
     if _LOADED:
         return
-    for module in FAMILIES:
+    for module in MODULES:
         importlib.import_module(module)
     from importlib.metadata import entry_points
 
@@ -123,16 +59,40 @@ def _load_families() -> None:
     _LOADED.append(True)
 
 
+def families() -> dict[str, Family]:
+    """Every declared family by name (the built-in ones and those of entry points), loaded."""
+    _load_families()
+    return dict(FAMILIES)
+
+
 def headers() -> list[str]:
     """Lines families want in pytest's header (e.g. a shipped model's measured accuracy)."""
-    return [importlib.import_module(m).report_header() for m in FAMILIES
-            if hasattr(importlib.import_module(m), "report_header")]
+    return [family.header() for family in families().values() if family.header is not None]
+
+
+def smoke() -> list[tuple[str, str]]:
+    """The ``(check, case)`` pairs of the fast gate (``-m xai_smoke``, ``docs/ci.md``): each family's
+    declared test, then the checks of cases registered with ``smoke=``."""
+    pairs = []
+    for family in families().values():
+        if family.smoke is None:
+            continue
+        check, case = family.smoke
+        known = CASES.get(case)
+        if known is None or known.family != family.name or check not in known.checks:
+            why = (f"no case {case!r} is registered" if known is None else
+                   f"case {case!r} is of family {known.family!r}" if known.family != family.name else
+                   f"case {case!r} does not declare the check {check!r} (it declares {', '.join(known.checks)})")
+            raise ValueError(f"family {family.name!r} ({family.module}) names the smoke test {check}[{case}], but "
+                             f"{why}; give smoke=(check, case) of a case the family registers")
+        pairs.append((check, case))
+    return pairs + [(check, info.name) for info in infos() for check in info.smoke if (check, info.name) not in pairs]
 
 
 def infos() -> list[CaseInfo]:
     """Every registered case, in declaration order."""
     _load_families()
-    return list(_REGISTRY.values())
+    return list(CASES.values())
 
 
 def names() -> list[str]:
@@ -140,15 +100,9 @@ def names() -> list[str]:
 
 
 def info(name: str) -> CaseInfo:
+    """The registered case ``name``, else a KeyError naming the closest names."""
     _load_families()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        import difflib
-
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_REGISTRY)}"
-        raise KeyError(f"no case named {name!r}{hint}") from None
+    return lookup(CASES, name, "case")
 
 
 def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fresh: bool = False) -> Case:
@@ -167,11 +121,12 @@ def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fr
     key = (name, seed, cache.root, data_dir)
     if fresh:
         return _build(name, seed, cache, data_dir)
-    if key not in _BUILT:
+    registered = info(name)  # a case registered again (a module imported again) is built again
+    if key not in _BUILT or _BUILT[key].info is not registered:
         with _GUARD:
             lock = _BUILDING.setdefault(key, threading.RLock())
         with lock:  # another thread building it (the plugin's prefetch): wait for its case
-            if key not in _BUILT:
+            if key not in _BUILT or _BUILT[key].info is not registered:
                 _BUILT[key] = _build(name, seed, cache, data_dir)
     return _BUILT[key]
 

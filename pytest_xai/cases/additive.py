@@ -35,12 +35,13 @@ import numpy as np
 from pytest_xai import metrics, stats
 from pytest_xai.cache import NO_CACHE, Cache
 from pytest_xai.case import Case, CaseInfo, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.extras import install_line
+from pytest_xai.registry import Family
 
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
+FAMILY = Family("additive", source=SOURCE, smoke=("additive_correlation", "additive_mlp"))
 GRID_LATS = 89.5 - 10.0 * np.arange(18)  # 89.5, 79.5, ..., -80.5
 GRID_LONS = 0.5 + 10.0 * np.arange(36)  # 0.5, 10.5, ..., 350.5
 PAPER_D = 458  # ocean cells of the paper's grid; offline a seeded subset of the 648 cells
@@ -613,15 +614,15 @@ def build_mlp_case(
     return _case(info, arrays, model, predict, meta)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, analytic F",
-          checks={"additive_correlation": {"truth": "contribution"}})
+@FAMILY.case(category="fidelity", source="analytic F",
+             checks={"additive_correlation": {"truth": "contribution"}})
 def additive_oracle(info, *, seed, cache) -> Case:
     """Explain the exact additive piecewise-linear F (d=458, K=5, L=20 deg): IG and Occlusion-1 are exact."""
     return build_oracle_case(info, seed=seed, cache=cache)
 
 
-@register(family="additive", category="fidelity", source=f"{SOURCE}, trained network",
-          checks={"additive_correlation": {"truth": "contribution"}})
+@FAMILY.case(category="fidelity", source="trained network",
+             checks={"additive_correlation": {"truth": "contribution"}})
 def additive_mlp(info, *, seed, cache) -> Case:
     """Explain the paper's MLP trained on F (d=32, CPU recipe, test R^2 >= 0.99 or the case is skipped)."""
     return build_mlp_case(info, seed=seed, cache=cache)

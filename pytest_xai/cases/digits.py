@@ -44,9 +44,10 @@ import warnings
 import numpy as np
 
 from pytest_xai.case import Case
-from pytest_xai.cases import register
+from pytest_xai.registry import Family
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test mnist (Covert et al. 2020), on load_digits"
+FAMILY = Family("digits", source=SOURCE, smoke=("dummy", "digits_function_dummy"))
 PAD, SIDE = 2, 12
 N_BACKGROUND, N_EXPLAINED = 20, 10
 MLP = {"hidden_layer_sizes": (40,), "solver": "sgd", "alpha": 1e-4, "learning_rate_init": 0.2, "random_state": 1,
@@ -178,7 +179,7 @@ def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
 _CHECKS = {"dummy": {"features": DUMMY_PIXELS}}
 
 
-@register(family="digits", category="stress", source=SOURCE, checks=_CHECKS)
+@FAMILY.case(category="stress", checks=_CHECKS)
 def digits_data_dummy(info, *, seed, cache) -> Case:
     """Blank pixels of 12x12 padded digits get zero credit from data-referenced explainers (CX-9 data-dummy).
 
@@ -188,7 +189,7 @@ def digits_data_dummy(info, *, seed, cache) -> Case:
     return _digits_case(info, seed, cache, function_dummy=False)
 
 
-@register(family="digits", category="stress", source=SOURCE, checks=_CHECKS)
+@FAMILY.case(category="stress", checks=_CHECKS)
 def digits_function_dummy(info, *, seed, cache) -> Case:
     """Inked dummy pixels are multiplied by 0 before the network: every attribution method must give them 0 (CX-9).
 

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, importance_of
+from pytest_xai.registry import Family
 from pytest_xai.stats import descending_ranks
 
 FEATURE_NAMES = [
@@ -63,6 +63,7 @@ COMPAS_FILE = "compas-scores-two-years.csv"
 MIN_ROWS = 1000
 MIN_ROUTED = 0.95
 SLACK = "Slack et al. 2020, Fooling LIME and SHAP; Compare-xAI fooling_perturbation_alg (test 2.9; CX-2, CX-12)"
+FAMILY = Family("fooling", source=SLACK, smoke=("fooling", "compas_shap_scaffold"))
 
 
 class AttackIneffective(RuntimeError):
@@ -502,8 +503,8 @@ def _case(info, seed, data, scaffold, background, meta) -> Case:
                       "mean": data["mean"], "scale": data["scale"]})
 
 
-@register(family="fooling", category="fragility", source=f"{SLACK}; LIME scaffold",
-          checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+@FAMILY.case(category="fragility", source="LIME scaffold",
+             checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
 def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
     """COMPAS scaffold against LIME: off-lattice (noisy) rows see the innocuous model.
 
@@ -523,8 +524,8 @@ def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_RO
     return _case(info, seed, data, scaffold, background, {**meta, "source": source})
 
 
-@register(family="fooling", category="fragility", source=f"{SLACK}; Kernel-SHAP scaffold",
-          checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+@FAMILY.case(category="fragility", source="Kernel-SHAP scaffold",
+             checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
 def compas_shap_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
     """COMPAS scaffold against KernelSHAP: rows with features substituted from the background see psi."""
     X, y, source = compas_data(data_dir, seed, n_rows)

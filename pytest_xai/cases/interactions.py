@@ -16,7 +16,7 @@ me? Interpretable attribution for feature interactions" (Archipelago), with the 
 - The model is the plain function (``predict`` = ``model``, regression).  The 30,000 uniform rows
   the original offered to regression-based detectors are not built (no reference explainer uses them).
 
-Scored by :func:`pytest_xai.checks.interaction_detection`; explainers that return no interactions
+Scored by :func:`interaction_detection` (below); explainers that return no interactions
 are not applicable.
 """
 
@@ -24,13 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from pytest_xai.case import Case
-from pytest_xai.cases import register
+from pytest_xai.case import Case, Score
+from pytest_xai.checks import check
+from pytest_xai.errors import NotApplicable
+from pytest_xai.registry import Family
 
-SOURCE = "Belaid et al. 2022, Compare-xAI, test detect_interaction{} (Tsang et al. 2020, Archipelago)"
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+SOURCE = "Belaid et al. 2022, Compare-xAI (Tsang et al. 2020, Archipelago)"
+FAMILY = Family("interactions", source=SOURCE, smoke=("interaction_detection", "detect_interaction0"))
 P = 40
 _AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)
@@ -87,31 +94,116 @@ def _case(info, k: int) -> Case:
 _CHECKS: dict[str, dict[str, object]] = {"interaction_detection": {}}
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(0), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction0", checks=_CHECKS)
 def detect_interaction0(info, *, seed, cache) -> Case:
     """F0 = sum_i x_i: purely additive, every returned interaction should be (near) zero."""
     return _case(info, 0)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(1), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction1", checks=_CHECKS)
 def detect_interaction1(info, *, seed, cache) -> Case:
     """F1 = sum x_i + sum_{i,j<10} x_i x_j + sum_{i in [10,20), j in [20,30)} x_i x_j (145 true pairs)."""
     return _case(info, 1)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(2), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction2", checks=_CHECKS)
 def detect_interaction2(info, *, seed, cache) -> Case:
     """F2 = sum x_i + AND(x_0..x_19 = +1) + AND(x_10..x_29 = +1)."""
     return _case(info, 2)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(3), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction3", checks=_CHECKS)
 def detect_interaction3(info, *, seed, cache) -> Case:
     """F3 = sum x_i + AND(x_0..x_19 = -1) + AND(x_10..x_29 = +1)."""
     return _case(info, 3)
 
 
-@register(family="interactions", category="fidelity", source=SOURCE.format(4), checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="test detect_interaction4", checks=_CHECKS)
 def detect_interaction4(info, *, seed, cache) -> Case:
     """F4 = sum x_i + AND(x_0 = x_1 = +1, x_2 = -1) + AND(x_10..x_29 = +1)."""
     return _case(info, 4)
+
+
+# ---------------------------------------------------------------------------------- the check
+
+
+def interaction_strengths(interactions: ArrayLike, d: int) -> tuple[Floats, Indices, Indices]:
+    """Canonical pair strengths: |M_ij| over all unordered pairs i < j (missing pairs count 0).
+
+    ``interactions`` is d x d, or n x d x d (one matrix per explained row: mean |M| over rows).  An
+    explainer may fill one triangle or both: a pair's strength is max(|M_ij|, |M_ji|); the diagonal
+    (main effects) is ignored.
+    """
+    M = np.abs(np.asarray(interactions, dtype=float))
+    if M.ndim == 3:
+        M = M.mean(axis=0)
+    if M.shape != (d, d):
+        raise ValueError(f"interactions of shape {M.shape}; expected ({d}, {d}) or (n, {d}, {d})")
+    i, j = np.triu_indices(d, k=1)
+    return np.maximum(M[i, j], M[j, i]), i, j
+
+
+def roc_auc(scores: ArrayLike, labels: ArrayLike) -> float:
+    """ROC-AUC of ``scores`` for binary ``labels`` (Mann-Whitney, ties count one half); NaN if one class is empty."""
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="stable")
+    sorted_scores = scores[order]
+    ascending = np.empty(len(scores))
+    ascending[order] = np.arange(1, len(scores) + 1)
+    # average ranks over ties
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    for start, count in zip(first[counts > 1], counts[counts > 1]):
+        ascending[order[start:start + count]] = start + (count + 1) / 2.0
+    return float((ascending[labels].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+@check(marker="xai_interaction", thresholds={"min_score": 0.8, "rtol": 0.05})
+def interaction_detection(attributions: Any, case: Case, *, min_score: float, rtol: float) -> Score:
+    """Returned pairwise interactions single out the pairs that truly interact, and only those.
+
+    Compare-xAI detect_interaction (Archipelago functions, Tsang et al. 2020), corrected (CX-14).  The
+    explainer must return ``interactions`` (d x d or n x d x d; otherwise the check raises
+    :class:`pytest_xai.NotApplicable`).  They are canonicalised to all d(d-1)/2 unordered pairs with
+    |strength| (:func:`interaction_strengths`).  With true pairs (``case.truth["interaction_pairs"]``)
+    the score is max(0, 2 (ROC-AUC - 0.5)), pass when >= min_score (default 0.8, i.e. AUC >= 0.9:
+    exact finite differences score 1, random strengths at most 0.09 over 20 seeds).  Without true pairs (F0,
+    purely additive) the test is "no false interaction": max strength <= rtol * the main-effect scale
+    ``case.truth["main_effect_scale"]`` (in output units, like Shapley interaction indices and
+    finite differences); default 0.05.  Against the zoo (``tests/test_zoo.py``): constant, zero and
+    noise interaction matrices fail every case with true pairs (ties give AUC 0.5, score 0); an
+    all-zero matrix passes F0 by construction, since F0 has no interaction.  The strengths are
+    |M_ij|, so the sign of an interaction plays no part by definition.
+    """
+    interactions = getattr(attributions, "interactions", None)
+    if interactions is None:
+        raise NotApplicable("explainer returned no interactions (return a dict with an 'interactions' entry)")
+    d = int(np.prod(np.shape(case.inputs)[1:]))
+    strengths, i, j = interaction_strengths(interactions, d)
+    pairs = np.asarray(case.truth["interaction_pairs"], dtype=int).reshape(-1, 2)
+    k = int(strengths.argmax())
+    top: dict[str, Any] = {"pair": [int(i[k]), int(j[k])], "strength": float(strengths[k])}
+    if len(pairs) == 0:
+        scale = float(case.truth["main_effect_scale"])
+        ratio = float(strengths.max()) / scale
+        passed = bool(ratio <= rtol)
+        return Score("interaction_detection", 1.0 - min(1.0, ratio), passed, rtol,
+                     f"no true interaction; the strongest returned pair ({top['pair'][0]}, {top['pair'][1]}) has "
+                     f"{ratio:.3g} of the main-effect scale {scale:g} (rtol={rtol:g})",
+                     {"rtol": rtol}, top)
+    truth = np.zeros((d, d), dtype=bool)
+    lo, hi = pairs.min(axis=1), pairs.max(axis=1)
+    truth[lo[lo != hi], hi[lo != hi]] = True
+    labels = truth[i, j]
+    auc = roc_auc(strengths, labels)
+    value = max(0.0, 2.0 * (auc - 0.5))
+    passed = bool(value >= min_score)
+    false = np.where(labels, -np.inf, strengths)
+    f = int(false.argmax())
+    return Score("interaction_detection", value, passed, min_score,
+                 f"ROC-AUC {auc:.3f} over {len(labels)} pairs ({int(labels.sum())} true): score {value:.3f} "
+                 f"(min {min_score:g}); strongest false pair ({int(i[f])}, {int(j[f])}) = {float(strengths[f]):.3g}",
+                 {"min_score": min_score, "rtol": rtol},
+                 {"false_pair": [int(i[f]), int(j[f])], "strength": float(strengths[f])})

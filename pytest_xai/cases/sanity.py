@@ -48,11 +48,12 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check
+from pytest_xai.registry import Family
 from pytest_xai.stats import pearson_rows, spearman_rows
 
 SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
+FAMILY = Family("sanity", source=SOURCE, smoke=("model_randomisation", "sanity_digits_mlp"))
 
 #: Images explained per digit.  A verdict compares means over the images of per-image |Spearman|,
 #: whose sd is 0.09-0.17 on shap_kernel and saliency: over 20 images the sd of a mean is <= 0.04,
@@ -183,8 +184,8 @@ def _softmax_predict(model):
     return predict
 
 
-@register(family="sanity", category="fidelity", source=SOURCE,
-          checks={"model_randomisation": {}, "data_randomisation": {}})
+@FAMILY.case(category="fidelity",
+             checks={"model_randomisation": {}, "data_randomisation": {}})
 def sanity_digits_mlp(info, *, seed, cache):
     """A small MLP on load_digits 8x8 plus its cascading-randomised and label-randomised twins."""
     images, labels, train_rows, test_rows = _digits(seed)

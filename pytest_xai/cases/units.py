@@ -46,10 +46,11 @@ from math import factorial
 import numpy as np
 
 from pytest_xai.case import Case, CaseInfo, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
+from pytest_xai.registry import Family
 
 SOURCE = "Lee et al. 2025, XAI-Units (arXiv 2506.01059)"
+FAMILY = Family("units", source=SOURCE, smoke=("units_mse", "units_weighted_features"))
 MAX_ENUMERATED_FEATURES = 12
 
 # Gating constants (XAI-Units: a set flag adds -100 / -1000 to the pre-activation of its path).
@@ -189,8 +190,8 @@ def _case(info: CaseInfo, *, x, model, labels, feature_names, baseline, truth, m
 # --------------------------------------------------------------------------------------------
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, weighted features",
-          checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="weighted features",
+             checks={"units_mse": {}})
 def units_weighted_features(info, *, seed, cache):
     """U1: y = Σ w_i x_i computed by a ReLU-pair network; ground truth w ⊙ x (baseline 0)."""
     n, rows = 10, 200
@@ -210,8 +211,8 @@ def units_weighted_features(info, *, seed, cache):
                  baseline=baseline, truth={"xai_units": gt, "shapley": shap}, meta={"weights": w})
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, conflicting features",
-          checks={"units_mse": {}, "units_shapley_mse": {}})
+@FAMILY.case(category="fidelity", source="conflicting features",
+             checks={"units_mse": {}, "units_shapley_mse": {}})
 def units_conflicting_features(info, *, seed, cache):
     """U2: a set cancel flag c_i switches feature i off (gate -100); two ground-truth conventions.
 
@@ -244,8 +245,8 @@ def units_conflicting_features(info, *, seed, cache):
                  meta={"weights": w, "cancel_features": list(range(n, 2 * n))})
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, interacting features",
-          checks={"units_mse": {}, "units_shapley_mse": {}})
+@FAMILY.case(category="fidelity", source="interacting features",
+             checks={"units_mse": {}, "units_shapley_mse": {}})
 def units_interacting_features(info, *, seed, cache):
     """U3: a binary x_a switches the weight of x_b between w_b0 and w_b1 (gate -1000).
 
@@ -298,8 +299,8 @@ def units_interacting_features(info, *, seed, cache):
                  meta={"pairs": pairs, "weights": w, "weights_when_on": w_b1})
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, uncertainty-aware (common features)",
-          checks={"units_common_mse": {"common": (5, 6, 7)}})
+@FAMILY.case(category="fidelity", source="uncertainty-aware (common features)",
+             checks={"units_common_mse": {"common": (5, 6, 7)}})
 def units_common_features(info, *, seed, cache):
     """U4: features added equally to every logit cannot change a softmax output: they deserve 0.
 
@@ -337,8 +338,8 @@ def units_common_features(info, *, seed, cache):
                  meta={"common_features": list(common)})
 
 
-@register(family="units", category="stability", source=f"{SOURCE}, shattered gradients",
-          checks={"units_sensitivity": dict(SHATTERED_LAYOUT)})
+@FAMILY.case(category="stability", source="shattered gradients",
+             checks={"units_sensitivity": dict(SHATTERED_LAYOUT)})
 def units_shattered_gradients(info, *, seed, cache):
     """U5: ReLU(w·x) with |w| ~ 10,000 on a cloud N(0, 0.05²) straddling the kink (no ground truth).
 
@@ -413,15 +414,15 @@ def _pertinent_negatives(info, seed, pn_baseline):
                  meta={"weights": w, "pn_features": pn.tolist(), "pn_weight_factor": factor})
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, pertinent negatives",
-          checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="pertinent negatives",
+             checks={"units_mse": {}})
 def units_pertinent_negatives_zero(info, *, seed, cache):
     """U6, baseline 0: a present pertinent-negative feature (x = 1) costs w - 10w = -9w."""
     return _pertinent_negatives(info, seed, 0)
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, pertinent negatives",
-          checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="pertinent negatives",
+             checks={"units_mse": {}})
 def units_pertinent_negatives_one(info, *, seed, cache):
     """U6, baseline 1: an absent pertinent-negative feature (x = 0) earns 10w - w = 9w."""
     return _pertinent_negatives(info, seed, 1)
@@ -458,15 +459,15 @@ def _boolean(info, seed, kind):
                  meta={"operator": kind})
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, boolean AND",
-          checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="boolean AND",
+             checks={"units_mse": {}})
 def units_boolean_and(info, *, seed, cache):
     """U7: AND over ±1 inputs by truth-table enumeration; GT = symmetric split of f(x) - f(b)."""
     return _boolean(info, seed, "and")
 
 
-@register(family="units", category="fidelity", source=f"{SOURCE}, boolean OR",
-          checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="boolean OR",
+             checks={"units_mse": {}})
 def units_boolean_or(info, *, seed, cache):
     """U7: OR over ±1 inputs by truth-table enumeration; GT = symmetric split of f(x) - f(b)."""
     return _boolean(info, seed, "or")
@@ -666,7 +667,7 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
     output moves there, counts as unstable (relative change 2, the worst; ``docs/defects.md`` XB-12).
     The unit has a dummy feature (``dummies``, weight 0): a map computed from
     the model gives it exactly 0, so its importance (mean |a|) must be at most ``rtol`` (1e-3, as
-    :func:`pytest_xai.checks.dummy`) of the top importance; the input itself (stable: it moves by
+    :func:`pytest_xai.cases.tabular.dummy`) of the top importance; the input itself (stable: it moves by
     the noise only), the input minus a mean, noise and noisy or offset maps credit it and fail.
     Passed by construction (declared): sign and scale changes of a correct map and its absolute
     value (the relative change and the dummy's zero are invariant to them), swapping two active

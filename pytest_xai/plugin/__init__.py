@@ -21,7 +21,7 @@ import pytest
 from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
 from pytest_xai.errors import SpecError
-from pytest_xai.plugin.ci import SMOKE, XaiCi  # noqa: F401 - SMOKE: public, docs/ci.md
+from pytest_xai.plugin.ci import XaiCi
 
 # pytest registers this module's namespace: the fixtures and hooks of the submodules are named here
 from pytest_xai.plugin.fixtures import (  # noqa: F401
@@ -162,7 +162,7 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
-    config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family (SMOKE)")
+    config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family")
     from pytest_xai import contract
     from pytest_xai import explainers as explainers_module
 

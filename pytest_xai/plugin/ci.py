@@ -17,26 +17,6 @@ from pytest_xai.record import Record
 if TYPE_CHECKING:
     from pytest_xai.baseline import Gate
 
-#: The fast gate (``-m xai_smoke``): one representative (check, case) per family, a cheap one where
-#: the family has a choice (stress has one case, which costs KernelSHAP about 36 s); the one place
-#: that chooses it (docs/ci.md).
-SMOKE = (
-    ("symmetry", "cough_and_fever"),            # tabular
-    ("fooling", "compas_shap_scaffold"),        # fooling
-    ("dummy", "digits_function_dummy"),         # digits
-    ("stress_rank", "stress_nb_features"),      # stress
-    ("interaction_detection", "detect_interaction0"),  # interactions
-    ("units_mse", "units_weighted_features"),   # units
-    ("additive_correlation", "additive_mlp"),   # additive
-    ("model_randomisation", "sanity_digits_mlp"),  # sanity
-    ("human_precision", "human_shapes_oracle"),  # human
-    ("ngt", "chess_oracle_check"),              # chess
-    ("gt_shapley", "gaussian_linear_rho50"),    # gaussian
-    ("token_mask_precision", "transformer_lexicon"),  # transformer
-    ("window_precision", "timeseries_shape"),   # timeseries
-)
-
-
 class XaiCi:
     """Baselines, repeated seeds, the smoke gate, the HTML report and pytest-html extras."""
 
@@ -186,13 +166,13 @@ class XaiCi:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Mark the :data:`SMOKE` tests and the checks cases registered with ``smoke=`` ``xai_smoke``
-        before ``-m`` selects."""
-        smoke = set(SMOKE)
-        if self.state.explainers:
+        """Mark the fast gate's tests ``xai_smoke`` before ``-m`` selects: each family's declared one and
+        the checks of cases registered with ``smoke=`` (:func:`pytest_xai.cases.smoke`)."""
+        smoke: set[tuple[str, str]] = set()
+        if self.state.explainers:  # the suite is collected only then
             from pytest_xai import cases
 
-            smoke.update((check, info.name) for info in cases.infos() for check in info.smoke)
+            smoke.update(cases.smoke())
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
             if (check and isinstance(item, pytest.Function)

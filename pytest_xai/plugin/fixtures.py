@@ -130,13 +130,13 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``).
     The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
     """
-    from pytest_xai import checks
+    from pytest_xai.registry import CHECKS, lookup
     from pytest_xai.runner import resolve_thresholds
 
     state = _state(request.config)
 
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
-        info = checks.CHECKS[name]
+        info = lookup(CHECKS, name, "check")  # a misspelt name: the closest ones
         marker: dict = {}
         for mark in reversed(list(request.node.iter_markers(info.marker))):
             marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})

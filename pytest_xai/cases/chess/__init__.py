@@ -58,7 +58,6 @@ import numpy as np
 
 from pytest_xai.cache import Cache
 from pytest_xai.case import Case
-from pytest_xai.cases import register
 from pytest_xai.cases.chess.csvio import (
     USER_CSV,
     CsvProblem,
@@ -118,6 +117,7 @@ from pytest_xai.cases.chess.rules import (
     masks_of,
     reference_masks,
 )
+from pytest_xai.registry import Family
 
 __all__ = [
     "BETA", "BUDGET", "CLASSES", "CLASS_WARNING", "CNN_CARD", "CNN_WEIGHTS", "COLUMNS", "DATA", "GAMMA",
@@ -132,6 +132,7 @@ __all__ = [
 ]
 
 SOURCE = "Mücke & Pfahler 2022, 'Check Mate', LWDA (CEUR-WS Vol-3341)"
+FAMILY = Family("chess", source=SOURCE, smoke=("ngt", "chess_oracle_check"), header=report_header)
 #: Positions each case explains: the first 16 of its class.  ``ngt`` passes on the mean distance over
 #: positions.  Its thresholds were calibrated at 32 positions a class, where the sd of that mean is
 #: ~0.02 (~0.11 a position); at 16 it is ~0.03, a seventeenth of the 0.5 margin between the
@@ -185,37 +186,37 @@ def _cnn_case(info, label: int, seed: int, cache: Cache, data_dir) -> Case:
 _NGT = {"ngt": {"mask": "mask"}}
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask0, oracle §4", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask0, oracle §4", checks=_NGT)
 def chess_oracle_no_check(info, *, seed, cache, data_dir=None) -> Case:
     """No-check positions, python-chess oracle; NGT = enemy-controlled squares (mask0)."""
     return _oracle_case(info, 0, seed, cache, data_dir)
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask1, oracle §4", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask1, oracle §4", checks=_NGT)
 def chess_oracle_check(info, *, seed, cache, data_dir=None) -> Case:
     """Check positions, python-chess oracle; NGT = from/to squares of legal moves (mask1)."""
     return _oracle_case(info, 1, seed, cache, data_dir)
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask2, oracle §4", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask2, oracle §4", checks=_NGT)
 def chess_oracle_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, python-chess oracle; NGT = pieces essential to the mate (mask2)."""
     return _oracle_case(info, 2, seed, cache, data_dir)
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask0, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask0, CNN §3", checks=_NGT)
 def chess_cnn_no_check(info, *, seed, cache, data_dir=None) -> Case:
     """No-check positions, the shipped CNN; NGT = enemy-controlled squares (mask0)."""
     return _cnn_case(info, 0, seed, cache, data_dir)
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask1, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask1, CNN §3", checks=_NGT)
 def chess_cnn_check(info, *, seed, cache, data_dir=None) -> Case:
     """Check positions, the shipped CNN; NGT = from/to squares of legal moves (mask1)."""
     return _cnn_case(info, 1, seed, cache, data_dir)
 
 
-@register(family="chess", category="fidelity", source=f"{SOURCE}, §2.1 mask2, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask2, CNN §3", checks=_NGT)
 def chess_cnn_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, the shipped CNN; NGT = pieces essential to the mate (mask2)."""
     return _cnn_case(info, 2, seed, cache, data_dir)

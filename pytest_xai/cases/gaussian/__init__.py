@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, CaseInfo
-from pytest_xai.cases import register
 from pytest_xai.cases.gaussian.checks import faithfulness, gt_shapley, infidelity, monotonicity
 from pytest_xai.cases.gaussian.datasets import N_BACKGROUND, N_EXPLAINED, N_TRAIN, Dataset, make_dataset
 from pytest_xai.cases.gaussian.distributions import (
@@ -61,9 +60,10 @@ from pytest_xai.cases.gaussian.truth import (
     linear_interventional_shapley,
     monte_carlo_shapley,
 )
+from pytest_xai.registry import Family
 
 __all__ = [
-    "CHECKS", "CONDITIONALS", "LABEL_NOISE", "MAX_EXACT_FEATURES", "MC_SAMPLES", "N_BACKGROUND", "N_EXPLAINED",
+    "CASE_CHECKS", "CONDITIONALS", "LABEL_NOISE", "MAX_EXACT_FEATURES", "MC_SAMPLES", "N_BACKGROUND", "N_EXPLAINED",
     "N_TRAIN", "RHOS", "SOURCE", "STACKED_FEATURES", "STANDARDISATION_ROWS", "STANDARDISATION_SEED", "D", "Dataset",
     "DistributionImputer", "Gaussian", "GaussianMixture", "Label", "Linear", "Multinomial", "NonlinearAdditive",
     "PiecewiseConstant", "PiecewiseLinear", "Standardised", "coalition_values", "exact_shapley", "faithfulness",
@@ -72,9 +72,10 @@ __all__ = [
 ]
 
 SOURCE = "Liu, Khandagale, White & Neiswanger 2021 (XAI-Bench), §4, App. D/F"
+FAMILY = Family("gaussian", source=SOURCE, smoke=("gt_shapley", "gaussian_linear_rho50"))
 RHOS = (0.0, 0.25, 0.5, 0.75, 0.99)  # the paper's correlation sweep (§5.1)
 D = 5  # XAI-Bench default number of features
-CHECKS = {
+CASE_CHECKS = {
     "gt_shapley": {"convention": "interventional"},
     "faithfulness": {"conditional": "interventional"},
     "monotonicity": {"conditional": "interventional"},
@@ -125,31 +126,31 @@ def _linear_builder(rho: float) -> Callable[..., Case]:
 
 
 for _rho in RHOS:
-    register(family="gaussian", category="fidelity", source=SOURCE + ", §5.1 rho sweep", checks=CHECKS)(
+    FAMILY.case(category="fidelity", source="§5.1 rho sweep", checks=CASE_CHECKS)(
         _linear_builder(_rho))
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", App. F", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="App. F", checks=CASE_CHECKS)
 def gaussian_nonlinear_additive_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """y = sin(x0) + |x1| + x2^2 + exp(-x3), x4 a dummy, Gaussian rho = 0.5; exact Shapley truth."""
     return _exact_case(info, Gaussian.equicorrelated(D, 0.5), NonlinearAdditive(), seed, rho=0.5)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", App. F (bin bug XB-5 fixed)", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="App. F (bin bug XB-5 fixed)", checks=CASE_CHECKS)
 def gaussian_piecewise_constant_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """Step functions of x0, x1, x2 (x3, x4 dummies), Gaussian rho = 0.5; exact Shapley truth."""
     return _exact_case(info, Gaussian.equicorrelated(D, 0.5), PiecewiseConstant(), seed, rho=0.5)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", §4 piecewise linear",
-          checks=CHECKS)
+@FAMILY.case(category="fidelity", source="§4 piecewise linear",
+             checks=CASE_CHECKS)
 def gaussian_piecewise_linear_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """w = [0..4] if sum(x) > 0 else [4..0], Gaussian rho = 0.5: not additive; exact Shapley truth."""
     label = PiecewiseLinear(paper_weights(), paper_weights()[::-1])
     return _exact_case(info, Gaussian.equicorrelated(D, 0.5), label, seed, rho=0.5)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", App. D mixture (XB-4 fixed)", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="App. D mixture (XB-4 fixed)", checks=CASE_CHECKS)
 def gaussian_mixture_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """Linear w = [0..4] on a 2-component mixture at -1 and +1 (rho = 0.5 each, equal priors)."""
     components = [Gaussian.equicorrelated(D, 0.5, mean=m) for m in (-1.0, 1.0)]
@@ -157,7 +158,7 @@ def gaussian_mixture_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
                        weights=paper_weights(), components=2)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", App. D multinomial", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="App. D multinomial", checks=CASE_CHECKS)
 def multinomial_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """Linear w = [0..4] on Multinomial(20, (.2, .3, .1, .1, .3)) counts (negatively dependent)."""
     distribution = Multinomial(20, (0.2, 0.3, 0.1, 0.1, 0.3))
@@ -201,7 +202,7 @@ def _trained_case(info: CaseInfo, label: Label, make_model: Callable[[], Any], s
                  mc_samples=MC_SAMPLES, rho=0.5, **meta)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", §5 trained models", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
 def gaussian_linear_regression_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn LinearRegression trained on noisy linear labels (w = [0..4]), Gaussian rho = 0.5."""
     from sklearn.linear_model import LinearRegression
@@ -209,7 +210,7 @@ def gaussian_linear_regression_rho50(info: CaseInfo, *, seed: int, cache: Any) -
     return _trained_case(info, Linear(paper_weights()), LinearRegression, seed, cache, weights=paper_weights())
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", §5 trained models", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
 def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn DecisionTreeRegressor (depth 6) trained on the piecewise-constant label, rho = 0.5."""
     from sklearn.tree import DecisionTreeRegressor
@@ -218,7 +219,7 @@ def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: 
                          seed, cache)
 
 
-@register(family="gaussian", category="fidelity", source=SOURCE + ", §5 trained models", checks=CHECKS)
+@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
 def gaussian_nonlinear_additive_mlp_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn MLPRegressor (16, 16) trained on the nonlinear additive label, rho = 0.5."""
     from sklearn.neural_network import MLPRegressor

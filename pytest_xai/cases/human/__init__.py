@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case
-from pytest_xai.cases import register
 from pytest_xai.cases.human.agreement import (
     POLICIES,
     Agreement,
@@ -85,9 +84,10 @@ from pytest_xai.cases.human.texts import (
     train_tfidf_lr,
     write_text_benchmark,
 )
+from pytest_xai.registry import Family
 
 __all__ = [
-    "BACKGROUND_IDS", "CHECKS", "GATE", "IMAGE_SUFFIXES", "LEXICONS", "PAD", "POLICIES", "RADII", "SHAPES",
+    "BACKGROUND_IDS", "CASE_CHECKS", "GATE", "IMAGE_SUFFIXES", "LEXICONS", "PAD", "POLICIES", "RADII", "SHAPES",
     "SHAPES_VERSION", "SIZE", "SOURCE", "TOPICS", "VOCABULARY", "Agreement", "BenchmarkFormatError", "ImageRecord",
     "LexiconOracle", "Loaded", "ShapesOracle", "Skipped", "SyntheticDoc", "TextRecord", "agreement",
     "constant_maps", "counts", "decode_weighted", "draw_worst_image", "encode", "gate", "human_mae", "human_mask",
@@ -97,11 +97,12 @@ __all__ = [
 ]
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
-CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
+FAMILY = Family("human", source=SOURCE, smoke=("human_precision", "human_shapes_oracle"))
+CASE_CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
 
 
-@register(family="human", category="fidelity", source=f"{SOURCE}; synthetic shapes analogue (docs/human.md)",
-          checks=CHECKS)
+@FAMILY.case(category="fidelity", source="synthetic shapes analogue (docs/human.md)",
+             checks=CASE_CHECKS)
 def human_shapes_oracle(info, *, seed, cache) -> Case:
     """Crosses on textured 32x32 canvases, matched-filter oracle; human masks from 10 simulated
     annotators (truth ``weighted_mask``) and the object (``segmentation``)."""
@@ -164,9 +165,9 @@ def _text_case(info, model, predict, explained: list[SyntheticDoc]) -> Case:
     )
 
 
-@register(family="human", category="fidelity",
-          source=f"{SOURCE}; synthetic 20 Newsgroups analogue (docs/human.md), lexicon-counting oracle",
-          checks=CHECKS)
+@FAMILY.case(category="fidelity",
+             source="synthetic 20 Newsgroups analogue (docs/human.md), lexicon-counting oracle",
+             checks=CASE_CHECKS)
 def human_text_lexicon(info, *, seed, cache) -> Case:
     """sci.med documents (token ids, 0 = deleted) explained for a lexicon-counting oracle; truth
     from 4 simulated annotators round-tripped through the IMDB JSON format."""
@@ -175,9 +176,9 @@ def human_text_lexicon(info, *, seed, cache) -> Case:
     return _text_case(info, oracle, oracle.predict, explained)
 
 
-@register(family="human", category="fidelity",
-          source=f"{SOURCE}; synthetic 20 Newsgroups analogue (docs/human.md), TF-IDF + logistic regression",
-          checks=CHECKS)
+@FAMILY.case(category="fidelity",
+             source="synthetic 20 Newsgroups analogue (docs/human.md), TF-IDF + logistic regression",
+             checks=CASE_CHECKS)
 def human_text_tfidf(info, *, seed, cache) -> Case:
     """sci.med documents explained for TF-IDF + logistic regression trained on 400 synthetic
     documents (sklearn, ~0.1 s, so not cached); truth as in ``human_text_lexicon``."""

@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.metrics import importance_order, outputs, precision_at_truth_size
+from pytest_xai.registry import Family
 
 SOURCE = "Ismail et al. 2020 (NeurIPS), Schlegel et al. 2019; synthetic series, docs/sequences.md"
+FAMILY = Family("timeseries", source=SOURCE, smoke=("window_precision", "timeseries_shape"))
 T = 128
 N_EXPLAINED = 16
 SEGMENT = 4  # time steps per feature group
@@ -114,7 +115,7 @@ def _case(info, x: np.ndarray, window: np.ndarray, model, meta: dict[str, Any]) 
 _CHECKS: dict[str, dict[str, Any]] = {"window_precision": {}, "off_window_credit": {}, "deletion_drop": {}}
 
 
-@register(family="timeseries", category="fidelity", source=f"{SOURCE}; hand-set matched filter", checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="hand-set matched filter", checks=_CHECKS)
 def timeseries_shape(info, *, seed) -> Case:
     """A 12-step wavelet planted in every row; a hand-set matched filter: logits (0, 8 relu(max
     response - 1) - 4), softmax; the waves alone respond up to 0.46 (5,000 series), the wavelet 2."""
@@ -125,7 +126,7 @@ def timeseries_shape(info, *, seed) -> Case:
     return _case(info, x, window, model, {"pattern": "wavelet", "template": wavelet()})
 
 
-@register(family="timeseries", category="fidelity", source=f"{SOURCE}; hand-set matched filters", checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="hand-set matched filters", checks=_CHECKS)
 def timeseries_channel(info, *, seed) -> Case:
     """A 16-step burst on one of three channels (the class); one matched filter per channel, logits
     6 relu(max response - 1) per channel, softmax."""
@@ -137,7 +138,7 @@ def timeseries_channel(info, *, seed) -> Case:
     return _case(info, x, window, model, {"pattern": "burst", "template": burst(), "channel": channel})
 
 
-@register(family="timeseries", category="fidelity", source=f"{SOURCE}; trained 1-D CNN", checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="trained 1-D CNN (pytest_xai/data/timeseries_cnn.json)", checks=_CHECKS)
 def timeseries_cnn(info, *, seed) -> Case:
     """The burst on one channel, detected by the shipped 1-D CNN (held-out accuracy >= 0.98 or the
     case is skipped); explained on 16 held-out series with a burst that it classifies correctly."""

@@ -36,12 +36,13 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.cases import register
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.metrics import precision_at_truth_size
+from pytest_xai.registry import Family
 
-SOURCE = "tokens with a padding token; truth by construction (docs/sequences.md)"
+SOURCE = "token ids with a padding token, truth by construction (docs/sequences.md)"
+FAMILY = Family("transformer", source=SOURCE, smoke=("token_mask_precision", "transformer_lexicon"))
 PAD = 0
 LENGTH = 10  # positions per row: short rows end in padding
 N_EXPLAINED = 16
@@ -148,8 +149,8 @@ def _values() -> np.ndarray:
 _CHECKS: dict[str, dict[str, Any]] = {"token_mask_precision": {}, "padding_credit": {}, "token_values": {}}
 
 
-@register(family="transformer", category="fidelity", source=f"Lee et al. 2025 (XAI-Units manner); {SOURCE}",
-          checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)",
+             checks=_CHECKS)
 def transformer_lexicon(info, *, seed) -> Case:
     """Hand-set transformer, uniform attention over the sequence, padding included: p1 = 1/2 +
     (1/L) sum of the sentiment words' weights; exact per-token attributions w(x_t) / L."""
@@ -161,8 +162,8 @@ def transformer_lexicon(info, *, seed) -> Case:
     return _exact(info, ids, model, predictor(model), weights / LENGTH, {"weights": WEIGHTS})
 
 
-@register(family="transformer", category="fidelity", source=f"Lee et al. 2025 (XAI-Units manner); {SOURCE}",
-          checks={"token_mask_precision": {}, "token_values": {}})
+@FAMILY.case(category="fidelity", source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)",
+             checks={"token_mask_precision": {}, "token_values": {}})
 def transformer_position(info, *, seed) -> Case:
     """Hand-set transformer whose attention reads position 2 only: p1 = 1/2 + 0.3 w(x_2); sentiment
     words elsewhere are distractors with exactly zero attribution."""
@@ -175,8 +176,8 @@ def transformer_position(info, *, seed) -> Case:
     return _exact(info, ids, model, predictor(model), closed, {"weights": WEIGHTS, "position": POSITION})
 
 
-@register(family="transformer", category="fidelity", source=f"trained tiny transformer; {SOURCE}",
-          checks={"token_mask_precision": {}, "padding_credit": {}})
+@FAMILY.case(category="fidelity", source="trained tiny transformer (pytest_xai/data/tiny_transformer.json)",
+             checks={"token_mask_precision": {}, "padding_credit": {}})
 def transformer_negation(info, *, seed) -> Case:
     """Trained transformer (shipped): positive when "good" or "great" occurs and neither "not" nor
     "never" does; explained on 8 positive and 8 negated held-out rows it classifies correctly; truth:

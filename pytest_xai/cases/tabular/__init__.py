@@ -1,8 +1,9 @@
 """Compare-xAI's tabular toy problems, with corrected scoring (``docs/defects.md``).
 
 Belaid et al., "Compare-xAI" (2022), tests 2.1-2.3 and 2.7; the defects CX-3, CX-4, CX-7 and CX-8 of the
-original are fixed here and in :mod:`pytest_xai.checks`.  XGBoost models are fitted with
-``reg_lambda=0`` (CX-7) and verified at build time to reproduce the stated function exactly.
+original are fixed here and in the family's checks (:mod:`.checks`: ``symmetry``, ``symmetric_effect``,
+``dummy``, ``ranking``, ``correlated``).  XGBoost models are fitted with ``reg_lambda=0`` (CX-7) and
+verified at build time to reproduce the stated function exactly.
 """
 
 from __future__ import annotations
@@ -14,9 +15,22 @@ import numpy as np
 
 from pytest_xai import shapley
 from pytest_xai.case import Case, CaseInfo
-from pytest_xai.cases import register
+from pytest_xai.cases.tabular.checks import (
+    correlated,
+    dummy,
+    explains_nothing,
+    ranking,
+    switch_pairs,
+    symmetric_effect,
+    symmetry,
+)
+from pytest_xai.registry import Family
+
+__all__ = ["COMPARE_XAI", "FAMILY", "correlated", "dummy", "explains_nothing", "ranking", "summarise", "switch_pairs",
+           "symmetric_effect", "symmetry", "torch_twin"]
 
 COMPARE_XAI = "Belaid et al. 2022, Compare-xAI"
+FAMILY = Family("tabular", source=COMPARE_XAI, smoke=("symmetry", "cough_and_fever"))
 MAX_BACKGROUND = 100
 
 
@@ -109,24 +123,24 @@ def _tabular_case(info, cache, X, formula, n_estimators, max_depth, feature_name
     )
 
 
-@register(family="tabular", category="fidelity", source=f"{COMPARE_XAI}, test cough_and_fever",
-          checks={"symmetry": {"features": (0, 1), "mirror": (0, 2, 1, 3)}})
+@FAMILY.case(category="fidelity", source="test cough_and_fever",
+             checks={"symmetry": {"features": (0, 1), "mirror": (0, 2, 1, 3)}})
 def cough_and_fever(info, *, seed, cache) -> Case:
     """y = 80 (cough AND fever): the two symmetric features deserve equal, mirrored credit."""
     return _tabular_case(info, cache, _binary_grid(2, 5000), lambda x: 80.0 * x[:, 0] * x[:, 1], 2, 2,
                          ["cough", "fever"])
 
 
-@register(family="tabular", category="fidelity", source=f"{COMPARE_XAI}, test cough_and_fever_10_90",
-          checks={"ranking": {"feature": 0, "rows": (3,)}})
+@FAMILY.case(category="fidelity", source="test cough_and_fever_10_90",
+             checks={"ranking": {"feature": 0, "rows": (3,)}})
 def cough_and_fever_10_90(info, *, seed, cache) -> Case:
     """y = 80 (cough AND fever) + 10 cough: cough matters more, globally and at (1, 1)."""
     return _tabular_case(info, cache, _binary_grid(2, 5000), lambda x: 80.0 * x[:, 0] * x[:, 1] + 10.0 * x[:, 0],
                          2, 2, ["cough", "fever"])
 
 
-@register(family="tabular", category="fidelity", source=f"{COMPARE_XAI}, test a_and_b_or_c",
-          checks={"ranking": {"feature": 0}})
+@FAMILY.case(category="fidelity", source="test a_and_b_or_c",
+             checks={"ranking": {"feature": 0}})
 def a_and_b_or_c(info, *, seed, cache) -> Case:
     """y = A AND (B OR C): A is the most important feature (importance 0.375 vs 0.125, 0.125)."""
     a_and_b_or_c = lambda x: x[:, 0] * (x[:, 1] + x[:, 2] - x[:, 1] * x[:, 2])
@@ -137,9 +151,8 @@ def _b_squared(X):
     return X[:, 1] ** 2
 
 
-@register(family="tabular", category="fidelity",
-          source=f"{COMPARE_XAI}, test counterexample_dummy_axiom (Sundararajan & Najmi 2020)",
-          checks={"dummy": {"features": (0,)}})
+@FAMILY.case(category="fidelity", source="test counterexample_dummy_axiom (Sundararajan & Najmi 2020)",
+             checks={"dummy": {"features": (0,)}})
 def counterexample_dummy_axiom(info, *, seed, cache) -> Case:
     """f(a, b) = b^2 on a 6x6 grid: a is a dummy and must get zero attribution."""
     grid = np.array([(a, b) for a in range(6) for b in range(6)], dtype=float)
@@ -178,9 +191,8 @@ def _x0_plus_x1_case(info, cache, counts) -> Case:
     return _tabular_case(info, cache, X, _a_plus_b, 1, 2, ["x0", "x1"])
 
 
-@register(family="tabular", category="stability",
-          source=f"{COMPARE_XAI}, test x0_plus_x1_distrib_non_uniform_stat_dep (Janzing et al. 2020)",
-          checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_non_uniform_stat_dep (Janzing et al. 2020)",
+             checks=_X0_PLUS_X1_CHECKS)
 def x0_plus_x1_non_uniform_stat_dep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on dependent, non-uniform data: (0,0)x50, (1,1)x100, (1,0)x450, (0,1)x1050.
 
@@ -189,17 +201,15 @@ def x0_plus_x1_non_uniform_stat_dep(info, *, seed, cache) -> Case:
     return _x0_plus_x1_case(info, cache, [50, 100, 450, 1050])
 
 
-@register(family="tabular", category="stability",
-          source=f"{COMPARE_XAI}, test x0_plus_x1_distrib_uniform_stat_dep (Janzing et al. 2020)",
-          checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_uniform_stat_dep (Janzing et al. 2020)",
+             checks=_X0_PLUS_X1_CHECKS)
 def x0_plus_x1_uniform_stat_dep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on dependent data with uniform marginals: (0,0)x4500, (1,1)x4500, (1,0)x500, (0,1)x500."""
     return _x0_plus_x1_case(info, cache, [4500, 4500, 500, 500])
 
 
-@register(family="tabular", category="stability",
-          source=f"{COMPARE_XAI}, test x0_plus_x1_distrib_non_uniform_stat_indep (Janzing et al. 2020)",
-          checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_non_uniform_stat_indep (Janzing et al. 2020)",
+             checks=_X0_PLUS_X1_CHECKS)
 def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on independent data, P(x0=1) = 0.25, P(x1=1) = 0.75: (0,0)x1875, (1,1)x1875,
     (1,0)x625, (0,1)x5625.  Observational Shapley equals interventional here."""
@@ -211,9 +221,8 @@ def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
 
 
 
-@register(family="tabular", category="fragility",
-          source=f"{COMPARE_XAI}, test correlated_features (Kumar et al. 2020)",
-          checks={"correlated": {"used": 1, "twin": 2}})
+@FAMILY.case(category="fragility", source="test correlated_features (Kumar et al. 2020)",
+             checks={"correlated": {"used": 1, "twin": 2}})
 def correlated_features(info, *, seed, cache) -> Case:
     """f(a, b, c) = a + b on 6 points (a_k, k, k), k = 0..5: c is an exact copy of b but unused.
 
