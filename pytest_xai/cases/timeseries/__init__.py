@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.checks import attributions_of, check, truth_reference
+from pytest_xai.checks import check, denoised, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.metrics import importance_order, outputs, precision_at_truth_size
 from pytest_xai.registry import Family
@@ -159,16 +159,6 @@ def timeseries_cnn(info, *, seed) -> Case:
 # ------------------------------------------------------------------------------------------------
 # Checks
 
-#: Attributions within this fraction of the map's largest |a| are float noise: they count as 0.
-NOISE = 1e-6
-
-
-def _denoised(attributions: Any) -> np.ndarray:
-    A = attributions_of(attributions)
-    top = float(np.abs(A).max()) if A.size else 0.0
-    return np.where(np.abs(A) > NOISE * top, A, 0.0)
-
-
 _MAGNITUDE = "the check reads |a| only (which time steps rank first), so the sign and the scale of a correct map " \
              "cannot matter"
 _ORDER = {
@@ -205,7 +195,7 @@ def window_precision(attributions, case: Case, *, min_precision: float) -> Score
     and noise up to the mask's RMS (the order of a sparse mask is kept), and exchanging the two time
     steps most often inside a window.
     """
-    A = _denoised(attributions)
+    A = denoised(attributions)
     window = np.asarray(case.truth["window"], dtype=bool)
     result = precision_at_truth_size(A, window)
     value = result.mean
@@ -235,8 +225,9 @@ def off_window_credit(attributions, case: Case, *, max_share: float) -> Score:
 
     The class depends only on the planted pattern, so what lies outside (the waves, the noise, the
     other channels) deserves no credit.  Rows explained as nothing are left out (and counted; all of
-    them: a failure); values within 1e-6 of the map's largest |a| are float noise.  Default 0.4,
-    from controls over seeds 0-2 and the suite's seed, shape / channel / cnn: Integrated Gradients
+    them: a failure); values within 1e-6 of the map's largest |a| are float noise
+    (:func:`pytest_xai.checks.denoised`).  Default 0.4, from controls over seeds 0-2 and the suite's
+    seed, shape / channel / cnn: Integrated Gradients
     0 / 0 / 0.14, occlusion over 4-step groups 0.20 (the groups that straddle the window's edges) /
     0.003 / 0.001, KernelSHAP 0.66 / 0.06 / 0.26; the zoo members that must fail at least 0.63 (a
     per-row offset, noise at the mask's RMS, another row's window, the input itself), and the right
@@ -245,7 +236,7 @@ def off_window_credit(attributions, case: Case, *, max_share: float) -> Score:
     most often in a window, noise at 10-30 % of a sparse mask's RMS, and a correct map on one row
     in ten.
     """
-    A = np.abs(_denoised(attributions))
+    A = np.abs(denoised(attributions))
     window = np.asarray(case.truth["window"], dtype=bool)
     n = len(A)
     flat, inside = A.reshape(n, -1), window.reshape(n, -1)
@@ -301,7 +292,7 @@ def deletion_drop(attributions, case: Case, *, min_score: float) -> Score:
     construction (declared): what keeps the order of |a| of the window mask (sign, scale, a positive
     offset, exchanging two steps, noise up to the mask's RMS).
     """
-    A = np.abs(_denoised(attributions))
+    A = np.abs(denoised(attributions))
     window = np.asarray(case.truth["window"], dtype=bool)
     n = len(A)
     flat, inside = A.reshape(n, -1), window.reshape(n, -1)

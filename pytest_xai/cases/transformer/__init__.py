@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, Score
-from pytest_xai.checks import attributions_of, check, truth_reference
+from pytest_xai.checks import FLOAT_NOISE, attributions_of, check, denoised, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.metrics import precision_at_truth_size
 from pytest_xai.registry import Family
@@ -180,8 +180,8 @@ def transformer_position(info, *, seed) -> Case:
              checks={"token_mask_precision": {}, "padding_credit": {}})
 def transformer_negation(info, *, seed) -> Case:
     """Trained transformer (shipped): positive when "good" or "great" occurs and neither "not" nor
-    "never" does; explained on 8 positive and 8 negated held-out rows it classifies correctly; truth:
-    the positions of those four words."""
+    "never" does; explained on 8 positive and 8 negated rows of the case's seed (not the training
+    seed) that it classifies correctly; truth: the positions of those four words."""
     from pytest_xai.cases.transformer.model import accuracy, load_trained, predictor
 
     model = load_trained()
@@ -202,17 +202,6 @@ def transformer_negation(info, *, seed) -> Case:
 
 # ------------------------------------------------------------------------------------------------
 # Checks
-
-
-#: Attributions within this fraction of the map's largest |a| are float noise (float32 models give
-#: ~1e-8 where a perturbation changes nothing): they count as 0.
-NOISE = 1e-6
-
-
-def _denoised(attributions: Any) -> np.ndarray:
-    A = attributions_of(attributions)
-    top = float(np.abs(A).max()) if A.size else 0.0
-    return np.where(np.abs(A) > NOISE * top, A, 0.0)
 
 
 def _reference(case: Case, params: Any) -> np.ndarray:
@@ -261,7 +250,7 @@ def token_mask_precision(attributions, case: Case, *, min_precision: float) -> S
     per row, another row's map where the decisive position is the same in every row, and noise below
     the RMS of the sparse map.
     """
-    A = _denoised(attributions)
+    A = denoised(attributions)
     mask = np.asarray(case.truth["token_mask"], dtype=bool)
     result = precision_at_truth_size(A, mask)
     value = result.mean
@@ -317,14 +306,14 @@ def padding_credit(attributions, case: Case, *, max_share: float) -> Score:
     a correct map, the ids themselves and the ids minus the all-padding background (the padding id
     is 0), exchanging the two most important (early) positions, and a correct map on one row in ten.
     """
-    A = np.abs(_denoised(attributions))
+    A = np.abs(denoised(attributions))
     padding = np.asarray(case.truth["padding"], dtype=bool)
     total = A.sum(axis=1)
     silent = total == 0
     params = {"max_share": max_share}
     if silent.all():
         return Score("padding_credit", 0.0, False, max_share, f"the explanation explains nothing: all {len(A)} rows "
-                     f"are zero (within {NOISE:g} of the map's largest |a|)", params)
+                     f"are zero (within {FLOAT_NOISE:g} of the map's largest |a|)", params)
     share = np.where(silent, 0.0, (A * padding).sum(axis=1) / np.where(silent, 1.0, total))
     value = float(share[~silent].mean())
     row = int(share.argmax())
