@@ -44,6 +44,21 @@ def attributions_of(explanation: Any) -> Floats:
     return np.asarray(getattr(explanation, "attributions", explanation), dtype=float)
 
 
+#: Attributions within this fraction of the map's largest |a| are float noise: a float32 model gives
+#: ~1e-8 where a perturbation changes nothing, and a map normalised to its maximum shows them blank.
+FLOAT_NOISE = 1e-6
+
+
+def denoised(explanation: Any) -> Floats:
+    """:func:`attributions_of` with the values within :data:`FLOAT_NOISE` of the largest |a| set to 0."""
+    import numpy as np
+
+    A = attributions_of(explanation)
+    top = float(np.abs(A).max()) if A.size else 0.0
+    cleaned: Floats = np.where(np.abs(A) > FLOAT_NOISE * top, A, 0.0)
+    return cleaned
+
+
 def importance_of(explanation: Any) -> Floats:
     """Global importance: the explainer's own if it returned one, else mean |attribution| over rows."""
     import numpy as np

@@ -424,3 +424,23 @@ def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
     values = ((beta * A - S) ** 2).sum(axis=1) / scale
     return _result("gt_shapley_error", values, False, [(np.full(len(S), energy_s == 0), "the truth is all zero")],
                    {"beta": beta})
+
+
+def precision_at_truth_size(attributions: Any, truth: Any, *, seed: int = 0) -> MetricResult:
+    """Per row, the precision of the k = |truth| features of largest |attribution| against a binary
+    truth mask (R-precision; precision at the truth's size), higher is better, in [0, 1]: the
+    fraction of the decisive tokens, or of the planted window, that the explanation ranks first.
+
+    At the truth's own size precision equals recall, so one number says both.  Ties are broken at
+    random (seeded, :func:`importance_order`), never by position, so a constant map scores what a
+    random explainer scores (the mask's share of the row); zero scores are never selected, so a row
+    explained as nothing scores 0 (``docs/defects.md`` XB-12).  NaN where the truth is empty."""
+    A, T = _pair(attributions, np.asarray(truth, dtype=float))
+    truth_mask = T > 0
+    k = truth_mask.sum(axis=1)
+    order = importance_order(A, seed)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(A.shape[1])[None].repeat(len(A), axis=0), axis=1)
+    chosen = (rank < k[:, None]) & (np.abs(A) > 0)
+    values = np.divide((chosen & truth_mask).sum(axis=1), k, out=np.zeros(len(A)), where=k > 0)
+    return _result("precision_at_truth_size", values, True, [(k == 0, "the truth mask is empty")], {"seed": seed})

@@ -92,7 +92,7 @@ def test_smoke_gate_selects_one_registered_test_per_family(pytester):
     built_in = {test for test in selected  # not the cases other tests of this process registered with smoke=
                 if cases.info(test.partition("[")[2].rpartition("-")[0]).build.__module__ in cases.MODULES}
     assert built_in == {f"{check}[{case}-exact_shapley]" for check, case in declared}
-    assert len(declared) == len({cases.info(case).family for _, case in declared}) == 11
+    assert len(declared) == len({cases.info(case).family for _, case in declared}) == 13
 
 
 USER_CASE = '''

@@ -21,6 +21,12 @@ for PyTorch", arXiv 2009.07896):
 - ``torch.set_num_threads(1)`` is in force during each call and the previous value restored after.
 - Captum's exceptions are not caught: e.g. DeepLift on a module that reuses an ``nn.ReLU`` or calls
   a functional non-linearity raises captum's own error.
+- A model over token ids (one that exposes ``get_input_embeddings()``, as Hugging Face models do)
+  gets its inputs as a LongTensor of ids: ``integrated_gradients`` runs captum's
+  ``LayerIntegratedGradients`` on that embedding layer and sums over the embedding dimension (one
+  value per token); the perturbation methods (occlusion, ablation, permutation, the samplers) replace
+  ids by the baseline's ids (the padding); methods that need gradients with respect to the inputs
+  themselves are not applicable (ids have none).
 """
 
 from __future__ import annotations
@@ -41,8 +47,11 @@ if TYPE_CHECKING:  # torch is imported lazily, inside the calls; the annotations
 SMOOTHGRAD_NOISE = 0.15  # fraction of the input range; Smilkov et al. 2017 suggest 10-20 %
 
 
-def _torch_model(method: str, model: Any):
-    """The torch module itself, or NotApplicable naming what the case's model is instead."""
+def _torch_model(method: str, model: Any, *, tokens: bool = False):
+    """The torch module itself, or NotApplicable naming what the case's model is instead.
+
+    A model over token ids (:func:`_token_embeddings`) is not applicable unless the method can take
+    ids (``tokens=True``: the perturbation methods, Integrated Gradients on the embedding layer)."""
     try:
         import torch
     except ImportError:  # pragma: no cover - the torch extra is not installed
@@ -52,7 +61,16 @@ def _torch_model(method: str, model: Any):
         raise NotApplicable(
             f"{method} needs a torch.nn.Module; this case's model is {kind.__module__}.{kind.__qualname__}"
         )
+    if not tokens and _token_embeddings(model) is not None:
+        raise NotApplicable(f"{method} differentiates with respect to the inputs, but this model takes token ids "
+                            f"(it has get_input_embeddings()); integrated_gradients explains it on its embedding layer")
     return model
+
+
+def _token_embeddings(model: Any):
+    """The embedding layer of a model over token ids (Hugging Face's ``get_input_embeddings()``), or None."""
+    get = getattr(model, "get_input_embeddings", None)
+    return get() if callable(get) else None
 
 
 @contextlib.contextmanager
@@ -95,6 +113,11 @@ def _tensor(model, inputs: Any, *, grad: bool = False):
     array = np.asarray(inputs, dtype=np.float32)
     if array.ndim < 2:
         raise ValueError(f"inputs must have shape (n, *features), got shape {array.shape}")
+    if _token_embeddings(model) is not None:  # token ids: whole numbers, as a LongTensor
+        ids = np.rint(np.asarray(inputs, dtype=float))
+        if not np.array_equal(ids, inputs):
+            raise ValueError("this model takes token ids, but the inputs are not whole numbers")
+        return torch.as_tensor(ids, device=device, dtype=torch.long)
     return torch.as_tensor(array, device=device).to(dtype).requires_grad_(grad)
 
 
@@ -140,12 +163,13 @@ def _target(target: Any) -> Any:
 
 
 def _attribute(method: str, model: Any, inputs: Any, attribute: Callable[[torch.nn.Module, torch.Tensor], Any], *,
-               grad: bool = False, seed: int | None = None) -> np.ndarray:
+               grad: bool = False, seed: int | None = None, tokens: bool = False) -> np.ndarray:
     """captum's recipe, once for every method: the case's model as a torch module (else
-    NotApplicable naming what it is), one torch thread (and, with ``seed``, a forked seeded RNG),
-    the inputs as a tensor in the model's dtype (requiring gradients with ``grad``), then
+    NotApplicable naming what it is; a model over token ids only for a method that takes ids,
+    ``tokens``), one torch thread (and, with ``seed``, a forked seeded RNG), the inputs as a tensor
+    in the model's dtype (requiring gradients with ``grad``; token ids as a LongTensor), then
     ``attribute(module, x)`` (captum's call), back to a float64 array shaped like ``inputs``."""
-    module = _torch_model(method, model)
+    module = _torch_model(method, model, tokens=tokens)
     with _one_thread(seed):
         x = _tensor(module, inputs, grad=grad)
         return _numpy(attribute(module, x), inputs)
@@ -202,14 +226,20 @@ def integrated_gradients(
     """Integrated Gradients (Sundararajan et al. 2017) from the case's baseline (zeros if none).
 
     ``n_steps`` quadrature points (captum's Gauss-Legendre rule by default); for piecewise-linear
-    models the quadrature error shrinks like 1/n_steps per crossed kink.
+    models the quadrature error shrinks like 1/n_steps per crossed kink.  On a model over token ids
+    (``get_input_embeddings()``): captum's ``LayerIntegratedGradients`` on the embedding layer, from
+    the baseline's ids (the padding) to the input's, summed over the embedding dimension.
     """
-    from captum.attr import IntegratedGradients
+    from captum.attr import IntegratedGradients, LayerIntegratedGradients
 
-    return _attribute("integrated_gradients", model, inputs, lambda m, x: IntegratedGradients(m).attribute(
-        x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps, method=method,
-        internal_batch_size=internal_batch_size,
-    ), grad=True)
+    def attribute(module: torch.nn.Module, x: torch.Tensor) -> Any:
+        embeddings = _token_embeddings(module)
+        explainer = IntegratedGradients(module) if embeddings is None else LayerIntegratedGradients(module, embeddings)
+        out = explainer.attribute(x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps,
+                                  method=method, internal_batch_size=internal_batch_size)
+        return out if embeddings is None else out.sum(dim=-1)
+
+    return _attribute("integrated_gradients", model, inputs, attribute, grad=True, tokens=True)
 
 
 def smoothgrad(
@@ -295,7 +325,7 @@ def occlusion(
     return _attribute("occlusion", model, inputs, lambda m, x: Occlusion(m).attribute(
         x, sliding_window_shapes=tuple(window) if window is not None else (1,) * (x.dim() - 1),
         baselines=_baselines(baseline, x), target=_target(target), perturbations_per_eval=perturbations_per_eval,
-    ))
+    ), tokens=True)
 
 
 def feature_ablation(
@@ -307,7 +337,7 @@ def feature_ablation(
     return _attribute("feature_ablation", model, inputs, lambda m, x: FeatureAblation(m).attribute(
         x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
         perturbations_per_eval=perturbations_per_eval,
-    ))
+    ), tokens=True)
 
 
 def feature_permutation(
@@ -321,7 +351,7 @@ def feature_permutation(
 
     return _attribute("feature_permutation", model, inputs, lambda m, x: FeaturePermutation(m).attribute(
         x, target=_target(target), feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
-    ), seed=seed)
+    ), seed=seed, tokens=True)
 
 
 def shapley_value_sampling(
@@ -346,7 +376,7 @@ def shapley_value_sampling(
             perturbations_per_eval=perturbations_per_eval,
         )
 
-    return _attribute("shapley_value_sampling", model, inputs, attribute, seed=seed)
+    return _attribute("shapley_value_sampling", model, inputs, attribute, seed=seed, tokens=True)
 
 
 def surrogate_samples(features: int) -> int:
@@ -375,7 +405,7 @@ def captum_kernel_shap(
 
     return _attribute("captum_kernel_shap", model, inputs, lambda m, x: _surrogate(
         KernelShap(m), "captum_kernel_shap", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
-    ), seed=seed)
+    ), seed=seed, tokens=True)
 
 
 def captum_lime(
@@ -392,7 +422,7 @@ def captum_lime(
 
     return _attribute("captum_lime", model, inputs, lambda m, x: _surrogate(
         Lime(m), "captum_lime", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
-    ), seed=seed)
+    ), seed=seed, tokens=True)
 
 
 def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
