@@ -206,7 +206,7 @@ def smooth_problem(d):
     well but not perfectly (its optimum is the smoothed gradient)."""
     rng = np.random.default_rng(d)
     w, X = rng.normal(size=d), rng.normal(size=(PEER_N, d))
-    predict = lambda Z: np.tanh(np.asarray(Z, dtype=float) @ w / 4)  # noqa: E731
+    predict = lambda Z: np.tanh(np.asarray(Z, dtype=float) @ w / 4)
     return w, X, predict, (1 - predict(X) ** 2)[:, None] * w / 4 * rng.uniform(0.5, 1.5, X.shape)
 
 
@@ -232,7 +232,7 @@ def test_infidelity_against_captum(benchmark, d, noise):
                                           seed=0))
     if noise == "its own":
         weights = torch.as_tensor(w, dtype=torch.float32)
-        forward = lambda x: torch.tanh(x @ weights / 4)  # noqa: E731
+        forward = lambda x: torch.tanh(x @ weights / 4)
         inputs, attributions = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(A, dtype=torch.float32)
 
         def perturb(x):  # captum's documented perturb_func
@@ -240,14 +240,14 @@ def test_infidelity_against_captum(benchmark, d, noise):
             return drawn, x - drawn
     else:
         weights = torch.as_tensor(w)
-        forward = lambda x: torch.tanh(x @ weights / 4)  # noqa: E731
+        forward = lambda x: torch.tanh(x @ weights / 4)
         inputs, attributions = torch.as_tensor(X), torch.as_tensor(A)
         block = torch.as_tensor(np.tile(SIGMA * np.random.default_rng(0).standard_normal((PEER_K, d)), (PEER_N, 1)))
 
         def perturb(x):
             return block, x - block
 
-    theirs = lambda: captum_metrics.infidelity(forward, perturb, inputs, attributions,  # noqa: E731
+    theirs = lambda: captum_metrics.infidelity(forward, perturb, inputs, attributions,
                                                n_perturb_samples=PEER_K, normalize=True)
     if noise == "the same":
         assert min(ours.params["beta"]) > 0  # no row clipped at 0, where ours differs by design
@@ -277,7 +277,7 @@ def test_faithfulness_against_quantus(benchmark, d):
     ours = benchmark(lambda: M.faithfulness(predict, X, A, np.zeros(d), absolute=False))
     metric = quantus.FaithfulnessEstimate(features_in_step=1, perturb_baseline=0.0, normalise=False,
                                           abs=False, disable_warnings=True, display_progressbar=False)
-    theirs = lambda: metric(model=Model().eval(), x_batch=X, y_batch=np.ones(PEER_N, dtype=int),  # noqa: E731
+    theirs = lambda: metric(model=Model().eval(), x_batch=X, y_batch=np.ones(PEER_N, dtype=int),
                             a_batch=A, device="cpu", batch_size=PEER_N)
     np.testing.assert_allclose(np.asarray(theirs(), dtype=float), ours.values, rtol=0, atol=1e-4)
     record_peer(benchmark, f"faithfulness, d={d}", peer_time(theirs), "Quantus FaithfulnessEstimate")
