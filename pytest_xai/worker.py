@@ -422,6 +422,8 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
 
 
 if __name__ == "__main__":
+    # one module under both names: what a fork sets here (FORKED) is what `import pytest_xai.worker` sees
+    sys.modules.setdefault("pytest_xai.worker", sys.modules[__name__])
     if sys.argv[1:2] == ["--zygote"]:
         listen = int(sys.argv[4]) if sys.argv[3:4] == ["--listen"] else None
         names = sys.argv[5:] if listen is not None else sys.argv[3:]  # NOW... -- BEFORE_FORK... -- LATER...
