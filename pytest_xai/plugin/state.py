@@ -258,7 +258,9 @@ class XaiState:
         return self._background
 
     def prefetch(self) -> None:
-        """Build the next test's case in the background, so that the next test finds it built.
+        """Build the next test's case in the background, so that the next test finds it built;
+        called as a test is about to wait for its worker.  The first wait also imports ahead
+        (:func:`import_ahead`), and a wait after many imports freezes the heap (:meth:`freeze`).
 
         A failed build is dropped: the next test builds again and reports the error.  Warnings the
         build raises are kept and raised again in the test that asks for the case (``xai_case``)."""
