@@ -285,9 +285,10 @@ def breakdown(lines: list[dict[str, Any]], wall: float, cpu: float) -> dict[str,
                 out[key + " CPU"] = out.get(key + " CPU", 0.0) + c
                 if kind == "test thread" and line in workers:
                     spent += w
-    for line in lines:
+    for line in lines:  # the collector's collections, by generation, over every process
         for gen, (seconds, count) in ((k, v) for k, v in line.get("gc", {}).items() if k.startswith("gc ")):
-            out[f"{gen} ({count}) CPU"] = out.get(f"{gen} ({count}) CPU", 0.0) + seconds
+            out[f"{gen} CPU"] = out.get(f"{gen} CPU", 0.0) + seconds
+            out[f"{gen} collections"] = out.get(f"{gen} collections", 0) + count
     explainer = [sum(line["explainer"][i] for line in lines) for i in range(3)]
     out["explainer's own"], out["explainer's own CPU"], out["explainer calls"] = explainer
     out["worker calls"] = out.get("worker calls", 0.0) - explainer[0]  # the wait beyond the explainer
@@ -353,7 +354,7 @@ def table(columns: dict[str, dict[str, float]]) -> list[str]:
     for name in names:
         cells = []
         for col in columns.values():
-            if name == "explainer calls":
+            if name == "explainer calls" or name.endswith(" collections"):
                 cells.append(f"{col.get(name, 0.0):>22.0f}")
                 continue
             wall, cpu = col.get(name), col.get(name + " CPU")
