@@ -250,8 +250,9 @@ class Runner:
             name, case_seed, root, data_dir = built
             where = {"case_seed": case_seed, "cache_root": None if root is None else str(root), "data_dir": data_dir}
             request.update(case=name, modules=_modules_of(source.info), **where)
-            if self.upcoming is not None and self.upcoming != name:
-                request["next"] = {"case": self.upcoming, "modules": _modules_of(cases.info(self.upcoming)), **where}
+            upcoming = cases.registered(self.upcoming) if self.upcoming not in (None, name) else None
+            if upcoming is not None:
+                request["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **where}
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=pickled)
         attributions, importance, interactions = contract.coerce(

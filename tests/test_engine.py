@@ -581,6 +581,10 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     assert {k: sent[0]["next"][k] for k in ("case", "case_seed", "cache_root")} == {
         "case": "detect_interaction0", "case_seed": sent[0]["case_seed"], "cache_root": None}
 
+    runner.upcoming = "no_such_case"  # a name that is no registered case: nothing to build ahead
+    runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), cases.get("units_boolean_or"))
+    assert "next" not in sent[1]
+
     serving = worker.Worker()
     serving.explainer = contract.load(f"{REF}:exact_shapley", option="test")
     serving.prebuild(sent[0])
