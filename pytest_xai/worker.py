@@ -385,7 +385,9 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
     owner.send(b'{"ready": true}')
     pending = list(before_fork or ())
     later = list(later)
-    quiet_until = 0.0  # xdist starts its workers one after the other: the next is about to ask
+    # xdist starts its workers one after the other: the next is about to ask (the first too, when
+    # the zygote serves a controller: its imports can end before the controller has started them)
+    quiet_until = time.monotonic() + XDIST_GAP if server is not None else 0.0
     while True:
         readable = [*clients, *([server] if server is not None else [])]
         wait = max(0.0, quiet_until - time.monotonic()) if pending or later else None

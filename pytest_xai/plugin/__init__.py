@@ -37,7 +37,6 @@ from pytest_xai.plugin.state import (
     XaiState,
     _checked,
     _state,
-    import_ahead,
     xai_ci,
     xai_record,
     xai_state,
@@ -220,7 +219,8 @@ def pytest_configure(config: pytest.Config) -> None:
         elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers
             state.zygote = state.runner.serve(first, others)
             _fork_xdist_workers(config, state.zygote)
-            _ahead_in_controller(state)
+            state.controller = True
+            state.pause_gc()  # until its workers are up (XaiState.pytest_runtestloop)
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
@@ -229,23 +229,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.args[:] = [suite]
             else:
                 config.args.append(suite)
-
-
-def _ahead_in_controller(state: XaiState) -> None:
-    """The xdist controller only waits for its workers from configure on: a thread of its own imports
-    what another plugin imports at the session's end (:func:`import_ahead`), then freezes the heap
-    (:meth:`XaiState.freeze`; the collector is off until then, as in a process that runs tests)."""
-    import threading
-
-    job = import_ahead(state.config)
-
-    def ahead() -> None:
-        if job is not None:
-            job()
-        state.freeze()
-
-    state.pause_gc()
-    threading.Thread(target=ahead, name="pytest-xai imports", daemon=True).start()
 
 
 def _prober(config: pytest.Config, timeout: float, wall: float | None) -> tuple[Any, dict[str, Any]]:

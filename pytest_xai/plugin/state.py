@@ -148,6 +148,7 @@ class XaiState:
         self._cache = None
         self._runner = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
+        self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
@@ -332,6 +333,26 @@ class XaiState:
         self.next_case = following if following != current else None
         if self._runner is not None:
             self._runner.upcoming = following  # its worker builds it once it has replied to this test's call
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Under ``-n N``, the controller only waits for its workers from now on (they are up): a
+        thread of its own imports what another plugin imports at the session's end
+        (:func:`import_ahead`), then freezes the heap (:meth:`freeze`; the collector was off since
+        configure).  Not before: the thread would slow the controller's starting of its workers,
+        and the zygote would begin its later imports before forking them."""
+        if not self.controller:
+            return
+        import threading
+
+        job = import_ahead(self.config)
+
+        def ahead() -> None:
+            if job is not None:
+                job()
+            self.freeze()
+
+        threading.Thread(target=ahead, name="pytest-xai imports", daemon=True).start()
 
     def pytest_runtest_logfinish(self) -> None:
         self.resume_gc()  # the first test waited for no worker (each wait freezes and resumes it)
