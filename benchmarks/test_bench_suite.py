@@ -1,32 +1,37 @@
 """The built-in suite end to end, as a user runs it: ``pytest --xai-explainer=...`` in a fresh process.
 
-Each run is one subprocess, timed once (a suite run takes tens of seconds; more rounds would not make
-a shared machine quieter, so compare the ratios of runs made side by side in this session):
+Each run is one subprocess (:func:`phases.run_suite`: ``benchmarks/phases.py`` stamps its phases),
+timed once (a suite run takes tens of seconds; more rounds would not make a shared machine quieter,
+so compare the ratios of runs made side by side in this session):
 
 - per reference explainer, cold (empty cache: every case built or trained) and warm (cache kept);
-- for shap_kernel and exact_shapley, the same against the code before the budget of model
-  evaluations, checked out from ``XAI_BENCH_BEFORE`` (a git revision, default ``e2e6d29``) into a
+- for shap_kernel and exact_shapley, the same against the previous code, checked out from
+  ``XAI_BENCH_BEFORE`` (a git revision, default ``b09cafd``, the main before issue 31) into a
   temporary worktree;
 - the warm suite of shap_kernel and exact_shapley on two xdist workers, as on a 2-core machine, now
   and before;
 - shap_kernel cold on two xdist workers, now and before;
-- ``-n 2`` against serial on a two-explainer run.
+- the fixed cost of the warm exact_shapley suite (the wall time less the explainer's own seconds),
+  now against before, runs alternating, as a ratio, with each phase before and now;
+- ``-n 2`` against serial on a warm two-explainer run (``XAI_BENCH_PAIR``, default
+  ``shap_kernel,lime_tabular``), as a ratio.
 
 ``extra_info`` holds each run's verdict counts (passed, failed, timeouts), so a faster run that
-gave fewer verdicts shows.  Run with ``pytest benchmarks/test_bench_suite.py -p no:xdist``.
+gave fewer verdicts shows, and its phases (``phases``: wall and CPU seconds, see
+``benchmarks/phases.py``).  Run with ``pytest benchmarks/test_bench_suite.py -p no:xdist -s``.
 """
 
-import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
+import phases
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE = os.environ.get("XAI_BENCH_BEFORE", "e2e6d29")
+BEFORE = os.environ.get("XAI_BENCH_BEFORE", "b09cafd")
+PAIR = tuple(os.environ.get("XAI_BENCH_PAIR", "shap_kernel,lime_tabular").split(","))
+ROUNDS = 2  # warm runs of each side in the side-by-side comparisons, alternating
 
 
 @pytest.fixture(scope="module")
@@ -44,26 +49,16 @@ def checkouts(tmp_path_factory):
 
 
 def run_suite(tree: Path, cache: Path, report: Path, *explainers: str, workers: int = 0) -> dict:
-    """One suite run in ``tree`` with ``cache`` as pytest's cache dir; the report's verdict counts."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-o", f"cache_dir={cache}",
-               f"--xai-report={report}", *(f"--xai-explainer=pytest_xai.explainers:{e}" for e in explainers)]
-    if workers:
-        command += ["-n", str(workers)]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
-    records = json.loads(report.read_text())["results"]
-    statuses = [r["status"] for r in records]
-    return {"seconds": round(seconds, 1), **{s.lower(): statuses.count(s) for s in
-                                             ("PASS", "FAIL", "ERROR", "TIMEOUT", "SKIP")}}
+    """One suite run in ``tree`` with ``cache`` as pytest's cache dir: its seconds, verdict counts and
+    phases (``verdicts``, each test's status and score, is left out of ``extra_info``)."""
+    got, spent = phases.run_suite(str(tree), str(cache), str(report), list(explainers), workers)
+    return {"seconds": round(spent["total"], 1), **got["counts"], "phases": spent, "verdicts": got["verdicts"]}
 
 
 def _timed(benchmark, fn):
     out = {}
     benchmark.pedantic(lambda: out.update(fn()), rounds=1, iterations=1)
-    benchmark.extra_info.update(out)
+    benchmark.extra_info.update({k: v for k, v in out.items() if k != "verdicts"})
     return out
 
 
@@ -89,7 +84,7 @@ def test_suite_cold_then_warm(benchmark, checkouts, tmp_path_factory, code, expl
     benchmark.group = f"suite warm: {explainer}"
     cache, cold = warm_cache(tree, code, explainer, tmp_path_factory.getbasetemp())
     warm = _timed(benchmark, lambda: run_suite(tree, cache, tmp_path_factory.mktemp("r") / "warm.json", explainer))
-    benchmark.extra_info.update({f"cold_{k}": v for k, v in cold.items()})
+    benchmark.extra_info.update({f"cold_{k}": v for k, v in cold.items() if k not in ("phases", "verdicts")})
     assert warm["pass"] + warm["fail"] > 0
 
 
@@ -119,13 +114,61 @@ def test_suite_cold_on_two_workers(benchmark, checkouts, tmp_path_factory, code)
     assert cold["pass"] + cold["fail"] > 0
 
 
-@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "-n 2"])
-def test_two_explainers_serial_against_xdist(benchmark, tmp_path_factory, workers):
-    """shap_kernel and lime_tabular, warm, serially and on two xdist workers."""
-    benchmark.group = "suite warm: shap_kernel + lime_tabular, serial vs -n 2"
-    cache = tmp_path_factory.getbasetemp() / "two-explainers-cache"
-    pair = ("shap_kernel", "lime_tabular")
+def fixed_cost(run: dict) -> float:
+    """Wall seconds of a serial run that are not the explainer's own (its replies' seconds)."""
+    return run["phases"]["total"] - run["phases"]["explainer's own"]
+
+
+def test_fixed_cost_against_before(benchmark, checkouts, tmp_path_factory):
+    """The warm exact_shapley suite serially, before and now, ``ROUNDS`` runs each, alternating: the
+    ratio of the fixed costs (medians; above 1: now is cheaper), each phase's median before and now,
+    and the same status and score for every test."""
+    if checkouts["before"] is None:
+        pytest.skip(f"no git worktree of {BEFORE} (not a git clone?)")
+    benchmark.group = "suite warm: exact_shapley, fixed cost before -> now"
+    base = tmp_path_factory.getbasetemp()
+    runs: dict[str, list[dict]] = {"before": [], "now": []}
+
+    def compare() -> None:
+        caches = {code: warm_cache(checkouts[code], code, "exact_shapley", base)[0] for code in runs}
+        for _ in range(ROUNDS):
+            for code, done in runs.items():
+                done.append(run_suite(checkouts[code], caches[code], tmp_path_factory.mktemp("r") / "w.json",
+                                      "exact_shapley"))
+
+    benchmark.pedantic(compare, rounds=1, iterations=1)
+    medians = {code: phases.median_breakdown([r["phases"] for r in done]) for code, done in runs.items()}
+    cost = {code: sorted(fixed_cost(r) for r in done)[len(done) // 2] for code, done in runs.items()}
+    differ = [t for t in runs["now"][-1]["verdicts"].keys() | runs["before"][-1]["verdicts"].keys()
+              if runs["now"][-1]["verdicts"].get(t) != runs["before"][-1]["verdicts"].get(t)]
+    benchmark.extra_info.update({"fixed_cost_before": round(cost["before"], 2), "fixed_cost_now": round(cost["now"], 2),
+                                 "ratio": round(cost["before"] / cost["now"], 2), "verdicts_differ": differ,
+                                 "phases_before": medians["before"], "phases_now": medians["now"]})
+    print(f"\nexact_shapley warm, fixed cost {cost['before']:.1f} s before, {cost['now']:.1f} s now: "
+          f"{cost['before'] / cost['now']:.2f}x")
+    print("\n".join(phases.table({f"{BEFORE} (median)": medians["before"], "now (median)": medians["now"]})))
+    assert not differ, f"verdicts or scores changed: {differ[:10]}"
+
+
+def test_two_explainers_xdist_over_serial(benchmark, tmp_path_factory):
+    """The warm suite of two explainers (``XAI_BENCH_PAIR``), serially then on two xdist workers: the
+    ratio of the wall times (``speedup``), each run's phases, and the same verdicts both ways."""
+    benchmark.group = f"suite warm: {' + '.join(PAIR)}, -n 2 over serial"
+    cache = tmp_path_factory.getbasetemp() / "pair-cache"
     if not cache.exists():
-        run_suite(ROOT, cache, cache.parent / "cold.json", *pair)
-    _timed(benchmark, lambda: run_suite(ROOT, cache, tmp_path_factory.mktemp("r") / "r.json", *pair,
-                                        workers=workers))
+        run_suite(ROOT, cache, cache.parent / "pair-cold.json", *PAIR)
+    done = {}
+
+    def compare() -> None:
+        for workers in (0, 2):
+            done[workers] = run_suite(ROOT, cache, tmp_path_factory.mktemp("r") / "r.json", *PAIR, workers=workers)
+
+    benchmark.pedantic(compare, rounds=1, iterations=1)
+    speedup = done[0]["seconds"] / done[2]["seconds"]
+    benchmark.extra_info.update({"serial_seconds": done[0]["seconds"], "xdist_seconds": done[2]["seconds"],
+                                 "speedup": round(speedup, 2), "phases_serial": done[0]["phases"],
+                                 "phases_xdist": done[2]["phases"]})
+    print(f"\n{' + '.join(PAIR)} warm: serial {done[0]['seconds']:.1f} s, -n 2 {done[2]['seconds']:.1f} s, "
+          f"{speedup:.2f}x")
+    print("\n".join(phases.table({"serial": done[0]["phases"], "-n 2": done[2]["phases"]})))
+    assert done[0]["verdicts"] == done[2]["verdicts"]

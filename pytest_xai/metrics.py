@@ -338,8 +338,10 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
     INFD(w, f, x) = E_I[(I^T w - Delta f)^2] over ``n_perturb`` perturbations per point:
 
     - ``perturbation="gaussian"``: I ~ N(0, sigma^2 I), Delta f = f(x) - f(x - I).  It scores
-      local, gradient-like attributions (the optimum is the smoothed gradient).  The noise is
-      ``sigma * default_rng(seed).standard_normal((n, n_perturb, d))``.
+      local, gradient-like attributions (the optimum is the smoothed gradient).  The noise is one
+      block ``sigma * default_rng(seed).standard_normal((n_perturb, d))`` that every point shares
+      (common random numbers: each point's estimate is unbiased, and the points are scored on the
+      same draws), so drawing it costs nothing beside the model calls (captum draws one per row).
     - ``perturbation="subset"``: a random set R (each feature with probability ``p_remove``) is
       removed, I = 1_R (Captum's multiply_by_inputs form, for attributions that sum to the output
       change), Delta f = f(x) - E_{F minus R}[f] with E from ``reference``.  Exact Shapley values of
@@ -366,20 +368,20 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
     rng = np.random.default_rng(seed)
     fx = outputs(predict, X, target)
     if perturbation == "gaussian":
-        I = sigma * rng.standard_normal((n, n_perturb, d))
+        noise = sigma * rng.standard_normal((n_perturb, d))
         t = None if target is None else np.repeat(np.broadcast_to(np.asarray(target, dtype=int), (n,)), n_perturb)
-        perturbed = outputs(predict, (X[:, None, :] - I).reshape(-1, d), t).reshape(n, n_perturb)
+        perturbed = outputs(predict, (X[:, None, :] - noise).reshape(-1, d), t).reshape(n, n_perturb)
         delta_f = fx[:, None] - perturbed
+        explained = A @ noise.T  # (n, n_perturb): I^T w with the block shared by every point
     elif perturbation == "subset":
         removed, delta_f = (subset_removal_effects(predict, X, reference, n_perturb=n_perturb, p_remove=p_remove,
                                                    n_samples=n_samples, seed=seed, target=target)
                             if effects is None else effects)
-        I = np.asarray(removed).astype(float)
+        explained = np.einsum("npd,nd->np", np.asarray(removed).astype(float), A)
     else:
         raise ValueError(f"perturbation must be 'gaussian' or 'subset', got {perturbation!r}")
     if normalize not in (True, False, "global"):
         raise ValueError(f"normalize must be True, False or 'global', got {normalize!r}")
-    explained = np.einsum("npd,nd->np", I, A)
     beta = np.ones(n)
     if normalize == "global":
         energy = float((explained**2).sum())

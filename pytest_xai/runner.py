@@ -27,7 +27,7 @@ from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, E
 
 if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.cache import Cache
-    from pytest_xai.case import Case, Score
+    from pytest_xai.case import Case, CaseInfo, Score
     from pytest_xai.contract import Explainer, Explanation
     from pytest_xai.isolate import Limits, Pool
 
@@ -103,6 +103,9 @@ class Runner:
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
         self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
+        #: The registered case the next call will probably need (the plugin sets it from the test
+        #: order): a worker builds it once it has replied, while the plugin scores the explanation.
+        self.upcoming: str | None = None
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
         #: Entered while this thread only waits for a worker's reply (the plugin's background thread
@@ -251,8 +254,11 @@ class Runner:
             pickled = case.without_hooks()
         else:
             name, case_seed, root, data_dir = built
-            request.update(case=name, case_seed=case_seed, cache_root=None if root is None else str(root),
-                           data_dir=data_dir, modules=_modules_of(source))
+            where = {"case_seed": case_seed, "cache_root": None if root is None else str(root), "data_dir": data_dir}
+            request.update(case=name, modules=_modules_of(source.info), **where)
+            upcoming = cases.registered(self.upcoming) if self.upcoming not in (None, name) else None
+            if upcoming is not None:
+                request["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **where}
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=pickled)
         attributions, importance, interactions = contract.coerce(
@@ -354,11 +360,11 @@ def _variant(case: Case, model: Any) -> list[Any] | None:
     return search(case.meta, ["meta"], 3)
 
 
-def _modules_of(case: Case) -> list[list[str | None]]:
-    """The module that registers ``case`` when it is not a built-in family (a user's conftest)."""
+def _modules_of(info: CaseInfo) -> list[list[str | None]]:
+    """The module that registers the case ``info`` when it is not a built-in family (a user's conftest)."""
     from pytest_xai import cases
 
-    name = getattr(case.info.build, "__module__", None)
+    name = getattr(info.build, "__module__", None)
     if not name or name in cases.MODULES:
         return []
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]

@@ -35,6 +35,9 @@ ARRAYS = ("attributions", "importance", "interactions")
 XDIST_GAP = 1.0
 #: Largest request a zygote reads: a ``become`` request carries an environment.
 REQUEST_BYTES = 1 << 18
+#: True in a child of the zygote that became an xdist worker (:func:`become`): it ends without the
+#: interpreter's teardown (:func:`_exit_as_python_would`).
+FORKED = False
 
 
 def _die_with_parent() -> None:
@@ -104,19 +107,36 @@ class Worker:
             self.explainer.prepare()
         return {"kind": "ok"}
 
-    def _case(self, header: dict[str, Any], blob: bytes) -> Case:
+    def _registered(self, header: dict[str, Any]) -> Case:
+        """The registered case ``header`` names (``case``, ``case_seed``, ``cache_root``,
+        ``data_dir``, ``modules``), built once."""
         from pytest_xai import cases
         from pytest_xai.cache import Cache
 
-        if blob:
-            sent: Case = pickle.loads(blob)  # from the plugin itself, never from an explainer
-            return sent
         key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
         if key not in self.cases:
             _import_modules(header.get("modules", []))
             self.cases[key] = cases.get(header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]),
                                         data_dir=header["data_dir"])
-        case = self.cases[key]
+        return self.cases[key]
+
+    def prebuild(self, header: dict[str, Any]) -> None:
+        """Build the case the plugin expects to ask for next (``header["next"]``), once the reply is
+        sent: the plugin scores the explanation meanwhile, so the next call finds its case built.
+        A failure is left for that call, which builds again and reports it."""
+        upcoming = header.get("next")
+        if not upcoming or self.explainer is None:
+            return
+        try:
+            self._registered(upcoming)
+        except BaseException:  # noqa: BLE001, S110 - the call that needs the case reports what went wrong
+            pass
+
+    def _case(self, header: dict[str, Any], blob: bytes) -> Case:
+        if blob:
+            sent: Case = pickle.loads(blob)  # from the plugin itself, never from an explainer
+            return sent
+        case = self._registered(header)
         variant = header.get("variant")
         if variant and variant[0] == "meta" and variant[1] not in case.meta:
             case.build_variants()  # randomised models a user case builds on first use
@@ -190,6 +210,8 @@ def main(argv: list[str]) -> int:
         except BaseException as exc:  # noqa: BLE001 - e.g. a value json cannot encode
             message = wire.pack({**_describe(exc), "token": header["token"]})
         wire.write(reply_fd, message)
+        if header.get("op") == "explain":
+            worker.prebuild(header)
 
 
 def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
@@ -203,6 +225,8 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     import io
     import types
 
+    global FORKED
+    FORKED = True
     # not _die_with_parent(): an explainer that kills the zygote must not take the xdist workers with
     # it; a worker ends when its controller does (execnet's channel closes)
     os.set_inheritable(fds[3], False)
@@ -294,8 +318,12 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
         except Exception:  # noqa: BLE001, S110 - preloading is an optimisation: a worker imports what it needs again
             pass
 
+    gc.disable()  # each full collection during the imports walked every object imported so far: 1 CPU s in all
     for name in modules:
         preload(name)
+    gc.collect()
+    gc.freeze()
+    gc.enable()
     owner = socket.socket(fileno=sock_fd)
     server = socket.socket(fileno=listen_fd) if listen_fd is not None else None
     clients = [owner]
@@ -358,7 +386,9 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
     owner.send(b'{"ready": true}')
     pending = list(before_fork or ())
     later = list(later)
-    quiet_until = 0.0  # xdist starts its workers one after the other: the next is about to ask
+    # xdist starts its workers one after the other: the next is about to ask (the first too, when
+    # the zygote serves a controller: its imports can end before the controller has started them)
+    quiet_until = time.monotonic() + XDIST_GAP if server is not None else 0.0
     while True:
         readable = [*clients, *([server] if server is not None else [])]
         wait = max(0.0, quiet_until - time.monotonic()) if pending or later else None
@@ -395,6 +425,8 @@ def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | 
 
 
 if __name__ == "__main__":
+    # one module under both names: what a fork sets here (FORKED) is what `import pytest_xai.worker` sees
+    sys.modules.setdefault("pytest_xai.worker", sys.modules[__name__])
     if sys.argv[1:2] == ["--zygote"]:
         listen = int(sys.argv[4]) if sys.argv[3:4] == ["--listen"] else None
         names = sys.argv[5:] if listen is not None else sys.argv[3:]  # NOW... -- BEFORE_FORK... -- LATER...

@@ -555,6 +555,62 @@ def test_the_next_case_is_built_while_the_test_thread_waits_and_its_warnings_rea
     assert "UserWarning: built prefetch_second" not in summary[:second]
 
 
+def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied():
+    """The runner tells the worker which case the next test will ask for (``Runner.upcoming``); the
+    worker builds it after its reply, while the plugin scores, and leaves a failure to that call."""
+    import numpy as np
+
+    from pytest_xai import cases, contract, worker
+    from pytest_xai.cache import Cache
+    from pytest_xai.isolate import Limits
+    from pytest_xai.runner import Runner
+
+    case = cases.get("units_boolean_and", cache=Cache(None))
+    sent: list[dict] = []
+
+    class Pool:  # the pool's side of one call: what the worker is sent, and a valid reply
+        def explain(self, spec, request, case=None):
+            sent.append(request)
+            return {"kind": "ok", "seconds": 0.0}, {"attributions": np.zeros(cases.get(request["case"]).inputs.shape)}
+
+    runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=Cache(None), data_dir=None)
+    runner._pool = Pool()  # type: ignore[assignment]
+    runner.upcoming = "detect_interaction0"
+    runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), case)
+    assert sent[0]["case"] == "units_boolean_and"
+    assert {k: sent[0]["next"][k] for k in ("case", "case_seed", "cache_root")} == {
+        "case": "detect_interaction0", "case_seed": sent[0]["case_seed"], "cache_root": None}
+
+    runner.upcoming = "no_such_case"  # a name that is no registered case: nothing to build ahead
+    runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), cases.get("units_boolean_or"))
+    assert "next" not in sent[1]
+
+    serving = worker.Worker()
+    serving.explainer = contract.load(f"{REF}:exact_shapley", option="test")
+    serving.prebuild(sent[0])
+    assert ("detect_interaction0", sent[0]["case_seed"], None, None) in serving.cases
+    serving.prebuild({"next": {**sent[0]["next"], "case": "no_such_case"}})  # the call that needs it says so
+    assert len(serving.cases) == 1
+
+
+def test_the_garbage_collector_is_on_again_after_a_session(pytester):
+    """It is off while the plugin's process imports the cases' libraries, and on again from the first
+    wait for a worker, or at the end of a session that waited for none."""
+    import gc
+
+    assert gc.isenabled()
+    run(pytester, f"--xai-explainer={REF}:exact_shapley", k=TOY).assert_outcomes(passed=1)
+    assert gc.isenabled()
+    run(pytester, f"--xai-explainer={REF}:exact_shapley", k="no_test_has_this_name")
+    assert gc.isenabled()
+    gc.disable()  # the user's choice is left alone
+    try:
+        run(pytester, f"--xai-explainer={REF}:exact_shapley", k=TOY).assert_outcomes(passed=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_under_xdist_the_costliest_groups_of_the_last_run_come_first(pytester):
     """The seconds per (case, explainer) recorded at the end of a run order the next run's suite
     groups, costliest first; an unknown pair is costed at its case's mean; other tests keep their place."""

@@ -184,11 +184,11 @@ def test_captum_infidelity_equals_ours_on_the_same_draws():
     X = case.inputs[:20]  # gradient-like maps (Gaussian infidelity's optimum is the gradient), perturbed
     A = replay.path_gradients(case.predict, X, case.baseline) * np.random.default_rng(4).uniform(0.5, 1.5, X.shape)
     k, sigma = 16, 0.1
-    noise = sigma * np.random.default_rng(3).standard_normal((len(X), k, X.shape[1]))
+    noise = sigma * np.random.default_rng(3).standard_normal((k, X.shape[1]))  # one block, every row's
     ours = metrics.infidelity(case.predict, X, A, perturbation="gaussian", n_perturb=k, sigma=sigma, seed=3)
 
     def perturb(inputs):  # captum repeats each input k times, row i's copies consecutive
-        I = torch.as_tensor(noise.reshape(-1, X.shape[1]))
+        I = torch.as_tensor(np.tile(noise, (len(X), 1)))
         return I, inputs - I
 
     theirs = captum_metrics.infidelity(_torch_forward(case), perturb, torch.as_tensor(X), torch.as_tensor(A),

@@ -105,6 +105,12 @@ def info(name: str) -> CaseInfo:
     return lookup(CASES, name, "case")
 
 
+def registered(name: str | None) -> CaseInfo | None:
+    """The registered case ``name``, or None (no error: a name the caller only hopes is a case)."""
+    _load_families()
+    return CASES.get(name) if name is not None else None
+
+
 def get(name: str, *, seed: int = 0, cache: Any = None, data_dir: Any = None, fresh: bool = False) -> Case:
     """Build (or return the memoised) case ``name``.
 

@@ -222,9 +222,13 @@ def pytest_configure(config: pytest.Config) -> None:
         # below and collection, on the other core
         if _runs_tests_here(config):
             state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first, others)
+            if state.timeout:  # calls in workers: the first wait freezes the heap (XaiState.freeze)
+                state.pause_gc()
         elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers
             state.zygote = state.runner.serve(first, others)
             _fork_xdist_workers(config, state.zygote)
+            state.controller = True
+            state.pause_gc()  # until its workers are up (XaiState.pytest_runtestloop)
     _sync_markers(config, load=bool(explainers or config.getoption("markers", False)))
     if explainers:
         suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
@@ -276,7 +280,8 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
 
 @functools.cache  # once a process: pytester runs configure again and again in one
 def _quick_teardown() -> None:
-    """At exit, collect the garbage there is, then freeze the heap (:func:`gc.freeze`).
+    """At exit, collect the garbage there is (what :meth:`XaiState.freeze` froze during the session
+    included, except in a fork of the zygote), then freeze the heap (:func:`gc.freeze`).
 
     Python's teardown runs cyclic collections over every object still alive: 1.9 s a process
     with torch, xgboost, scikit-learn and shap imported, 0.3 s frozen, measured on 2 cores.  Under
@@ -288,7 +293,9 @@ def _quick_teardown() -> None:
     import gc
 
     def freeze() -> None:
-        gc.collect()
+        if not getattr(sys.modules.get("pytest_xai.worker"), "FORKED", False):
+            gc.unfreeze()  # what XaiState.freeze froze is collected too, while every module is still there
+        gc.collect()  # (a fork of the zygote ends without the teardown, and its frozen pages stay unread)
         gc.freeze()
 
     atexit.register(freeze)

@@ -24,6 +24,34 @@ xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
 xai_repeats = pytest.StashKey[tuple]()
 COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
+#: Modules another plugin imports at the end of every session, by plugin name.  pytest-xai depends
+#: on hypothesis, whose pytest plugin imports hypothesis in ``pytest_terminal_summary``: 0.4-1 s at
+#: the end of every run, in the controller and in each xdist worker.  The plugin imports them
+#: before, while it waits (:func:`import_ahead`).
+SESSION_END_IMPORTS = {"hypothesispytest": "hypothesis.internal.observability"}
+
+
+#: Modules imported since the heap was last frozen that make the plugin freeze it again (:meth:`XaiState.freeze`).
+FREEZE_AFTER_MODULES = 50
+
+
+def import_ahead(config: pytest.Config) -> Callable[[], None] | None:
+    """A job importing the modules of :data:`SESSION_END_IMPORTS` this session will import at its
+    end (None when there are none); it never raises: the plugin that needs one imports it again."""
+    import importlib
+
+    wanted = [module for plugin, module in SESSION_END_IMPORTS.items()
+              if config.pluginmanager.has_plugin(plugin) and module not in sys.modules]
+    if not wanted:
+        return None
+
+    def job() -> None:
+        for module in wanted:
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(module)
+
+    return job
 
 
 class Background:
@@ -120,12 +148,16 @@ class XaiState:
         self._cache = None
         self._runner = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
+        self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
         self.prefetched_warnings: dict[str, list[warnings.WarningMessage]] = {}
         self.picture_failures: list[str] = []
+        self._imported_ahead = False
+        self._frozen_with = 0  # modules imported when the heap was last frozen (freeze)
+        self._gc_paused = False
 
     @property
     def cache(self):
@@ -181,6 +213,42 @@ class XaiState:
             return {}
         return {k: float(v) for k, v in known.items() if isinstance(v, (int, float))}
 
+    def pause_gc(self) -> None:
+        """Switch the cyclic garbage collector off until the first wait for a worker (:meth:`freeze`):
+        the plugin's process imports the libraries of the cases meanwhile (the families, then torch,
+        scikit-learn, scipy and xgboost with the first case), and each full collection during those
+        imports walked every object imported so far: 6 of them, 1.1 CPU s, in a serial run of
+        exact_shapley.  Left alone when the user switched it off; switched on again after the first
+        test (:meth:`resume_gc`) if no test waited for a worker."""
+        import gc
+
+        if gc.isenabled():
+            gc.disable()
+            self._gc_paused = True
+            self.config.add_cleanup(self.resume_gc)  # a session that never started a test
+
+    def resume_gc(self) -> None:
+        if self._gc_paused:
+            import gc
+
+            self._gc_paused = False
+            gc.enable()
+
+    def freeze(self) -> None:
+        """Collect the garbage, freeze the heap (:func:`gc.freeze`) and switch the collector on
+        again if :meth:`pause_gc` paused it.  The objects of the libraries imported so far (about
+        280,000 with torch, scikit-learn, scipy and xgboost) are never garbage, yet every full
+        collection walked them all, 0.15-0.2 s each, during the tests and three times at exit
+        (pytest's unraisable-exception check, :func:`pytest_xai.plugin._quick_teardown`, Python's
+        own).  Run by the background thread while the test thread waits for a worker: at the first
+        wait, and again after further imports; what is alive then stays uncollected until the
+        process ends, as it would anyway."""
+        import gc
+
+        gc.collect()
+        gc.freeze()
+        self.resume_gc()
+
     @property
     def background(self) -> Background | None:
         """The background thread (:class:`Background`), started on first use; None when calls run
@@ -191,15 +259,25 @@ class XaiState:
         return self._background
 
     def prefetch(self) -> None:
-        """Build the next test's case in the background, so that the next test finds it built.
+        """Build the next test's case in the background, so that the next test finds it built;
+        called as a test is about to wait for its worker.  The first wait also imports ahead
+        (:func:`import_ahead`), and a wait after many imports freezes the heap (:meth:`freeze`).
 
         A failed build is dropped: the next test builds again and reports the error.  Warnings the
         build raises are kept and raised again in the test that asks for the case (``xai_case``)."""
         name, self.next_case = self.next_case, None
-        if name is None:
-            return
         background = self.background
         if background is None:
+            return
+        if not self._imported_ahead:  # during the first wait, which is long: the zygote and a worker start
+            self._imported_ahead = True
+            job = import_ahead(self.config)
+            if job is not None:
+                background.add(job)
+        if len(sys.modules) > self._frozen_with + FREEZE_AFTER_MODULES:
+            self._frozen_with = len(sys.modules)
+            background.add(self.freeze)
+        if name is None:
             return
         from pytest_xai import cases
 
@@ -253,6 +331,31 @@ class XaiState:
         else:
             following = _case_name(nextitem) if nextitem is not None else None
         self.next_case = following if following != current else None
+        if self._runner is not None:
+            self._runner.upcoming = following  # its worker builds it once it has replied to this test's call
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Under ``-n N``, the controller only waits for its workers from now on (they are up): a
+        thread of its own imports what another plugin imports at the session's end
+        (:func:`import_ahead`), then freezes the heap (:meth:`freeze`; the collector was off since
+        configure).  Not before: the thread would slow the controller's starting of its workers,
+        and the zygote would begin its later imports before forking them."""
+        if not self.controller:
+            return
+        import threading
+
+        job = import_ahead(self.config)
+
+        def ahead() -> None:
+            if job is not None:
+                job()
+            self.freeze()
+
+        threading.Thread(target=ahead, name="pytest-xai imports", daemon=True).start()
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.resume_gc()  # the first test waited for no worker (each wait freezes and resumes it)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the record of each finished test (from its report's user properties, so under xdist too)."""
@@ -282,7 +385,8 @@ class XaiState:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Stop the workers, remember what each (case, explainer) cost, and write the reports (the xdist
-    controller only), guarded, JSON first."""
+        controller only), guarded, JSON first."""
+        self.resume_gc()
         if self._background is not None:
             self._background.drain()  # the last pictures
         if self._runner is not None:

@@ -34,7 +34,8 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
     attribution = np.asarray(attribution_8x8, dtype=float).reshape(8, 8)
     mask = np.asarray(mask_8x8, dtype=float).reshape(8, 8)
     fig = Figure(figsize=(9, 4.8))
-    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.04, right=0.94, bottom=0.07, top=0.84, wspace=0.25)  # fixed: tight_layout
+    FigureCanvasAgg(fig)  # measured every label and glyph once more before the save
     for ax, data, name, cmap in ((fig.add_subplot(1, 2, 1), attribution, "attribution", "Reds"),
                                  (fig.add_subplot(1, 2, 2), mask, "NGT mask", "Blues")):
         image = ax.imshow(data, origin="lower", cmap=cmap, vmin=0, vmax=max(data.max(), 1e-12))
@@ -48,7 +49,6 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     turn = "white" if board.turn == chess.WHITE else "black"
     fig.suptitle(f"{title}\n{fen} ({turn} to move)" if title else f"{fen} ({turn} to move)", fontsize=10)
-    fig.tight_layout()
     path = Path(path)
     fig.savefig(path, format="png", dpi=90)
     return path
