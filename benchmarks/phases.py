@@ -41,7 +41,8 @@ REGIONS = {
     "pytest_xai.cases": {"_build": "case building"},
     "pytest_xai.cache": {"Cache._load_or_build": "cache reads"},
     "pytest_xai.isolate": {"Pool.explain": "worker calls", "Pool._worker": "worker start",
-                           "Zygote._ask": "zygote answers"},
+                           "Zygote._ask": "zygote answers"},  # the zygote's client, there before pytest_xai.zygote
+    "pytest_xai.zygote": {"Zygote._ask": "zygote answers"},
     "pytest_xai.contract": {"coerce": "output validation"},
     "pytest_xai.runner": {"draw_picture": "pictures"},
     "pytest_xai.report": {"table": "score table", "document": "report files"},
@@ -104,6 +105,8 @@ def _patch(module: Any) -> None:
     for dotted, region in REGIONS.get(module.__name__, {}).items():
         owner_name, _, attr = dotted.rpartition(".")
         owner = getattr(module, owner_name) if owner_name else module
+        if isinstance(owner, type) and owner.__module__ != module.__name__:
+            continue  # imported from the module that defines it, and patched there
         raw = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
         if raw is None:
             continue
@@ -216,7 +219,7 @@ def pytest_sessionfinish(session: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     stamp("unconfigure")
-    zygote = getattr(sys.modules.get("pytest_xai.isolate"), "Zygote", None)
+    zygote = getattr(sys.modules.get("pytest_xai.zygote") or sys.modules.get("pytest_xai.isolate"), "Zygote", None)
     shared = getattr(zygote, "_shared", None)
     if shared is not None and getattr(shared, "proc", None) is not None:
         try:  # the zygote's CPU and its reaped children's (the workers; under -n N the xdist workers too)

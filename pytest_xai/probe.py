@@ -30,8 +30,8 @@ TICK = 0.05
 
 def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, Any]:
     """What importing ``spec`` in a fresh process gives, within ``cpu`` CPU and ``wall`` wall seconds."""
-    from pytest_xai.isolate import thread_environment
     from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
+    from pytest_xai.zygote import thread_environment
 
     request = json.dumps({"spec": spec, "option": option, "sys_path": list(sys.path), "cwd": os.getcwd()})
     read, write = os.pipe()

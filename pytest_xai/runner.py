@@ -129,7 +129,7 @@ class Runner:
         imports the explainer libraries ``first`` before its first fork (and, with ``others``, the
         other explainer libraries while it waits: the run has explainers whose libraries are unknown)."""
         if self.limits is not None:
-            from pytest_xai.isolate import Zygote
+            from pytest_xai.zygote import Zygote
 
             Zygote.address = zygote
             Zygote.shared(first, others)
@@ -138,7 +138,7 @@ class Runner:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
         if self.limits is None:
             return None
-        from pytest_xai.isolate import Zygote
+        from pytest_xai.zygote import Zygote
 
         return Zygote.serve(first, others)
 

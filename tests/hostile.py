@@ -207,7 +207,7 @@ def _zygote_of_this_worker() -> int | None:
 
     parent = os.getppid()
     with open(f"/proc/{parent}/cmdline", "rb") as fh:
-        zygote = b"--zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
+        zygote = b"pytest_xai.zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
     return parent if zygote else None
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_xai.files import REPORT_FAILED
-from pytest_xai.isolate import THREAD_VARIABLES
 from pytest_xai.runner import LEVELS, resolve_thresholds
+from pytest_xai.zygote import THREAD_VARIABLES
 from tests.test_plugin import QUIET, REF, hostile, run
 
 TOY = "cough_and_fever-"  # symmetry[cough_and_fever-*]: one fast test per explainer
@@ -365,7 +365,8 @@ def test_a_second_ctrl_c_while_a_background_job_finishes_leaves_the_turns_intact
 def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
     """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,
     so it cannot kill it; closing its request channel lets the worker read EOF and end."""
-    from pytest_xai.isolate import Worker, Zygote
+    from pytest_xai.isolate import Worker
+    from pytest_xai.zygote import Zygote
 
     forked = []
 
@@ -751,7 +752,7 @@ def pytest_configure(config):
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
             args = cmdline.read().decode().split("\\0")[:-1]
         with open(os.environ["XAI_ZYGOTE_ARGS"], "w") as out:
-            out.write(" ".join(args[args.index("--zygote"):]))
+            out.write(" ".join(args[args.index("pytest_xai.zygote"):]))
 """
 
 
@@ -796,7 +797,7 @@ def bare_zygote():
     import socket
     import tempfile
 
-    from pytest_xai.isolate import Zygote
+    from pytest_xai.zygote import Zygote
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(os.path.join(tempfile.mkdtemp(prefix="xai-test-zygote-"), "socket"))

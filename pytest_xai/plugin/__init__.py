@@ -176,7 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     specs_given = config.getoption("xai_explainer") or config.getini("xai_explainers")
     if specs_given:  # before any explainer module is imported: thread pools read these at import
-        from pytest_xai.isolate import THREAD_VARIABLES
+        from pytest_xai.zygote import THREAD_VARIABLES
 
         for var in THREAD_VARIABLES:
             os.environ.setdefault(var, "1")  # docs/design.md "Speed rules": contention made captum 25-100x slower
