@@ -34,7 +34,7 @@ def hostile(name: str) -> str:
         ("nocolon", "expected 'module:function'"),
         ("no_such_module_xyz:f", "module 'no_such_module_xyz' not found"),
         ("pytest_xai.explainers:exact_shaply", "did you mean exact_shapley"),
-        ("pytest_xai.plugin:DEFAULT_TIMEOUT", "not a callable explainer"),
+        ("pytest_xai.plugin.settings:DEFAULT_TIMEOUT", "not a callable explainer"),
         ("missing/file.py:f", "does not exist"),
         ("pytest_xai.plugin:derive_seed", "parameter 'base' is not one the contract provides"),
     ],

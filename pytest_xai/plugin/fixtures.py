@@ -43,7 +43,7 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
         for caught in state.prefetched_warnings.pop(name, []):  # raised while it was built in the background
             warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
         try:
-            return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
+            return cases.get(name, seed=state.options.seed, cache=state.cache, data_dir=state.options.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
             pytest.skip(f"case {name}: {exc}")
         except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
@@ -92,7 +92,7 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def explain(explainer, case, *, seed: int | None = None):
         if isinstance(explainer, str):
             explainer = contract.load(explainer, option="xai_explain")
-        repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
+        repeat = state.options.repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
         rec = record_of(request.node)
         rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
@@ -148,8 +148,8 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
         own = case.info.checks.get(name, {})
         thresholds, sources = resolve_thresholds(
-            info.thresholds, call=kwargs, marker=marker, command_line=state.thresholds["command line"].get(name),
-            ini=state.thresholds["ini"].get(name), case=own)
+            info.thresholds, call=kwargs, marker=marker, command_line=state.options.thresholds["command line"].get(name),
+            ini=state.options.thresholds["ini"].get(name), case=own)
         params = {**own, **kwargs, **thresholds}
         reseed = None  # under --xai-repeat, a check that re-explains does so with each repeat's seed
         if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
@@ -198,7 +198,7 @@ def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:
 def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     """The worst example's picture next to the JSON report, for cases that know how to draw; drawn
     in the background while the next test waits for its worker (:meth:`XaiState.draw_later`)."""
-    report = request.config.getoption("xai_report")
+    report = state_of(request.config).options.report
     if not report:
         return
     from pytest_xai.runner import draw_picture, picture_path

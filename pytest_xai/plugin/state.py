@@ -1,4 +1,4 @@
-"""The session's state: options read once, the engine, the records of finished tests.
+"""The session's state: its options (:class:`~pytest_xai.plugin.settings.XaiOptions`), the engine, the records of finished tests.
 
 Part of the plugin (the only package that imports pytest).
 """
@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
+from pytest_xai.plugin.settings import XaiOptions
 from pytest_xai.record import Record
 
-DEFAULT_TIMEOUT = 120.0
-WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
 xai_repeats = pytest.StashKey[tuple]()
@@ -131,17 +130,9 @@ class Background:
 class XaiState:
     """Everything the plugin knows for one session (one per xdist worker, plus the controller)."""
 
-    def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float,
-                 wall_timeout: float | None = None, budget: int | None = None):
-        self.config = config
-        self.budget = budget
+    def __init__(self, config: pytest.Config, options: XaiOptions, explainers: list):
+        self.config, self.options = config, options
         self.explainers = explainers
-        self.thresholds = thresholds  # {"ini": {check: {param: value}}, "command line": {...}}
-        self.seed = seed
-        self.timeout = timeout
-        self.wall_timeout = wall_timeout if wall_timeout is not None else WALL_FACTOR * timeout
-        data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
-        self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[Record] = []
         self.markers: set[str] = set()
         self.families_loaded = False
@@ -184,10 +175,11 @@ class XaiState:
             from pytest_xai.isolate import Limits
             from pytest_xai.runner import Runner
 
-            wall = None if self.wall_timeout == float("inf") else self.wall_timeout  # inf: no backstop
-            limits = Limits(cpu=self.timeout, wall=wall) if self.timeout else None
-            self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir,
-                                  budget=self.budget)
+            options = self.options
+            wall = None if options.wall_timeout == float("inf") else options.wall_timeout  # inf: no backstop
+            limits = Limits(cpu=options.timeout, wall=wall) if options.timeout else None
+            self._runner = Runner(seed=options.seed, limits=limits, cache=self.cache, data_dir=options.data_dir,
+                                  budget=options.budget)
         return self._runner
 
     def _remember_costs(self) -> None:
@@ -284,7 +276,7 @@ class XaiState:
         def build() -> None:
             with warnings.catch_warnings(record=True) as caught:
                 try:
-                    cases.get(name, seed=self.seed, cache=self.cache, data_dir=self.data_dir)
+                    cases.get(name, seed=self.options.seed, cache=self.cache, data_dir=self.options.data_dir)
                 except Exception:  # noqa: BLE001 - the test that needs the case builds it again and reports it
                     return
             self.prefetched_warnings[name] = caught
@@ -378,7 +370,7 @@ class XaiState:
         terminalreporter.write_sep("=", "xai scores")
         for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
             terminalreporter.write_line(line)
-        path = self.config.getoption("xai_report")
+        path = self.options.report
         if path:
             terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
 
@@ -396,18 +388,18 @@ class XaiState:
                 rec.picture = None
         if not hasattr(self.config, "workerinput"):
             self._remember_costs()
-        path = self.config.getoption("xai_report")
-        ci = self.config.stash[xai_ci]
-        if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
+        options = self.options
+        path, ci = options.report, self.config.stash[xai_ci]
+        if not (path or options.save_baseline or options.html) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
             return
         from pytest_xai import files
         from pytest_xai import report as xai_report
 
-        options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
-                   "timeout": self.timeout, "wall_timeout": self.wall_timeout,
-                   "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
-                   "args": list(self.config.invocation_params.args)}
-        doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(session.exitstatus))
+        used = {"explainers": [e.spec for e in self.explainers], "thresholds": options.thresholds,
+                "timeout": options.timeout, "wall_timeout": options.wall_timeout,
+                "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
+                "args": list(self.config.invocation_params.args)}
+        doc = xai_report.document(self.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
         failures = []
         try:
             doc.update(ci.report_sections(self.records))
@@ -418,16 +410,6 @@ class XaiState:
             sys.stderr.write(failure + "\n")
         if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = files.REPORT_FAILED
-
-
-def checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
-    """``check(value, source)`` from :mod:`pytest_xai.options`; a bad value is a usage error (exit 4)."""
-    from pytest_xai.options import OptionError
-
-    try:
-        return check(value, source)
-    except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
 
 
 def state_of(config: pytest.Config) -> XaiState:
