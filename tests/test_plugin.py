@@ -269,6 +269,27 @@ def test_threshold_precedence(pytester):
     result.assert_outcomes(passed=2)
 
 
+def test_an_unknown_marker_keyword_fails_the_test_naming_the_checks_thresholds(pytester):
+    """Issue 32: a misspelt marker keyword (``rtoll=``) was silently ignored, and the default judged.
+    Like pytest-benchmark's marker, an unknown keyword is refused, naming the check's thresholds."""
+    pytester.makepyfile(test_misspelt="""
+        import pytest
+
+        @pytest.mark.xai_symmetry(rtoll=0.9)
+        def test_misspelt(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            xai_check("symmetry", xai_explain(xai_explainer, case), case)
+
+        @pytest.mark.xai_symmetry(rtol=0.9)
+        def test_spelt_right(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            assert xai_check("symmetry", xai_explain(xai_explainer, case), case).threshold == 0.9
+    """)
+    result = run(pytester, "test_misspelt.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*xai_symmetry got unknown keyword rtoll; its thresholds are rtol (did you mean rtol?)*"])
+
+
 def test_user_fixture_without_explainer_skips_with_a_hint(pytester):
     pytester.makepyfile(test_u="def test_x(xai_explainer):\n    pass\n")
     result = run(pytester, "-rs")

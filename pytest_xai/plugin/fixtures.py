@@ -6,7 +6,6 @@ Part of the plugin (the only package that imports pytest).
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_xai.errors import NotApplicable
+from pytest_xai.judge import MarkerError, ReexplainError, Repeats
 from pytest_xai.plugin.state import (
     XaiState,
     record_of,
@@ -133,45 +133,32 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     Case-specific arguments come from the case (``case.info.checks``) unless given.  Thresholds:
     call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` >
-    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``).
+    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``);
+    the engine scores (:class:`pytest_xai.judge.Judge`), this turns its verdict into pass, fail or skip.
     The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
     """
-    from pytest_xai.registry import CHECKS, lookup
-    from pytest_xai.runner import resolve_thresholds
-
     state = state_of(request.config)
 
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
-        info = lookup(CHECKS, name, "check")  # a misspelt name: the closest ones
-        marker: dict = {}
-        for mark in reversed(list(request.node.iter_markers(info.marker))):
-            marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
-        own = case.info.checks.get(name, {})
-        thresholds, sources = resolve_thresholds(
-            info.thresholds, call=kwargs, marker=marker, command_line=state.options.thresholds["command line"].get(name),
-            ini=state.options.thresholds["ini"].get(name), case=own)
-        params = {**own, **kwargs, **thresholds}
-        reseed = None  # under --xai-repeat, a check that re-explains does so with each repeat's seed
-        if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
-            if explainer is None:
-                raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
-            params["reexplain"] = _reexplainer(state, explainer, case)
-            reseed = lambda seed: _reexplainer(state, explainer, case, seed)
-        if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
-            params["claim"] = explainer.claim(name)  # e.g. explain.completeness = "background"
-        game = explainer.declared("reference") if explainer is not None else None
-        if game is not None and "conditional" in inspect.signature(info.func).parameters and "conditional" not in params:
-            params["conditional"] = game  # explain.reference = "baseline": judged against baseline Shapley values
+        markers = [(mark.name, mark.kwargs) for mark in reversed(list(request.node.iter_markers()))]
+        rec = record_of(request.node)
         try:
-            score = info.func(explanation, case, **params)
-            score = _score_repeats(request.node, info.func, explanation, case, params, score, reseed)
+            verdict = state.judge.score(name, explanation, case, explainer=explainer, call=kwargs, markers=markers,
+                                        repeats=request.node.stash.get(xai_repeats, None))
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
-        rec = record_of(request.node)
+        except MarkerError as exc:  # a misspelt threshold: a usage error, as pytest-benchmark's marker has
+            rec.error = f"{request.node.nodeid}: {exc}"
+            pytest.fail(rec.error, pytrace=False)
+        except ReexplainError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        score = verdict.score
+        if verdict.repeat is not None:
+            rec.repeat, rec.flaky = verdict.repeat, verdict.flaky
         rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
         overspent = _overspent(state, case, rec.evaluations)
         detail = score.detail if overspent is None else f"{score.detail}; {overspent}"
-        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, detail
+        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), verdict.sources, detail
         rec.reference = score.params.get("reference")  # {method, evaluations, max_error, convention}
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
@@ -210,25 +197,6 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     state_of(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
 
 
-def _reexplainer(state: XaiState, explainer, case, seed: int | None = None) -> Callable[..., Any]:
-    """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
-    variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time limit
-    and validation as the first call (``Runner.reexplain``); ``seed``: that of the explanation
-    compared (a repeat's), else the ordinary one."""
-    from pytest_xai.errors import ExplainerError
-
-    def reexplain(model=None, *, other_seed: bool = False, rows=None, perturb=None):
-        try:
-            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb,
-                                          seed=seed)
-        except ExplainerError as exc:
-            what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
-                    else "perturbed inputs" if perturb is not None else "a repeated call")
-            pytest.fail(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}", pytrace=False)
-
-    return reexplain
-
-
 def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
     """``--xai-repeat``: the explainer under ``n`` seeds (``Runner.explain_repeated``); the first
     outcome that is not ok, else the first seed's.  The runs wait on the node for ``xai_check``."""
@@ -236,21 +204,5 @@ def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
     bad = [outcome for _, outcome, _ in runs if outcome.status != "ok"]
     if bad:
         return bad[0]
-    node.stash[xai_repeats] = ([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
+    node.stash[xai_repeats] = Repeats([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
     return runs[0][1]
-
-
-def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score, reseed=None):
-    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``);
-    ``reseed(seed)`` gives the re-explainer of a check that re-explains, for that seed."""
-    runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
-    if not runs or runs[0][1] is not explanation:
-        return score  # the test scored an explanation of its own
-    from pytest_xai.runner import combine_repeats
-
-    scores = [score] + [func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
-                        for seed, expl in runs[1:]]
-    score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
-    rec = record_of(node)
-    rec.repeat, rec.flaky = repeat, flaky
-    return score

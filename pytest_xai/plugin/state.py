@@ -20,7 +20,7 @@ from pytest_xai.record import Record
 
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
-xai_repeats = pytest.StashKey[tuple]()
+xai_repeats = pytest.StashKey[Any]()  # the seeds' explanations of --xai-repeat (pytest_xai.judge.Repeats)
 COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 #: Modules another plugin imports at the end of every session, by plugin name.  pytest-xai depends
@@ -138,6 +138,7 @@ class XaiState:
         self.families_loaded = False
         self._cache = None
         self._runner = None
+        self._judge = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
@@ -181,6 +182,15 @@ class XaiState:
             self._runner = Runner(seed=options.seed, limits=limits, cache=self.cache, data_dir=options.data_dir,
                                   budget=options.budget)
         return self._runner
+
+    @property
+    def judge(self):
+        """What scores a check (``pytest_xai.judge``), started on first use."""
+        if self._judge is None:
+            from pytest_xai.judge import Judge
+
+            self._judge = Judge(self.runner, self.options.thresholds)
+        return self._judge
 
     def _remember_costs(self) -> None:
         """Seconds each (case, explainer) of the suite took, kept in pytest's cache for the next
