@@ -92,8 +92,13 @@ class Worker:
                 self.zygote = None
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "pytest_xai.worker", str(request_r), str(reply_w)],
-                    pass_fds=(request_r, reply_w), stdin=subprocess.DEVNULL, stdout=self.log,
-                    stderr=subprocess.STDOUT, start_new_session=True, env=thread_environment())
+                    pass_fds=(request_r, reply_w),
+                    stdin=subprocess.DEVNULL,
+                    stdout=self.log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=thread_environment(),
+                )
                 pid = self.proc.pid
             self.pid: int = pid
         except BaseException:  # e.g. Ctrl-C before the zygote's answer: a worker it forked reads EOF and ends
@@ -160,17 +165,25 @@ class Worker:
             if lim is loading and lim.wall is not None and wall > lim.wall:
                 raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
             if lim is loading and limits.cpu is not None and used < IDLE_SHARE * wall and wall > limits.cpu:
-                raise _Stop(f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
-                            f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)")
+                raise _Stop(
+                    f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
+                    f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)"
+                )
             if lim.cpu is not None and used > lim.cpu:
-                raise _Stop(f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
-                            f"raise the limit with --xai-timeout, or give it a smaller budget)")
+                raise _Stop(
+                    f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
+                    f"raise the limit with --xai-timeout, or give it a smaller budget)"
+                )
             if lim.cpu is not None and used < IDLE_SHARE * wall and wall > lim.cpu:
-                raise _Stop(f"was idle: it used {used:.2f} CPU seconds in {wall:.1f} s, so it sleeps, waits or is "
-                            f"deadlocked (a thread pool or lock inherited through a fork, input(), a network call?)")
+                raise _Stop(
+                    f"was idle: it used {used:.2f} CPU seconds in {wall:.1f} s, so it sleeps, waits or is "
+                    f"deadlocked (a thread pool or lock inherited through a fork, input(), a network call?)"
+                )
             if lim.wall is not None and wall > lim.wall:
-                raise _Stop(f"did not return within the wall-clock backstop of {lim.wall:g} s "
-                            f"(it used {used:.1f} CPU seconds; see --xai-wall-timeout)")
+                raise _Stop(
+                    f"did not return within the wall-clock backstop of {lim.wall:g} s "
+                    f"(it used {used:.1f} CPU seconds; see --xai-wall-timeout)"
+                )
             if not self.alive:
                 raise EOFError
 
@@ -179,16 +192,20 @@ class Worker:
                 reply, arrays = wire.read(self._reply, tick, names=ARRAYS)
                 if reply.get("token") != token:
                     self.kill()
-                    raise ExplainerCrash("sent a result that does not answer the call (a forged or stale message "
-                                         "on the worker's result channel); the worker was replaced")
+                    raise ExplainerCrash(
+                        "sent a result that does not answer the call (a forged or stale message "
+                        "on the worker's result channel); the worker was replaced"
+                    )
                 if reply.get("kind") != "started":
                     return reply, arrays
                 phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
         except _Truncated as cut:
             self.kill()
-            raise ExplainerCrash(f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
-                                 f"truncated message on the worker's result channel (did the explainer write to it?); "
-                                 f"the worker was replaced") from None
+            raise ExplainerCrash(
+                f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
+                f"truncated message on the worker's result channel (did the explainer write to it?); "
+                f"the worker was replaced"
+            ) from None
         except _Stop as stop:
             printed = self.output()
             self.kill()
@@ -197,8 +214,9 @@ class Worker:
             raise self._died("before replying") from None
         except wire.WireError as exc:
             self.kill()
-            raise ExplainerCrash(f"sent a malformed result ({exc}); did the explainer write to the worker's "
-                                 f"result channel?") from None
+            raise ExplainerCrash(
+                f"sent a malformed result ({exc}); did the explainer write to the worker's result channel?"
+            ) from None
         except ExplainerError:
             raise
         except BaseException:  # Ctrl-C or SIGTERM of the session: stop the explainer at once
@@ -222,8 +240,9 @@ class Worker:
         else:
             how = f"exited with status {status}"
             why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
-        return ExplainerCrash(f"its worker process {how} {when}{why}"
-                              + (f"\n\nit printed:\n{printed}" if printed else ""))
+        return ExplainerCrash(
+            f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else "")
+        )
 
     def lost_with_zygote(self) -> bool:
         """Whether this worker was killed because its zygote died (not for what it did itself):
@@ -277,8 +296,13 @@ class Pool:
         if spec in self.broken:
             raise self.broken[spec]
         worker = self.workers[spec] = Worker(spec)
-        init = {"op": "init", "spec": spec, "sys_path": list(sys.path), "cwd": os.getcwd(),
-                "environ": thread_environment()}
+        init = {
+            "op": "init",
+            "spec": spec,
+            "sys_path": list(sys.path),
+            "cwd": os.getcwd(),
+            "environ": thread_environment(),
+        }
         try:
             try:
                 reply, _ = worker.call(init, self.limits)
@@ -297,8 +321,9 @@ class Pool:
             raise self.broken[spec]
         return worker
 
-    def explain(self, spec: str, request: dict[str, Any],
-                case: Case | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def explain(
+        self, spec: str, request: dict[str, Any], case: Case | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
         blob = b""
         if case is not None:
@@ -308,7 +333,8 @@ class Pool:
                 raise ExplainerError(
                     f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
                     f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
-                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)") from None
+                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)"
+                ) from None
         for attempt in range(2):
             worker = self._worker(spec)
             try:
@@ -340,8 +366,9 @@ def _raise_for(reply: dict[str, Any], during: str) -> None:
     if kind == "invalid":
         raise ExplainerError(message)
     if kind == "raised":
-        raise ExplainerRaised(f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}",
-                              wire.clip(reply.get("traceback", "")))
+        raise ExplainerRaised(
+            f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}", wire.clip(reply.get("traceback", ""))
+        )
     raise ExplainerCrash(f"{message or 'the worker sent an unknown reply'}{where}")  # "case", "internal"
 
 

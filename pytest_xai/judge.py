@@ -87,9 +87,17 @@ class Judge:
     def __init__(self, runner: Runner, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]):
         self.runner, self.thresholds = runner, thresholds
 
-    def score(self, name: str, explanation: Any, case: Case, *, explainer: Explainer | None = None,
-              call: Mapping[str, Any] | None = None, markers: Iterable[tuple[str, Mapping[str, Any]]] = (),
-              repeats: Repeats | None = None) -> Verdict:
+    def score(
+        self,
+        name: str,
+        explanation: Any,
+        case: Case,
+        *,
+        explainer: Explainer | None = None,
+        call: Mapping[str, Any] | None = None,
+        markers: Iterable[tuple[str, Mapping[str, Any]]] = (),
+        repeats: Repeats | None = None,
+    ) -> Verdict:
         """Score ``explanation`` of ``case`` with the check ``name``.
 
         ``call`` are the keyword arguments of the ``xai_check`` call; ``markers`` the test's marks as
@@ -109,8 +117,13 @@ class Judge:
                 marker.update({k: v for k, v in kwargs.items() if k in info.thresholds})
         own = case.info.checks.get(name, {})
         thresholds, sources = resolve_thresholds(
-            info.thresholds, call=call, marker=marker, command_line=self.thresholds.get("command line", {}).get(name),
-            ini=self.thresholds.get("ini", {}).get(name), case=own)
+            info.thresholds,
+            call=call,
+            marker=marker,
+            command_line=self.thresholds.get("command line", {}).get(name),
+            ini=self.thresholds.get("ini", {}).get(name),
+            case=own,
+        )
         params = {**own, **call, **thresholds}
         reseed = self._hidden(info, params, explainer, case)
         score: Score = info.func(explanation, case, **params)
@@ -118,14 +131,18 @@ class Judge:
             return Verdict(score, sources)  # the test scored an explanation of its own
         from pytest_xai.runner import combine_repeats
 
-        scores = [score] + [info.func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
-                            for seed, expl in repeats.runs[1:]]
-        score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in repeats.runs], n=repeats.n,
-                                               deterministic=repeats.deterministic)
+        scores = [score] + [
+            info.func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
+            for seed, expl in repeats.runs[1:]
+        ]
+        score, repeat, flaky = combine_repeats(
+            scores, seeds=[seed for seed, _ in repeats.runs], n=repeats.n, deterministic=repeats.deterministic
+        )
         return Verdict(score, sources, repeat, flaky)
 
-    def _hidden(self, info: CheckInfo, params: dict[str, Any], explainer: Explainer | None,
-                case: Case) -> Callable[[int], Any] | None:
+    def _hidden(
+        self, info: CheckInfo, params: dict[str, Any], explainer: Explainer | None, case: Case
+    ) -> Callable[[int], Any] | None:
         """Add to ``params`` what the check asks for by name and the test does not pass: ``reexplain``,
         ``claim`` (``explain.completeness = "background"``) and ``conditional`` (``explain.reference =
         "baseline"``: judged against baseline Shapley values).  Returns how to re-explain under another
@@ -150,14 +167,27 @@ class Judge:
         limit and validation as the first call (:meth:`Runner.reexplain`); ``seed``: that of the
         explanation compared (a repeat's), else the ordinary one."""
 
-        def reexplain(model: Any = None, *, other_seed: bool = False, rows: list[int] | None = None,
-                      perturb: tuple[int, float] | None = None) -> Any:
+        def reexplain(
+            model: Any = None,
+            *,
+            other_seed: bool = False,
+            rows: list[int] | None = None,
+            perturb: tuple[int, float] | None = None,
+        ) -> Any:
             try:
-                return self.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows,
-                                             perturb=perturb, seed=seed)
+                return self.runner.reexplain(
+                    explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb, seed=seed
+                )
             except ExplainerError as exc:
-                what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
-                        else "perturbed inputs" if perturb is not None else "a repeated call")
+                what = (
+                    "a randomised model"
+                    if model is not None
+                    else "a subset of its rows"
+                    if rows is not None
+                    else "perturbed inputs"
+                    if perturb is not None
+                    else "a repeated call"
+                )
                 raise ReexplainError(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}") from None
 
         return reexplain

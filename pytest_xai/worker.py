@@ -67,8 +67,12 @@ def _describe(exc: BaseException) -> dict[str, Any]:
         tb = "".join(traceback.format_exception(type(exc), exc, explainers_frames(exc.__traceback__)))
     except BaseException as inner:  # noqa: BLE001 - formatting calls the exception's own __str__
         tb = f"(the traceback could not be formatted: {type(inner).__name__})"
-    return {"kind": "raised", "type": wire.clip(type(exc).__name__, 200), "message": wire.clip(exc, 2000),
-            "traceback": wire.clip(tb)}
+    return {
+        "kind": "raised",
+        "type": wire.clip(type(exc).__name__, 200),
+        "message": wire.clip(exc, 2000),
+        "traceback": wire.clip(tb),
+    }
 
 
 def _import_modules(modules: list[list[str | None]]) -> None:
@@ -112,8 +116,9 @@ class Worker:
         key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
         if key not in self.cases:
             _import_modules(header.get("modules", []))
-            self.cases[key] = cases.get(header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]),
-                                        data_dir=header["data_dir"])
+            self.cases[key] = cases.get(
+                header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]), data_dir=header["data_dir"]
+            )
         return self.cases[key]
 
     def prebuild(self, header: dict[str, Any]) -> None:
@@ -147,8 +152,9 @@ class Worker:
             case = variant_inputs(case, **header["inputs"])
         return case
 
-    def explain(self, header: dict[str, Any], blob: bytes,
-                started: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def explain(
+        self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         from pytest_xai import contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
@@ -158,8 +164,11 @@ class Worker:
             case = self._case(header, blob)
         except Exception as exc:  # noqa: BLE001 - the plugin built this case before asking: report, do not guess
             out = _describe(exc)
-            return {**out, "kind": "case", "message": f"building case {header.get('case')!r} in the worker "
-                    f"raised {out['type']}: {out['message']}"}, {}
+            return {
+                **out,
+                "kind": "case",
+                "message": f"building case {header.get('case')!r} in the worker raised {out['type']}: {out['message']}",
+            }, {}
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1") or 1)))
@@ -172,10 +181,17 @@ class Worker:
         except ExplainerError as exc:
             return {"kind": "invalid", "message": wire.clip(exc, 2000)}, {}
         cpu = time.process_time() - cpu
-        arrays = {"attributions": result.attributions, "importance": result.importance,
-                  "interactions": result.interactions}
-        return {"kind": "ok", "seconds": float(result.seconds), "cpu_seconds": float(cpu),
-                "evaluations": int(result.evaluations or 0)}, arrays
+        arrays = {
+            "attributions": result.attributions,
+            "importance": result.importance,
+            "interactions": result.interactions,
+        }
+        return {
+            "kind": "ok",
+            "seconds": float(result.seconds),
+            "cpu_seconds": float(cpu),
+            "evaluations": int(result.evaluations or 0),
+        }, arrays
 
 
 def main(argv: list[str]) -> int:

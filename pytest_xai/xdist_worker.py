@@ -24,8 +24,14 @@ def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[s
     """(the zygote's socket, the child's pid, the read end of its lifeline), or None."""
     from pytest_xai import zygote
 
-    request = {"code": code, "argv": ["-c", *argv], "cwd": os.getcwd(), "environ": dict(os.environ),
-               "sys_path": ["", *sys.path[1:]], "dont_write_bytecode": "-B" in flags or sys.dont_write_bytecode}
+    request = {
+        "code": code,
+        "argv": ["-c", *argv],
+        "cwd": os.getcwd(),
+        "environ": dict(os.environ),
+        "sys_path": ["", *sys.path[1:]],
+        "dont_write_bytecode": "-B" in flags or sys.dont_write_bytecode,
+    }
     lifeline, theirs = os.pipe()
     try:
         forked = zygote.become(address, request, [0, 1, 2, theirs])
@@ -55,12 +61,12 @@ PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def main(argv: list[str]) -> int:
     address, args = argv[1], argv[2:]
-    flags = args[:args.index("-c")] if "-c" in args else None
+    flags = args[: args.index("-c")] if "-c" in args else None
     forked = None
     signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON)  # the child may run before we know its pid
     if flags is not None and set(flags) <= set(FLAGS) and len(args) > len(flags) + 1:
         code = args[len(flags) + 1]
-        forked = _fork(address, flags, code, args[len(flags) + 2:])
+        forked = _fork(address, flags, code, args[len(flags) + 2 :])
     if forked is None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)
         os.execv(sys.executable, [sys.executable, *args])

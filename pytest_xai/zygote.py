@@ -59,14 +59,33 @@ REQUEST_BYTES = 1 << 18
 FIRST_ANSWER, FORK_ANSWER, STATUS_ANSWER = 300.0, 60.0, 5.0
 #: Seconds a zygote defers its later imports after forking an xdist worker, for the next to ask.
 XDIST_GAP = 1.0
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                    "NUMEXPR_NUM_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
 #: what the cases' models and their builders need, and the case families (every process that
 #: loads a case imports them all: 0.2-0.3 s each time).
-PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
-           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", *FAMILY_MODULES,
-           "pytest_xai.contract", "pytest_xai.explainers.baselines")
+PRELOAD = (
+    "numpy",
+    "scipy.stats",
+    "sklearn.cluster",
+    "sklearn.datasets",
+    "sklearn.ensemble",
+    "sklearn.linear_model",
+    "sklearn.neural_network",
+    "sklearn.tree",
+    "xgboost",
+    "torch",
+    "chess",
+    "pytest_xai.cases",
+    *FAMILY_MODULES,
+    "pytest_xai.contract",
+    "pytest_xai.explainers.baselines",
+)
 #: Explainer libraries: imported before the first explainer process is forked when the run's
 #: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
 #: the xdist workers are forked, which never call them).  The others only when a user's explainer
@@ -109,15 +128,24 @@ class Server:
     """The zygote's loop: one handler per request (:data:`REQUESTS`), the children it reaped, and
     the imports left for when it is not serving."""
 
-    def __init__(self, owner: socket.socket, listener: socket.socket | None, before_fork: list[str],
-                 later: list[str], filters: list[Any]):
+    def __init__(
+        self,
+        owner: socket.socket,
+        listener: socket.socket | None,
+        before_fork: list[str],
+        later: list[str],
+        filters: list[Any],
+    ):
         self.owner, self.listener, self.clients = owner, listener, [owner]
         self.pending, self.later = list(before_fork), list(later)  # imported before the first fork; at leisure
         self.filters = filters  # a fresh interpreter's warnings filters, restored in every child
         self.statuses: dict[int, int] = {}
         self.quiet_until = 0.0  # no later import before then: an xdist worker is about to ask
         self.handlers: dict[str, Callable[[dict[str, Any], list[int]], dict[str, Any]]] = {
-            "fork": self.fork, "become": self.fork, "status": self.status}
+            "fork": self.fork,
+            "become": self.fork,
+            "status": self.status,
+        }
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -249,7 +277,9 @@ def _explainer_worker(fds: list[int]) -> int:
     return worker.main(["worker", str(request_r), str(reply_w)])
 
 
-def run(sock_fd: int, modules: list[str], before_fork: list[str], later: list[str], listen_fd: int | None = None) -> int:
+def run(
+    sock_fd: int, modules: list[str], before_fork: list[str], later: list[str], listen_fd: int | None = None
+) -> int:
     """Import ``modules`` once, then serve on ``sock_fd`` (and ``listen_fd``) until its owner has gone.
 
     ``later`` are imported after the first answer, one at a time while no request is waiting;
@@ -276,14 +306,19 @@ def main(argv: list[str]) -> int:
     names = argv[4:] if listen is not None else argv[2:]
     one = names.index("--")
     two = names.index("--", one + 1)
-    return run(int(argv[1]), names[:one], names[one + 1:two], names[two + 1:], listen)
+    return run(int(argv[1]), names[:one], names[one + 1 : two], names[two + 1 :], listen)
 
 
 # ------------------------------------------------------------------------------------- the clients
 
 
-def ask(sock: socket.socket, zygote: int | None, request: dict[str, Any], fds: Sequence[int] = (),
-        bound: float = STATUS_ANSWER) -> dict[str, Any]:
+def ask(
+    sock: socket.socket,
+    zygote: int | None,
+    request: dict[str, Any],
+    fds: Sequence[int] = (),
+    bound: float = STATUS_ANSWER,
+) -> dict[str, Any]:
     """Send one request to the zygote (pid ``zygote``) on ``sock`` and return its reply; OSError or
     ValueError when it cannot answer."""
     _send(sock, request, fds)
@@ -350,17 +385,36 @@ class Zygote:
     #: In an xdist worker: the socket of the controller's zygote (``workerinput["xai_zygote"]``).
     address: str | None = None
 
-    def __init__(self, modules: list[str], later: tuple[str, ...] | list[str] = (), listener: Any = None,
-                 before_fork: tuple[str, ...] | list[str] = ()):
+    def __init__(
+        self,
+        modules: list[str],
+        later: tuple[str, ...] | list[str] = (),
+        listener: Any = None,
+        before_fork: tuple[str, ...] | list[str] = (),
+    ):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listen = ["--listen", str(listener.fileno())] if listener is not None else []
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "pytest_xai.zygote", str(theirs.fileno()), *listen, *modules,
-                 "--", *before_fork, "--", *later],
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_xai.zygote",
+                    str(theirs.fileno()),
+                    *listen,
+                    *modules,
+                    "--",
+                    *before_fork,
+                    "--",
+                    *later,
+                ],
                 pass_fds=(theirs.fileno(), *([listener.fileno()] if listener is not None else [])),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, env=thread_environment())
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env=thread_environment(),
+            )
         finally:
             theirs.close()
         self.ready = False
@@ -396,8 +450,12 @@ class Zygote:
         """Start this process's zygote listening on a socket; its address, for the xdist workers."""
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
-        if (cls._shared is None or cls._shared.path is None or cls._shared.proc is None
-                or cls._shared.proc.poll() is not None):
+        if (
+            cls._shared is None
+            or cls._shared.path is None
+            or cls._shared.proc is None
+            or cls._shared.proc.poll() is not None
+        ):
             cls.stop_shared()
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             path = os.path.join(tempfile.mkdtemp(prefix="xai-zygote-"), "socket")

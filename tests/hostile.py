@@ -148,8 +148,11 @@ def leaves_grandchild(inputs, predict, background, target):
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], close_fds=False,
-                             pass_fds=tuple(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2))
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        close_fds=False,
+        pass_fds=tuple(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2),
+    )
     if os.environ.get("XAI_PID_FILE"):
         with open(os.environ["XAI_PID_FILE"], "a") as fh:
             fh.write(f"{child.pid}\n")
@@ -229,7 +232,6 @@ def stops_the_zygote(inputs):
     if zygote is not None:
         os.kill(zygote, signal.SIGSTOP)
     return np.zeros(inputs.shape)
-
 
 
 def sends_a_truncated_reply(inputs):

@@ -26,8 +26,11 @@ def _explained(judge: Judge, name: str = "cough_and_fever"):
 
 
 def test_a_marker_keyword_that_is_no_threshold_is_refused_naming_the_thresholds():
-    with pytest.raises(MarkerError, match=r"^xai_symmetry got unknown keyword rtoll; its thresholds are rtol "
-                                          r"\(did you mean rtol\?\)$"):
+    with pytest.raises(
+        MarkerError,
+        match=r"^xai_symmetry got unknown keyword rtoll; its thresholds are rtol "
+        r"\(did you mean rtol\?\)$",
+    ):
         check_marker("xai_symmetry", {"rtoll": 0.9})
     check_marker("xai_symmetry", {"rtol": 0.9})
 
@@ -45,8 +48,9 @@ def test_the_judge_takes_each_threshold_from_the_strongest_level(judge):
     _, case, explanation = _explained(judge)
     verdict = judge.score("symmetry", explanation, case)
     assert verdict.score.threshold == 0.3 and verdict.sources == {"rtol": "command line"}
-    marked = judge.score("symmetry", explanation, case, markers=[("xai_symmetry", {"rtol": 0.9}),
-                                                                  ("xai_symmetry", {"rtol": 0.8})])
+    marked = judge.score(
+        "symmetry", explanation, case, markers=[("xai_symmetry", {"rtol": 0.9}), ("xai_symmetry", {"rtol": 0.8})]
+    )
     assert marked.score.threshold == 0.8 and marked.sources == {"rtol": "marker"}  # the closest wins
     called = judge.score("symmetry", explanation, case, call={"rtol": 0.7}, markers=[("xai_symmetry", {"rtol": 0.8})])
     assert called.score.threshold == 0.7 and called.sources == {"rtol": "call"}
@@ -62,5 +66,7 @@ def test_the_judge_re_explains_for_a_check_that_asks_and_names_a_failure(judge):
         judge.score("determinism", explanation, case)
     assert judge.score("determinism", explanation, case, explainer=explainer).score.passed
     broken = contract.load("tests.hostile:raises", option="test")
-    with pytest.raises(ReexplainError, match=r"explainer 'raises' on a repeated call of case 'cough_and_fever': raised"):
+    with pytest.raises(
+        ReexplainError, match=r"explainer 'raises' on a repeated call of case 'cough_and_fever': raised"
+    ):
         judge.reexplainer(broken, case)()

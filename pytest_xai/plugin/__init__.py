@@ -213,9 +213,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     from fnmatch import fnmatch
 
     state = parent.config.stash.get(xai_state, None)
-    if (file_path.suffix == ".py" and state is not None and not state.families_loaded
-            and (parent.session.isinitpath(file_path)
-                 or any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")))):
+    if (
+        file_path.suffix == ".py"
+        and state is not None
+        and not state.families_loaded
+        and (
+            parent.session.isinitpath(file_path)
+            or any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files"))
+        )
+    ):
         try:
             mentions = b"xai_" in file_path.read_bytes()
         except OSError:
@@ -234,16 +240,22 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     names = ", ".join(f"{e.name} ({e.spec})" if e.name != e.spec else e.name for e in state.explainers)
     options = state.options
-    limit = (f"{options.timeout:g} CPU s per call (wall backstop {options.wall_timeout:g} s), in worker processes"
-             if options.timeout else "none: calls run IN-PROCESS, without isolation or limit (--xai-timeout=0 "
-             "is a debugging aid; an explainer that ends the process ends the run)")
+    limit = (
+        f"{options.timeout:g} CPU s per call (wall backstop {options.wall_timeout:g} s), in worker processes"
+        if options.timeout
+        else "none: calls run IN-PROCESS, without isolation or limit (--xai-timeout=0 "
+        "is a debugging aid; an explainer that ends the process ends the run)"
+    )
     from pytest_xai import cases
 
-    budget = (f"{options.budget:.2g} model evaluations per call" if options.budget else
-              f"{BUDGET:.2g} model evaluations per call unless a case declares less")
-    return [f"xai: seed={options.seed}, timeout={limit}", f"xai: budget={budget}",
-            f"xai: explainers: {names}"] + [
-        f"xai: {h}" for h in cases.headers()]
+    budget = (
+        f"{options.budget:.2g} model evaluations per call"
+        if options.budget
+        else f"{BUDGET:.2g} model evaluations per call unless a case declares less"
+    )
+    return [f"xai: seed={options.seed}, timeout={limit}", f"xai: budget={budget}", f"xai: explainers: {names}"] + [
+        f"xai: {h}" for h in cases.headers()
+    ]
 
 
 # ------------------------------------------------------------------------------------- the suite
@@ -258,16 +270,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from pytest_xai import cases, checks
 
         params = [
-            pytest.param(info.name, explainer, id=f"{info.name}-{explainer.name}", marks=[
-                pytest.mark.xai, getattr(pytest.mark, f"xai_{info.category}"),
-                getattr(pytest.mark, checks.CHECKS[check_name].marker)])
-            for info in cases.infos() if check_name in info.checks for explainer in state.explainers
+            pytest.param(
+                info.name,
+                explainer,
+                id=f"{info.name}-{explainer.name}",
+                marks=[
+                    pytest.mark.xai,
+                    getattr(pytest.mark, f"xai_{info.category}"),
+                    getattr(pytest.mark, checks.CHECKS[check_name].marker),
+                ],
+            )
+            for info in cases.infos()
+            if check_name in info.checks
+            for explainer in state.explainers
         ]
         metafunc.parametrize(("xai_case_name", "xai_explainer"), params)
     elif "xai_explainer" in metafunc.fixturenames and "xai_explainer" not in _direct_params(metafunc):
-        params = [pytest.param(e, id=e.name) for e in state.explainers] or [pytest.param(
-            None, id="no-explainer",
-            marks=pytest.mark.skip(reason="no explainer configured: pass --xai-explainer=module:function"))]
+        params = [pytest.param(e, id=e.name) for e in state.explainers] or [
+            pytest.param(
+                None,
+                id="no-explainer",
+                marks=pytest.mark.skip(reason="no explainer configured: pass --xai-explainer=module:function"),
+            )
+        ]
         metafunc.parametrize("xai_explainer", params, scope="session")
 
 
@@ -296,8 +321,11 @@ def _row_of(item: pytest.Function) -> str:
 def _runs_explainers_here(config: pytest.Config) -> bool:
     """Whether this process may call an explainer: anything but the controller of ``-n N`` (xdist
     does not distribute ``--collect-only``)."""
-    return (hasattr(config, "workerinput") or config.getoption("collectonly", False)
-            or not config.getoption("numprocesses", None))
+    return (
+        hasattr(config, "workerinput")
+        or config.getoption("collectonly", False)
+        or not config.getoption("numprocesses", None)
+    )
 
 
 def _runs_tests_here(config: pytest.Config) -> bool:
@@ -363,9 +391,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if getattr(item.function, "xai_check", None):
             info, check = cases.info(_params(item)["xai_case_name"]), item.function.xai_check
-            item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, case=info.name,
-                                            family=info.family, category=info.category, check=check,
-                                            row=f"{check}[{info.name}]")
+            item.stash[xai_record] = Record(
+                explainer=_params(item)["xai_explainer"].name,
+                case=info.name,
+                family=info.family,
+                category=info.category,
+                check=check,
+                row=f"{check}[{info.name}]",
+            )
         elif _explainer_of(item) is not None:
             item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, row=_row_of(item))
     options = state_of(config).options
@@ -382,8 +415,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = keep
     if options.benchmark:
         for item in items:
-            if (isinstance(item, pytest.Function) and getattr(item.function, "xai_check", None)
-                    and "benchmark" not in item.fixturenames):
+            if (
+                isinstance(item, pytest.Function)
+                and getattr(item.function, "xai_check", None)
+                and "benchmark" not in item.fixturenames
+            ):
                 item.fixturenames.append("benchmark")
     if hasattr(config, "workerinput") and config.getoption("splits", None) is None:
         _costliest_first(items, state_of(config).suite_costs())  # never under pytest-split: it splits by order

@@ -17,6 +17,7 @@ from pytest_xai.record import Record
 if TYPE_CHECKING:
     from pytest_xai.baseline import Gate
 
+
 class XaiCi:
     """Baselines, repeated seeds, the smoke gate, the HTML report and pytest-html extras."""
 
@@ -35,8 +36,9 @@ class XaiCi:
         options = self.options
         assert options.baseline is not None
         try:
-            gate = baseline.Gate(options.baseline, options.tolerances, options.seconds_factor,
-                                 options.evaluations_factor)
+            gate = baseline.Gate(
+                options.baseline, options.tolerances, options.seconds_factor, options.evaluations_factor
+            )
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
         if not hasattr(config, "workerinput"):  # the controller warns once
@@ -49,28 +51,42 @@ class XaiCi:
         if self.baseline is None:
             return
         rec = record_of(node)
-        reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
-                                         rec.seconds, rec.evaluations)
+        reasons = self.baseline.regressions(
+            (rec.row or node.nodeid, rec.explainer or ""), check, float(score.value), rec.seconds, rec.evaluations
+        )
         if reasons:
             rec.regression = "; ".join(reasons)
-            pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
-                        f"{self.baseline.path}: {rec.regression}", pytrace=False)
+            pytest.fail(
+                f"{check} on case {rec.case!r} regressed against the baseline {self.baseline.path}: {rec.regression}",
+                pytrace=False,
+            )
 
     def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> None:
         """Under ``--xai-gate=regression``, mark a failing test a known failure or name its
         regression (:func:`pytest_xai.gate.judge`), before its report carries the record."""
-        if (self.options.gate != "regression" or self.baseline is None or call.when not in ("setup", "call")
-                or call.excinfo is None or call.excinfo.errisinstance(pytest.skip.Exception)
-                or item.get_closest_marker("xfail")):
+        if (
+            self.options.gate != "regression"
+            or self.baseline is None
+            or call.when not in ("setup", "call")
+            or call.excinfo is None
+            or call.excinfo.errisinstance(pytest.skip.Exception)
+            or item.get_closest_marker("xfail")
+        ):
             return
         from pytest_xai import baseline, gate
 
         status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
-        now = Record(status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations,
-                     regression=rec.regression)
+        now = Record(
+            status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations, regression=rec.regression
+        )
         before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
-        reasons = [] if before is None else baseline.regressions(
-            now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances), **self.baseline.factors())
+        reasons = (
+            []
+            if before is None
+            else baseline.regressions(
+                now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances), **self.baseline.factors()
+            )
+        )
         rec.known_failure, rec.regression = gate.judge(now, before, reasons)
 
     def report_sections(self, records: list[Record]) -> dict:
@@ -132,8 +148,10 @@ class XaiCi:
         if self.state.explainers and self.options.repeat > 1:
             from pytest_xai.runner import REPEAT_ALPHA
 
-            lines.append(f"xai: repeat={self.options.repeat} seeds per (case, explainer); verdict by an exact test "
-                         f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})")
+            lines.append(
+                f"xai: repeat={self.options.repeat} seeds per (case, explainer); verdict by an exact test "
+                f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})"
+            )
         if self.baseline is not None:
             lines.append(f"xai: {self.baseline.header()}")
         return lines
@@ -149,8 +167,11 @@ class XaiCi:
             smoke.update(cases.smoke())
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
-            if (check and isinstance(item, pytest.Function)
-                    and (check, item.callspec.params.get("xai_case_name")) in smoke):
+            if (
+                check
+                and isinstance(item, pytest.Function)
+                and (check, item.callspec.params.get("xai_case_name")) in smoke
+            ):
                 item.add_marker(pytest.mark.xai_smoke)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -178,11 +199,14 @@ class XaiCi:
         """The gate's verdict, the baseline diff table and where the HTML report and baseline went."""
         if self.options.gate == "regression" and self.state.records:
             known = sum(1 for rec in self.state.records if rec.known_failure)
-            worse = sum(1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT")
-                        and not rec.known_failure)
-            terminalreporter.write_line(f"xai gate: regression against {self.baseline and self.baseline.path}: "
-                                        f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
-                                        f"failing in the baseline too, no worse)")
+            worse = sum(
+                1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT") and not rec.known_failure
+            )
+            terminalreporter.write_line(
+                f"xai gate: regression against {self.baseline and self.baseline.path}: "
+                f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
+                f"failing in the baseline too, no worse)"
+            )
         if self.baseline is not None and self.state.records:
             from pytest_xai import baseline
 
@@ -211,16 +235,23 @@ class XaiShard:
         groups: dict[str, list[pytest.Item]] = {}
         for item in items:
             groups.setdefault(_group(item), []).append(item)
-        known = {} if ci.baseline is None else {k: r.duration for k, r in ci.baseline.index.items()
-                                                if isinstance(r.duration, (int, float))}
+        known = (
+            {}
+            if ci.baseline is None
+            else {k: r.duration for k, r in ci.baseline.index.items() if isinstance(r.duration, (int, float))}
+        )
         default = sum(known.values()) / len(known) if known else 1.0
-        weights = {g: sum(known.get(record_of(i).key(), default) if xai_record in i.stash else default for i in members)
-                   for g, members in groups.items()}
+        weights = {
+            g: sum(known.get(record_of(i).key(), default) if xai_record in i.stash else default for i in members)
+            for g, members in groups.items()
+        }
         mine = shard.assign(weights, ci.options.shard[1])
         ci.collected = sum(1 for item in items if xai_record in item.stash)
         keep = [item for item in items if mine[_group(item)] == ci.options.shard[0]]
         if len(keep) < len(items):
-            ci.config.hook.pytest_deselected(items=[item for item in items if mine[_group(item)] != ci.options.shard[0]])
+            ci.config.hook.pytest_deselected(
+                items=[item for item in items if mine[_group(item)] != ci.options.shard[0]]
+            )
             items[:] = keep
 
 

@@ -65,8 +65,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     rec = item.stash.get(xai_record, None)
     if rec is not None:
         excinfo = call.excinfo
-        if (rec.error is None and excinfo is not None
-                and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))):
+        if (
+            rec.error is None
+            and excinfo is not None
+            and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))
+        ):
             from pytest_xai.wire import clip  # e.g. a case builder that raised: the report names it
 
             rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
@@ -143,8 +146,15 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         markers = [(mark.name, mark.kwargs) for mark in reversed(list(request.node.iter_markers()))]
         rec = record_of(request.node)
         try:
-            verdict = state.judge.score(name, explanation, case, explainer=explainer, call=kwargs, markers=markers,
-                                        repeats=request.node.stash.get(xai_repeats, None))
+            verdict = state.judge.score(
+                name,
+                explanation,
+                case,
+                explainer=explainer,
+                call=kwargs,
+                markers=markers,
+                repeats=request.node.stash.get(xai_repeats, None),
+            )
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
         except MarkerError as exc:  # a misspelt threshold: a usage error, as pytest-benchmark's marker has
@@ -163,12 +173,19 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
-            benchmark.extra_info.update({"xai_check": name, "xai_score": float(score.value),
-                                         "xai_passed": bool(score.passed), "xai_case": case.name})
+            benchmark.extra_info.update(
+                {
+                    "xai_check": name,
+                    "xai_score": float(score.value),
+                    "xai_passed": bool(score.passed),
+                    "xai_case": case.name,
+                }
+            )
         if not score.passed:
             worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
-            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {detail}{worst}",
-                        pytrace=False)
+            pytest.fail(
+                f"{name} failed on case {case.name!r} (score {score.value:.3f}): {detail}{worst}", pytrace=False
+            )
         request.config.stash[xai_ci].gate(request.node, name, score)
         return score
 

@@ -39,8 +39,11 @@ def import_ahead(config: pytest.Config) -> Callable[[], None] | None:
     end (None when there are none); it never raises: the plugin that needs one imports it again."""
     import importlib
 
-    wanted = [module for plugin, module in SESSION_END_IMPORTS.items()
-              if config.pluginmanager.has_plugin(plugin) and module not in sys.modules]
+    wanted = [
+        module
+        for plugin, module in SESSION_END_IMPORTS.items()
+        if config.pluginmanager.has_plugin(plugin) and module not in sys.modules
+    ]
     if not wanted:
         return None
 
@@ -179,8 +182,9 @@ class XaiState:
             options = self.options
             wall = None if options.wall_timeout == float("inf") else options.wall_timeout  # inf: no backstop
             limits = Limits(cpu=options.timeout, wall=wall) if options.timeout else None
-            self._runner = Runner(seed=options.seed, limits=limits, cache=self.cache, data_dir=options.data_dir,
-                                  budget=options.budget)
+            self._runner = Runner(
+                seed=options.seed, limits=limits, cache=self.cache, data_dir=options.data_dir, budget=options.budget
+            )
         return self._runner
 
     @property
@@ -204,8 +208,13 @@ class XaiState:
         if cache is None or not spent:
             return
         known = cache.get(COSTS_KEY, {})
-        cache.set(COSTS_KEY, {**(known if isinstance(known, dict) else {}),
-                              **{pair: round(seconds, 3) for pair, seconds in spent.items()}})
+        cache.set(
+            COSTS_KEY,
+            {
+                **(known if isinstance(known, dict) else {}),
+                **{pair: round(seconds, 3) for pair, seconds in spent.items()},
+            },
+        )
 
     def suite_costs(self) -> dict[str, float]:
         """``{"case-explainer": seconds}`` from the last runs (empty without pytest's cache)."""
@@ -362,10 +371,14 @@ class XaiState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the record of each finished test (from its report's user properties, so under xdist too)."""
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            reason = (report.longrepr[2].removeprefix("Skipped: ")
-                      if report.skipped and isinstance(report.longrepr, (tuple, list)) else None)
-            rec = Record.from_properties(report.nodeid, report.outcome, report.duration, report.user_properties,
-                                         skipped_because=reason)
+            reason = (
+                report.longrepr[2].removeprefix("Skipped: ")
+                if report.skipped and isinstance(report.longrepr, (tuple, list))
+                else None
+            )
+            rec = Record.from_properties(
+                report.nodeid, report.outcome, report.duration, report.user_properties, skipped_because=reason
+            )
             if rec is not None:
                 self.records.append(rec)
 
@@ -400,15 +413,21 @@ class XaiState:
             self._remember_costs()
         options = self.options
         path, ci = options.report, self.config.stash[xai_ci]
-        if not (path or options.save_baseline or options.html) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
+        if not (path or options.save_baseline or options.html) or hasattr(
+            self.config, "workerinput"
+        ):  # xdist: the controller reports
             return
         from pytest_xai import files
         from pytest_xai import report as xai_report
 
-        used = {"explainers": [e.spec for e in self.explainers], "thresholds": options.thresholds,
-                "timeout": options.timeout, "wall_timeout": options.wall_timeout,
-                "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
-                "args": list(self.config.invocation_params.args)}
+        used = {
+            "explainers": [e.spec for e in self.explainers],
+            "thresholds": options.thresholds,
+            "timeout": options.timeout,
+            "wall_timeout": options.wall_timeout,
+            "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
+            "args": list(self.config.invocation_params.args),
+        }
         doc = xai_report.document(self.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
         failures = []
         try:
