@@ -188,7 +188,8 @@ def test_exact_gt_shapley_d10_100_points(benchmark):
 # ------------------------------------------------------------------------------- peers: captum, Quantus
 # The peer's own time is taken with the same clock (best of PEER_REPEATS), the ratio peer / ours is in
 # ``benchmark.extra_info["speedup"]`` (above 1: ours is faster) and printed with ``-s``; nothing is
-# asserted about time.  Each peer is skipped when it is not installed (Quantus: the dev extra installs it; the plugin never needs it).
+# asserted about time.  Each peer is skipped when it is not installed (Quantus: the dev extra installs it;
+# the plugin never needs it).
 
 PEER_REPEATS = 5
 PEER_N, PEER_K, SIGMA = 100, 100, 0.1

@@ -1,7 +1,9 @@
 """``python -m pytest_xai``: merge the JSON reports of CI shards, render the HTML report.
 
-python -m pytest_xai merge shard1.json shard2.json -o all.json [--html all.html] [--allow-mismatch]
-python -m pytest_xai html xai-report.json -o xai-report.html
+Usage::
+
+    python -m pytest_xai merge shard1.json shard2.json -o all.json [--html all.html] [--allow-mismatch]
+    python -m pytest_xai html xai-report.json -o xai-report.html
 """
 
 from __future__ import annotations

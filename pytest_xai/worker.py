@@ -4,9 +4,10 @@ Forked by the zygote (:mod:`pytest_xai.zygote`) or, where it cannot fork, starte
 :mod:`pytest_xai.isolate` as ``python -m pytest_xai.worker REQUEST_FD REPLY_FD``: never a fork of a
 parent that may hold OpenMP or BLAS thread pools, with the thread variables in its environment.
 It reads requests from the plugin and answers each in the :mod:`pytest_xai.wire` format: plain
-JSON and float64 arrays, so nothing the explainer controls is ever unpickled by the plugin.  Cases are rebuilt here from their name, seed and data dir (they are
-deterministic, and trained models come from the shared on-disk cache), so no model crosses a
-process boundary; only cases that are not registered arrive pickled, from the plugin.
+JSON and float64 arrays, so nothing the explainer controls is ever unpickled by the plugin.  Cases
+are rebuilt here from their name, seed and data dir (they are deterministic, and trained models come
+from the shared on-disk cache), so no model crosses a process boundary; only cases that are not
+registered arrive pickled, from the plugin.
 """
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ def test_score_drop_fails_against_the_baseline(pytester, xdist):
     result.stdout.fnmatch_lines(
         [
             (
-                "*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 (baseline)"
-                " to 0.972 (now), by more than the tolerance 0.01*"
+                "*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 "
+                "(baseline) to 0.972 (now), by more than the tolerance 0.01*"
             ),
             "*xai baseline diff against*",
             "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000*FAIL 0.972*score dropped*",
@@ -97,7 +97,10 @@ def test_improvements_new_vanished_seconds_and_versions(pytester):
     result.stdout.fnmatch_lines(
         [
             "*explainer seconds grew from 1e-09 (baseline) to * over the factor 3*",
-            "*BaselineWarning: baseline * was made with other library versions (numpy 0.0.1 -> *); scores are compared*",
+            (
+                "*BaselineWarning: baseline * was made with other library versions (numpy 0.0.1 -> *); scores are "
+                "compared*"
+            ),
             "REGRESSION*ranking[[]cough_and_fever_10_90[]]*explainer seconds grew*",
             "improved*ranking[[]a_and_b_or_c[]]*FAIL 0.500*PASS 1.000*verdict FAIL in the baseline, PASS now*",
             "new*symmetry[[]cough_and_fever[]]*not in the baseline",

@@ -426,8 +426,8 @@ def test_the_gate_flags_a_test_whose_evaluations_grew_past_the_factor(pytester):
         [
             "xai: baseline * tolerance 0.05, model evaluations factor 2",
             (
-                "*regressed against the baseline*: model evaluations grew from 64 (baseline) to 184 (now), x2.88, over the "
-                "factor 2*"
+                "*regressed against the baseline*: model evaluations grew from 64 (baseline) to 184 (now), x2.88, "
+                "over the factor 2*"
             ),
             "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000 *s 64 ev*FAIL 1.000 *s 184 ev*",
         ]

@@ -232,11 +232,11 @@ def stress_rank(
     rows of the uncentred cosine between A_r and the exact logit SHAP values phi*_r
     (``case.truth["logit_shap"]``) must be >= min_cosine.  Per row and uncentred, it is free of each
     row's scale (probability explainers) but sees sign flips, |.|, per-row offsets, swapped columns
-    and shuffled rows; an all-zero row scores 0 (``docs/defects.md`` XB-12).  Default 0.8, from the zoo and controls on the seed-0 case: KernelSHAP
-    (default budget) 0.955, the truth plus 30 % noise 0.94, plus 100 % noise 0.65, with a per-row
-    offset 0.64, two top features swapped 0.59, every other zoo member <= 0.02.  The value is the
-    weakest of 1 - r/(n - 1), max(0, rho) and max(0, cosine); Compare-xAI's quartile rule is
-    reported as ``worst["quartile_score"]``.
+    and shuffled rows; an all-zero row scores 0 (``docs/defects.md`` XB-12).  Default 0.8, from the
+    zoo and controls on the seed-0 case: KernelSHAP (default budget) 0.955, the truth plus 30 %
+    noise 0.94, plus 100 % noise 0.65, with a per-row offset 0.64, two top features swapped 0.59,
+    every other zoo member <= 0.02.  The value is the weakest of 1 - r/(n - 1), max(0, rho) and
+    max(0, cosine); Compare-xAI's quartile rule is reported as ``worst["quartile_score"]``.
     """
     from pytest_xai.stats import descending_ranks, spearman
 

@@ -1,4 +1,5 @@
-"""The session's state: its options (:class:`~pytest_xai.plugin.settings.XaiOptions`), the engine, the records of finished tests.
+"""The session's state: its options (:class:`~pytest_xai.plugin.settings.XaiOptions`), the engine, the
+records of finished tests.
 
 Part of the plugin (the only package that imports pytest).
 """

@@ -60,9 +60,9 @@ class ChessOracle:
 
 
 def cnn(widths: Sequence[int] = (32, 32, 48, 48), hidden: int = 128):
-    """The reference CNN (Specification 8; Mücke & Pfahler 2022, §3): four 'same' convolutions with kernels 7, 5, 3, 3, ReLU,
-    a flatten-dense head, 3 logits.  Narrower than the paper's 782,851 parameters so the
-    shipped weights stay small; see ``scripts/train_chess_cnn.py``.
+    """The reference CNN (Specification 8; Mücke & Pfahler 2022, §3): four 'same' convolutions with
+    kernels 7, 5, 3, 3, ReLU, a flatten-dense head, 3 logits.  Narrower than the paper's 782,851
+    parameters so the shipped weights stay small; see ``scripts/train_chess_cnn.py``.
     """
     from torch import nn
 

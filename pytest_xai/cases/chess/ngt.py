@@ -112,8 +112,9 @@ def ngt(
     planes per square, divided by its max, and compared with ``case.truth[mask]`` (the class'
     own mask by default).  Passes when the mean distance over the positions where ``metric`` is
     defined is <= ``max_distance``; undefined positions (constant non-zero map, empty/full mask) are
-    excluded and counted, and an all-zero map is distance 1 (it agrees with no mask).  ``max_distance=None`` takes the calibrated default of ``metric``
-    (``MAX_DISTANCE``; cosine has none, as the paper found it ~1 for every method).
+    excluded and counted, and an all-zero map is distance 1 (it agrees with no mask).
+    ``max_distance=None`` takes the calibrated default of ``metric`` (``MAX_DISTANCE``; cosine has
+    none, as the paper found it ~1 for every method).
 
     Calibration (oracle cases, seeds 0 and 1, 32 positions per class; the controls do not depend
     on the model): the mask itself broadcast to the 12 planes scores 0 on every metric; the

@@ -332,8 +332,9 @@ def monotonicity(
     the tolerance admits an estimator's error, not that much independent noise, and ``noisy_10`` is
     declared as allowed to pass, not promised to.  Passes by construction ``sign_flipped``,
     ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of |w|), and on the
-    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
-    be >= min_score (default 0.6; it reads only the order of |w|, so it is the weakest of the three).
+    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On
+    a case without exact Shapley values the mean must be >= min_score (default 0.6; it reads only
+    the order of |w|, so it is the weakest of the three).
     """
     return _relative_verdict(
         "monotonicity",

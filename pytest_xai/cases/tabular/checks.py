@@ -192,8 +192,8 @@ def symmetry(
         "scaled_negative": _BLIND_TO_SIGN,
         "abs_of_exact": _BLIND_TO_SIGN,
         "shuffled_rows": _BLIND_TO_SIGN,
-        "one_row_in_ten": "the dummy axiom is about zero credit only: exact values on one row in ten and zeros elsewhere "
-        "credit no dummy and credit the used features; faithfulness and the agreement checks reject it",
+        "one_row_in_ten": "the dummy axiom is about zero credit only: exact values on one row in ten and zeros "
+        "elsewhere credit no dummy and credit the used features; faithfulness and the agreement checks reject it",
         "input_minus_mean@digits_*": "the digits dummy pixels are constant over the explained and background rows "
         "(0, or one fixed ink pattern), so x - mean(background) is 0 on them, as every "
         "data-referenced estimator is: the dummy axiom cannot tell it from KernelSHAP",
