@@ -40,8 +40,12 @@ import pytest
 REGIONS = {
     "pytest_xai.cases": {"_build": "case building"},
     "pytest_xai.cache": {"Cache._load_or_build": "cache reads"},
-    "pytest_xai.isolate": {"Pool.explain": "worker calls", "Pool._worker": "worker start",
-                           "Zygote._ask": "zygote answers"},
+    "pytest_xai.isolate": {
+        "Pool.explain": "worker calls",
+        "Pool._worker": "worker start",
+        "Zygote._ask": "zygote answers",
+    },  # the zygote's client, there before pytest_xai.zygote
+    "pytest_xai.zygote": {"Zygote._ask": "zygote answers"},
     "pytest_xai.contract": {"coerce": "output validation"},
     "pytest_xai.runner": {"draw_picture": "pictures"},
     "pytest_xai.report": {"table": "score table", "document": "report files"},
@@ -104,6 +108,8 @@ def _patch(module: Any) -> None:
     for dotted, region in REGIONS.get(module.__name__, {}).items():
         owner_name, _, attr = dotted.rpartition(".")
         owner = getattr(module, owner_name) if owner_name else module
+        if isinstance(owner, type) and owner.__module__ != module.__name__:
+            continue  # imported from the module that defines it, and patched there
         raw = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
         if raw is None:
             continue
@@ -216,7 +222,7 @@ def pytest_sessionfinish(session: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     stamp("unconfigure")
-    zygote = getattr(sys.modules.get("pytest_xai.isolate"), "Zygote", None)
+    zygote = getattr(sys.modules.get("pytest_xai.zygote") or sys.modules.get("pytest_xai.isolate"), "Zygote", None)
     shared = getattr(zygote, "_shared", None)
     if shared is not None and getattr(shared, "proc", None) is not None:
         try:  # the zygote's CPU and its reaped children's (the workers; under -n N the xdist workers too)
@@ -232,20 +238,32 @@ def _write() -> None:
     if not OUT:
         return
     role = "worker" if os.environ.get("PYTEST_XDIST_WORKER") else "main"
-    line = json.dumps({"pid": os.getpid(), "role": role, "t0": T0, "stamps": STAMPS, "regions": CLOCK.totals,
-                       "explainer": CLOCK.explainer, "events": CLOCK.events, "gc": GC})
+    line = json.dumps(
+        {
+            "pid": os.getpid(),
+            "role": role,
+            "t0": T0,
+            "stamps": STAMPS,
+            "regions": CLOCK.totals,
+            "explainer": CLOCK.explainer,
+            "events": CLOCK.events,
+            "gc": GC,
+        }
+    )
     with open(OUT, "a") as fh:
         fh.write(line + "\n")
 
 
 # ------------------------------------------------------------------------------------ the command
 
-PHASES = (("start-up (python, pytest, plugins)", "t0", "configure"),
-          ("configure (zygote started, families; -n N: the xdist workers up)", "configure", "collection"),
-          ("collection", "collection", "collected"),
-          ("tests", "tests", "session finish"),
-          ("session finish (table, reports)", "session finish", "unconfigure"),
-          ("exit", "unconfigure", "exit"))
+PHASES = (
+    ("start-up (python, pytest, plugins)", "t0", "configure"),
+    ("configure (zygote started, families; -n N: the xdist workers up)", "configure", "collection"),
+    ("collection", "collection", "collected"),
+    ("tests", "tests", "session finish"),
+    ("session finish (table, reports)", "session finish", "unconfigure"),
+    ("exit", "unconfigure", "exit"),
+)
 
 
 def breakdown(lines: list[dict[str, Any]], wall: float, cpu: float) -> dict[str, float]:
@@ -265,17 +283,22 @@ def breakdown(lines: list[dict[str, Any]], wall: float, cpu: float) -> dict[str,
     workers = [line for line in lines if line["role"] == "worker"] or [main]
     if workers[0] is not main:  # under -n N: each phase of the xdist workers (the longest), from the run's start
         for name, start, end in PHASES[1:]:
-            spans = [(line["stamps"][end][0] - line["stamps"][start][0], line["stamps"][end][1]
-                      - line["stamps"][start][1]) for line in workers if start in line["stamps"]
-                     and end in line["stamps"]]
+            spans = [
+                (line["stamps"][end][0] - line["stamps"][start][0], line["stamps"][end][1] - line["stamps"][start][1])
+                for line in workers
+                if start in line["stamps"] and end in line["stamps"]
+            ]
             if spans:
                 out["xdist workers: " + name] = max(w for w, _ in spans)
                 out["xdist workers: " + name + " CPU"] = sum(c for _, c in spans)
         begun = [line["stamps"]["first test"][0] for line in workers if "first test" in line["stamps"]]
         if begun:
             out["first test starts"] = min(begun) - stamps["t0"][0]
-    in_tests = sum(line["stamps"]["session finish"][0] - line["stamps"]["tests"][0] for line in workers
-                   if "session finish" in line["stamps"] and "tests" in line["stamps"])
+    in_tests = sum(
+        line["stamps"]["session finish"][0] - line["stamps"]["tests"][0]
+        for line in workers
+        if "session finish" in line["stamps"] and "tests" in line["stamps"]
+    )
     spent = 0.0
     for line in lines:
         for kind, regions in line["regions"].items():
@@ -302,8 +325,9 @@ def breakdown(lines: list[dict[str, Any]], wall: float, cpu: float) -> dict[str,
     return out
 
 
-def run_suite(tree: str, cache: str, report: str, explainers: list[str], workers: int = 0,
-              extra: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+def run_suite(
+    tree: str, cache: str, report: str, explainers: list[str], workers: int = 0, extra: list[str] | None = None
+) -> tuple[dict[str, Any], dict[str, float]]:
     """One suite run in ``tree`` with ``cache`` as pytest's cache dir; (its verdicts by test id and
     status counts, its :func:`breakdown`)."""
     import resource
@@ -313,11 +337,27 @@ def run_suite(tree: str, cache: str, report: str, explainers: list[str], workers
     here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as fh:
         out = fh.name
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, here]), "OMP_NUM_THREADS": "1",
-           "PYTEST_PLUGINS": "phases", "XAI_PHASES": out}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-o", f"cache_dir={cache}",
-               f"--xai-report={report}", *(f"--xai-explainer=pytest_xai.explainers:{e}" for e in explainers),
-               *(["-n", str(workers)] if workers else []), *(extra or [])]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([tree, here]),
+        "OMP_NUM_THREADS": "1",
+        "PYTEST_PLUGINS": "phases",
+        "XAI_PHASES": out,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-o",
+        f"cache_dir={cache}",
+        f"--xai-report={report}",
+        *(f"--xai-explainer=pytest_xai.explainers:{e}" for e in explainers),
+        *(["-n", str(workers)] if workers else []),
+        *(extra or []),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env["XAI_PHASES_T0"] = repr(time.monotonic())
     start = time.monotonic()
@@ -358,8 +398,10 @@ def table(columns: dict[str, dict[str, float]]) -> list[str]:
                 cells.append(f"{col.get(name, 0.0):>22.0f}")
                 continue
             wall, cpu = col.get(name), col.get(name + " CPU")
-            cells.append((f"{wall:>12.2f}" if wall is not None else " " * 12)
-                         + (f" / {cpu:>6.2f} CPU" if cpu is not None else " " * 11))
+            cells.append(
+                (f"{wall:>12.2f}" if wall is not None else " " * 12)
+                + (f" / {cpu:>6.2f} CPU" if cpu is not None else " " * 11)
+            )
         lines.append(f"{name:<{width}}" + "".join(cells))
     return lines
 
@@ -375,8 +417,9 @@ def compare(explainers: list[str], before: str | None, workers: int, runs: int) 
     trees = {"now": root}
     if before:
         target = os.path.join(base, "before")
-        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", target, before], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", root, "worktree", "add", "--detach", target, before], check=True, capture_output=True
+        )
         trees[before] = target
     try:
         for code, tree in trees.items():
@@ -385,15 +428,17 @@ def compare(explainers: list[str], before: str | None, workers: int, runs: int) 
         verdicts: dict[str, Any] = {}
         for _ in range(runs):
             for code, tree in trees.items():
-                got, phases = run_suite(tree, os.path.join(base, f"cache-{code}"), os.path.join(base, "warm.json"),
-                                        explainers, workers)
+                got, phases = run_suite(
+                    tree, os.path.join(base, f"cache-{code}"), os.path.join(base, "warm.json"), explainers, workers
+                )
                 results[code].append(phases)
                 verdicts[code] = got
         return {"phases": {code: median_breakdown(r) for code, r in results.items()}, "verdicts": verdicts}
     finally:
         if before:
-            subprocess.run(["git", "-C", root, "worktree", "remove", "--force", trees[before]], capture_output=True,
-                           check=False)
+            subprocess.run(
+                ["git", "-C", root, "worktree", "remove", "--force", trees[before]], capture_output=True, check=False
+            )
 
 
 def main(argv: list[str]) -> int:

@@ -56,10 +56,14 @@ def test_bench_masks_fast(benchmark, boards):
     fast = benchmark.stats.stats.min
     reference = best_of(cc.reference_masks, boards, getattr(benchmark, "_timer", time.perf_counter))
     benchmark.extra_info.update(
-        positions=len(boards), positions_per_second=round(len(boards) / fast),
-        speedup_vs_reference=round(reference / fast, 2))
-    print(f"\nchess masks: {len(boards) / fast:,.0f} positions/s (all three masks), "
-          f"{reference / fast:.2f}x the per-square reference")
+        positions=len(boards),
+        positions_per_second=round(len(boards) / fast),
+        speedup_vs_reference=round(reference / fast, 2),
+    )
+    print(
+        f"\nchess masks: {len(boards) / fast:,.0f} positions/s (all three masks), "
+        f"{reference / fast:.2f}x the per-square reference"
+    )
 
 
 @pytest.mark.benchmark(group="chess-masks")
@@ -67,5 +71,6 @@ def test_bench_masks_reference(benchmark, boards):
     benchmark(all_masks, cc.reference_masks, boards)
     if benchmark.stats is None:
         return
-    benchmark.extra_info.update(positions=len(boards),
-                                positions_per_second=round(len(boards) / benchmark.stats.stats.min))
+    benchmark.extra_info.update(
+        positions=len(boards), positions_per_second=round(len(boards) / benchmark.stats.stats.min)
+    )

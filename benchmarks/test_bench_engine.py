@@ -21,7 +21,7 @@ def _fork_per_call(fn):
         try:
             data = memoryview(pickle.dumps(fn()))
             while data:
-                data = data[os.write(write_fd, data):]
+                data = data[os.write(write_fd, data) :]
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -49,8 +49,10 @@ def setting(tmp_path_factory):
 def test_engine_overhead_per_call(benchmark, setting, path):
     case, explainer, runner = setting
     direct = lambda: contract.run(explainer, case, seed=0)
-    calls = {"in-process": direct,
-             "worker process (engine)": lambda: runner._call(explainer, case, seed=0).explanation,
-             "fork per call (before)": lambda: _fork_per_call(direct)}
+    calls = {
+        "in-process": direct,
+        "worker process (engine)": lambda: runner._call(explainer, case, seed=0).explanation,
+        "fork per call (before)": lambda: _fork_per_call(direct),
+    }
     explanation = benchmark.pedantic(calls[path], rounds=40, warmup_rounds=3)
     assert explanation.attributions.shape == case.inputs.shape

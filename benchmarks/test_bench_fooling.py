@@ -45,7 +45,9 @@ def row_dedup_tree_by_tree(forest: fooling.Forest, X) -> np.ndarray:
 def hybrids(points, background, rng) -> np.ndarray:
     """KernelSHAP-like rows: each feature from an explained point or from a background row."""
     keep = rng.random((ROWS, points.shape[1])) < 0.5
-    return np.where(keep, points[rng.integers(0, len(points), ROWS)], background[rng.integers(0, len(background), ROWS)])
+    return np.where(
+        keep, points[rng.integers(0, len(points), ROWS)], background[rng.integers(0, len(background), ROWS)]
+    )
 
 
 @pytest.fixture(scope="module", params=["compas_shap_scaffold", "compas_lime_scaffold"])

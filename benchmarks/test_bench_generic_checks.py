@@ -61,14 +61,19 @@ def best_time(fn):
 def record(benchmark, name, loop_seconds, other="per-instance loop"):
     speedup = loop_seconds / benchmark.stats.stats.min
     benchmark.extra_info.update({"other_seconds": loop_seconds, "speedup": speedup})
-    print(f"\n{name}: vectorised {benchmark.stats.stats.min * 1e3:.2f} ms, {other} "
-          f"{loop_seconds * 1e3:.2f} ms, speed-up {speedup:.1f}x")
+    print(
+        f"\n{name}: vectorised {benchmark.stats.stats.min * 1e3:.2f} ms, {other} "
+        f"{loop_seconds * 1e3:.2f} ms, speed-up {speedup:.1f}x"
+    )
 
 
 def test_max_sensitivity(benchmark, case):
     A = gradient_x_input(case.inputs)
-    fast = benchmark(lambda: generic.max_sensitivity(A, case, reexplain=reexplainer(case), radius=RADIUS,
-                                                     n_perturb=N_PERTURB, max_ratio=0.5))
+    fast = benchmark(
+        lambda: generic.max_sensitivity(
+            A, case, reexplain=reexplainer(case), radius=RADIUS, n_perturb=N_PERTURB, max_ratio=0.5
+        )
+    )
 
     def loop():
         scale = np.mean([np.linalg.norm(a) for a in A])
@@ -76,7 +81,7 @@ def test_max_sensitivity(benchmark, case):
         for r in range(N):
             worst = 0.0
             for k in range(N_PERTURB):
-                x = generic.perturbed(case, k, RADIUS)[r:r + 1]  # the same draw, explained alone
+                x = generic.perturbed(case, k, RADIUS)[r : r + 1]  # the same draw, explained alone
                 worst = max(worst, float(np.linalg.norm(gradient_x_input(x)[0] - A[r]) / scale))
             sens.append(worst)
         return float(np.mean(sens))
@@ -91,7 +96,7 @@ def test_completeness(benchmark, case):
 
     def loop():
         base = float(predict(np.zeros((1, D)))[0])
-        outs = [float(predict(case.inputs[r:r + 1])[0]) for r in range(N)]
+        outs = [float(predict(case.inputs[r : r + 1])[0]) for r in range(N)]
         R = max(max(outs + [base]) - min(outs + [base]), max(abs(o - base) for o in outs))
         return max(abs(A[r].sum() - (outs[r] - base)) / R for r in range(N))
 
@@ -105,8 +110,8 @@ def test_determinism(benchmark, case):
 
     def loop():
         scale = np.mean([np.linalg.norm(a) for a in A])
-        gaps = [np.linalg.norm(gradient_x_input(case.inputs[r:r + 1])[0] - A[r]) / scale for r in range(N)]
-        [gradient_x_input(case.inputs[r:r + 1]) for r in range(N)]  # the other seed
+        gaps = [np.linalg.norm(gradient_x_input(case.inputs[r : r + 1])[0] - A[r]) / scale for r in range(N)]
+        [gradient_x_input(case.inputs[r : r + 1]) for r in range(N)]  # the other seed
         return float(max(gaps))
 
     assert abs(loop() - (1.0 - fast.value)) < 1e-9
@@ -119,9 +124,9 @@ def test_batch_invariance(benchmark, case):
 
     def loop():  # the reverse-order batch row by row, and the same three single rows
         scale = np.mean([np.linalg.norm(a) for a in A])
-        gaps = [np.linalg.norm(gradient_x_input(case.inputs[r:r + 1])[0] - A[r]) / scale for r in range(N)]
+        gaps = [np.linalg.norm(gradient_x_input(case.inputs[r : r + 1])[0] - A[r]) / scale for r in range(N)]
         for r in (0, (N - 1) // 2, N - 1):
-            gaps[r] = max(gaps[r], np.linalg.norm(gradient_x_input(case.inputs[r:r + 1])[0] - A[r]) / scale)
+            gaps[r] = max(gaps[r], np.linalg.norm(gradient_x_input(case.inputs[r : r + 1])[0] - A[r]) / scale)
         return float(max(gaps))
 
     assert abs(loop() - (1.0 - fast.value)) < 1e-9
@@ -145,10 +150,27 @@ def test_max_sensitivity_against_quantus(benchmark, case):
     x = np.asarray(case.inputs, dtype=float)
     y = np.ones(N, dtype=int)
     A = gradient_x_input(x)
-    metric = quantus.MaxSensitivity(nr_samples=N_PERTURB, lower_bound=RADIUS, disable_warnings=True,
-                                    display_progressbar=False, return_aggregate=True)
-    peer = best_time(lambda: metric(model=Model().double(), x_batch=x, y_batch=y, a_batch=A, explain_func=explain_func,
-                                    device="cpu", batch_size=N))
-    benchmark(lambda: generic.max_sensitivity(A, case, reexplain=reexplainer(case), radius=RADIUS,
-                                              n_perturb=N_PERTURB, max_ratio=0.5))
+    metric = quantus.MaxSensitivity(
+        nr_samples=N_PERTURB,
+        lower_bound=RADIUS,
+        disable_warnings=True,
+        display_progressbar=False,
+        return_aggregate=True,
+    )
+    peer = best_time(
+        lambda: metric(
+            model=Model().double(),
+            x_batch=x,
+            y_batch=y,
+            a_batch=A,
+            explain_func=explain_func,
+            device="cpu",
+            batch_size=N,
+        )
+    )
+    benchmark(
+        lambda: generic.max_sensitivity(
+            A, case, reexplain=reexplainer(case), radius=RADIUS, n_perturb=N_PERTURB, max_ratio=0.5
+        )
+    )
     record(benchmark, "max_sensitivity", peer, other="Quantus MaxSensitivity")

@@ -41,13 +41,14 @@ def problem():
 # observational conditional (N_SAMPLES exact conditional draws per call, seeded alike for common
 # random numbers), and the interventional expectation over background rows.
 REFERENCES = {
-    "baseline": (lambda dist, bg: dist.mean,
-                 lambda dist, bg: lambda x, S: np.where(S, x, dist.mean)[None]),
-    "observational": (lambda dist, bg: dist.imputer("observational"),
-                      lambda dist, bg: lambda x, S: dist.conditional_sample(
-                          x[S], np.flatnonzero(S), N_SAMPLES, np.random.default_rng(0))),
-    "background": (lambda dist, bg: bg,
-                   lambda dist, bg: lambda x, S: np.where(S, x, bg)),
+    "baseline": (lambda dist, bg: dist.mean, lambda dist, bg: lambda x, S: np.where(S, x, dist.mean)[None]),
+    "observational": (
+        lambda dist, bg: dist.imputer("observational"),
+        lambda dist, bg: (
+            lambda x, S: dist.conditional_sample(x[S], np.flatnonzero(S), N_SAMPLES, np.random.default_rng(0))
+        ),
+    ),
+    "background": (lambda dist, bg: bg, lambda dist, bg: lambda x, S: np.where(S, x, bg)),
 }
 
 
@@ -118,9 +119,11 @@ def vectorised_infidelity(predict, X, A, reference):
     return M.infidelity(predict, X, A, reference, n_perturb=N_PERTURB, n_samples=N_SAMPLES, seed=0).values
 
 
-METRICS = {"faithfulness": (vectorised_faithfulness, loop_faithfulness),
-           "monotonicity": (vectorised_monotonicity, loop_monotonicity),
-           "infidelity": (vectorised_infidelity, loop_infidelity)}
+METRICS = {
+    "faithfulness": (vectorised_faithfulness, loop_faithfulness),
+    "monotonicity": (vectorised_monotonicity, loop_monotonicity),
+    "infidelity": (vectorised_infidelity, loop_infidelity),
+}
 
 
 @pytest.mark.parametrize("reference", REFERENCES)
@@ -185,7 +188,8 @@ def test_exact_gt_shapley_d10_100_points(benchmark):
 # ------------------------------------------------------------------------------- peers: captum, Quantus
 # The peer's own time is taken with the same clock (best of PEER_REPEATS), the ratio peer / ours is in
 # ``benchmark.extra_info["speedup"]`` (above 1: ours is faster) and printed with ``-s``; nothing is
-# asserted about time.  Each peer is skipped when it is not installed (Quantus: the dev extra installs it; the plugin never needs it).
+# asserted about time.  Each peer is skipped when it is not installed (Quantus: the dev extra installs it;
+# the plugin never needs it).
 
 PEER_REPEATS = 5
 PEER_N, PEER_K, SIGMA = 100, 100, 0.1
@@ -228,8 +232,9 @@ def test_infidelity_against_captum(benchmark, d, noise):
     torch.set_num_threads(1)
     w, X, predict, A = smooth_problem(d)
     benchmark.group = f"infidelity against captum, {noise} noise, {PEER_N} points x {PEER_K} perturbations, d={d}"
-    ours = benchmark(lambda: M.infidelity(predict, X, A, perturbation="gaussian", n_perturb=PEER_K, sigma=SIGMA,
-                                          seed=0))
+    ours = benchmark(
+        lambda: M.infidelity(predict, X, A, perturbation="gaussian", n_perturb=PEER_K, sigma=SIGMA, seed=0)
+    )
     if noise == "its own":
         weights = torch.as_tensor(w, dtype=torch.float32)
         forward = lambda x: torch.tanh(x @ weights / 4)
@@ -247,8 +252,9 @@ def test_infidelity_against_captum(benchmark, d, noise):
         def perturb(x):
             return block, x - block
 
-    theirs = lambda: captum_metrics.infidelity(forward, perturb, inputs, attributions,
-                                               n_perturb_samples=PEER_K, normalize=True)
+    theirs = lambda: captum_metrics.infidelity(
+        forward, perturb, inputs, attributions, n_perturb_samples=PEER_K, normalize=True
+    )
     if noise == "the same":
         assert min(ours.params["beta"]) > 0  # no row clipped at 0, where ours differs by design
         np.testing.assert_allclose(theirs().numpy(), ours.values, rtol=1e-9)
@@ -275,9 +281,16 @@ def test_faithfulness_against_quantus(benchmark, d):
 
     benchmark.group = f"faithfulness against Quantus, {PEER_N} points, d={d}"
     ours = benchmark(lambda: M.faithfulness(predict, X, A, np.zeros(d), absolute=False))
-    metric = quantus.FaithfulnessEstimate(features_in_step=1, perturb_baseline=0.0, normalise=False,
-                                          abs=False, disable_warnings=True, display_progressbar=False)
-    theirs = lambda: metric(model=Model().eval(), x_batch=X, y_batch=np.ones(PEER_N, dtype=int),
-                            a_batch=A, device="cpu", batch_size=PEER_N)
+    metric = quantus.FaithfulnessEstimate(
+        features_in_step=1,
+        perturb_baseline=0.0,
+        normalise=False,
+        abs=False,
+        disable_warnings=True,
+        display_progressbar=False,
+    )
+    theirs = lambda: metric(
+        model=Model().eval(), x_batch=X, y_batch=np.ones(PEER_N, dtype=int), a_batch=A, device="cpu", batch_size=PEER_N
+    )
     np.testing.assert_allclose(np.asarray(theirs(), dtype=float), ours.values, rtol=0, atol=1e-4)
     record_peer(benchmark, f"faithfulness, d={d}", peer_time(theirs), "Quantus FaithfulnessEstimate")

@@ -34,8 +34,17 @@ def test_exact_shapley_suite_cold_cache(benchmark, tmp_path):
 
     def cold():
         cache = tempfile.mkdtemp(dir=tmp_path)
-        return _run(["--xai-explainer=pytest_xai.explainers:exact_shapley", "-o", f"cache_dir={cache}", "-q",
-                     "-m", "xai_symmetry or xai_ranking or xai_dummy"], tmp_path)
+        return _run(
+            [
+                "--xai-explainer=pytest_xai.explainers:exact_shapley",
+                "-o",
+                f"cache_dir={cache}",
+                "-q",
+                "-m",
+                "xai_symmetry or xai_ranking or xai_dummy",
+            ],
+            tmp_path,
+        )
 
     result = benchmark.pedantic(cold, rounds=3)
     assert result.returncode == 0, result.stdout[-2000:]
@@ -50,12 +59,19 @@ def test_plugin_overhead_shap_kernel(benchmark, timeout, tmp_path):
     ``--xai-timeout=0`` runs in-process.
     """
     report = tmp_path / "r.json"
-    args = ["--xai-explainer=pytest_xai.explainers:shap_kernel", f"--xai-timeout={timeout}", f"--xai-report={report}",
-            "-q", "-m", "xai_symmetry or xai_ranking or xai_dummy"]
+    args = [
+        "--xai-explainer=pytest_xai.explainers:shap_kernel",
+        f"--xai-timeout={timeout}",
+        f"--xai-report={report}",
+        "-q",
+        "-m",
+        "xai_symmetry or xai_ranking or xai_dummy",
+    ]
     _run(args, tmp_path)  # warm the cache
     benchmark.pedantic(_run, args=(args, tmp_path), rounds=3)
     results = json.loads(report.read_text())["results"]
     explainer = sum(r["seconds"] for r in results)
     total = sum(r["duration"] for r in results)
-    benchmark.extra_info.update(explainer_seconds=explainer, test_seconds=total,
-                                overhead_ratio=(total - explainer) / explainer)
+    benchmark.extra_info.update(
+        explainer_seconds=explainer, test_seconds=total, overhead_ratio=(total - explainer) / explainer
+    )

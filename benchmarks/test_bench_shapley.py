@@ -15,6 +15,7 @@ def naive_interventional(predict, inputs, background):
     n, d = inputs.shape
     out = np.zeros((n, d))
     for r, x in enumerate(inputs):
+
         def v(S, x=x):  # x bound now: v is called only in this iteration
             rows = background.copy()
             rows[:, list(S)] = x[list(S)]
@@ -81,6 +82,7 @@ def test_kernel_shap_background_fooling(benchmark, background):
     def explain():
         np.random.seed(0)
         return shap.KernelExplainer(lambda X: case.predict(X)[:, case.target], rows).shap_values(
-            case.inputs[:2], silent=True)
+            case.inputs[:2], silent=True
+        )
 
     benchmark.pedantic(explain, rounds=1)

@@ -12,8 +12,17 @@ import time
 import pytest
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-ARGS = [sys.executable, "-m", "pytest", "--xai-explainer=pytest_xai.explainers:exact_shapley", "-q", "-n", "2",
-        "-p", "no:randomly"]
+ARGS = [
+    sys.executable,
+    "-m",
+    "pytest",
+    "--xai-explainer=pytest_xai.explainers:exact_shapley",
+    "-q",
+    "-n",
+    "2",
+    "-p",
+    "no:randomly",
+]
 TIMES: dict[str, float] = {}
 
 

@@ -39,13 +39,19 @@ def checkouts(tmp_path_factory):
     """``{"now": this checkout, "before": the old revision}`` (before: None outside a git clone)."""
     places = {"now": ROOT, "before": None}
     target = tmp_path_factory.mktemp("before") / "tree"
-    made = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BEFORE],
-                          capture_output=True, text=True, check=False)
+    made = subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BEFORE],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if made.returncode == 0:
         places["before"] = target
     yield places
     if places["before"] is not None:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(target)], capture_output=True, check=False)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(target)], capture_output=True, check=False
+        )
 
 
 def run_suite(tree: Path, cache: Path, report: Path, *explainers: str, workers: int = 0) -> dict:
@@ -97,8 +103,9 @@ def test_suite_warm_on_two_workers(benchmark, checkouts, tmp_path_factory, expla
         pytest.skip(f"no git worktree of {BEFORE} (not a git clone?)")
     benchmark.group = f"suite warm: {explainer}"
     cache, _ = warm_cache(tree, code, explainer, tmp_path_factory.getbasetemp())
-    warm = _timed(benchmark, lambda: run_suite(tree, cache, tmp_path_factory.mktemp("r") / "warm.json", explainer,
-                                               workers=2))
+    warm = _timed(
+        benchmark, lambda: run_suite(tree, cache, tmp_path_factory.mktemp("r") / "warm.json", explainer, workers=2)
+    )
     assert warm["pass"] + warm["fail"] > 0
 
 
@@ -133,19 +140,32 @@ def test_fixed_cost_against_before(benchmark, checkouts, tmp_path_factory):
         caches = {code: warm_cache(checkouts[code], code, "exact_shapley", base)[0] for code in runs}
         for _ in range(ROUNDS):
             for code, done in runs.items():
-                done.append(run_suite(checkouts[code], caches[code], tmp_path_factory.mktemp("r") / "w.json",
-                                      "exact_shapley"))
+                done.append(
+                    run_suite(checkouts[code], caches[code], tmp_path_factory.mktemp("r") / "w.json", "exact_shapley")
+                )
 
     benchmark.pedantic(compare, rounds=1, iterations=1)
     medians = {code: phases.median_breakdown([r["phases"] for r in done]) for code, done in runs.items()}
     cost = {code: sorted(fixed_cost(r) for r in done)[len(done) // 2] for code, done in runs.items()}
-    differ = [t for t in runs["now"][-1]["verdicts"].keys() | runs["before"][-1]["verdicts"].keys()
-              if runs["now"][-1]["verdicts"].get(t) != runs["before"][-1]["verdicts"].get(t)]
-    benchmark.extra_info.update({"fixed_cost_before": round(cost["before"], 2), "fixed_cost_now": round(cost["now"], 2),
-                                 "ratio": round(cost["before"] / cost["now"], 2), "verdicts_differ": differ,
-                                 "phases_before": medians["before"], "phases_now": medians["now"]})
-    print(f"\nexact_shapley warm, fixed cost {cost['before']:.1f} s before, {cost['now']:.1f} s now: "
-          f"{cost['before'] / cost['now']:.2f}x")
+    differ = [
+        t
+        for t in runs["now"][-1]["verdicts"].keys() | runs["before"][-1]["verdicts"].keys()
+        if runs["now"][-1]["verdicts"].get(t) != runs["before"][-1]["verdicts"].get(t)
+    ]
+    benchmark.extra_info.update(
+        {
+            "fixed_cost_before": round(cost["before"], 2),
+            "fixed_cost_now": round(cost["now"], 2),
+            "ratio": round(cost["before"] / cost["now"], 2),
+            "verdicts_differ": differ,
+            "phases_before": medians["before"],
+            "phases_now": medians["now"],
+        }
+    )
+    print(
+        f"\nexact_shapley warm, fixed cost {cost['before']:.1f} s before, {cost['now']:.1f} s now: "
+        f"{cost['before'] / cost['now']:.2f}x"
+    )
     print("\n".join(phases.table({f"{BEFORE} (median)": medians["before"], "now (median)": medians["now"]})))
     assert not differ, f"verdicts or scores changed: {differ[:10]}"
 
@@ -165,10 +185,17 @@ def test_two_explainers_xdist_over_serial(benchmark, tmp_path_factory):
 
     benchmark.pedantic(compare, rounds=1, iterations=1)
     speedup = done[0]["seconds"] / done[2]["seconds"]
-    benchmark.extra_info.update({"serial_seconds": done[0]["seconds"], "xdist_seconds": done[2]["seconds"],
-                                 "speedup": round(speedup, 2), "phases_serial": done[0]["phases"],
-                                 "phases_xdist": done[2]["phases"]})
-    print(f"\n{' + '.join(PAIR)} warm: serial {done[0]['seconds']:.1f} s, -n 2 {done[2]['seconds']:.1f} s, "
-          f"{speedup:.2f}x")
+    benchmark.extra_info.update(
+        {
+            "serial_seconds": done[0]["seconds"],
+            "xdist_seconds": done[2]["seconds"],
+            "speedup": round(speedup, 2),
+            "phases_serial": done[0]["phases"],
+            "phases_xdist": done[2]["phases"],
+        }
+    )
+    print(
+        f"\n{' + '.join(PAIR)} warm: serial {done[0]['seconds']:.1f} s, -n 2 {done[2]['seconds']:.1f} s, {speedup:.2f}x"
+    )
     print("\n".join(phases.table({"serial": done[0]["phases"], "-n 2": done[2]["phases"]})))
     assert done[0]["verdicts"] == done[2]["verdicts"]

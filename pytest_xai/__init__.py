@@ -26,5 +26,14 @@ def make_case(inputs, **kwargs) -> Case:
     return make(inputs, **kwargs)
 
 
-__all__ = ["Case", "CaseInfo", "Family", "NotApplicable", "Score", "__version__", "make_case", "register_case",
-           "register_check"]
+__all__ = [
+    "Case",
+    "CaseInfo",
+    "Family",
+    "NotApplicable",
+    "Score",
+    "__version__",
+    "make_case",
+    "register_case",
+    "register_check",
+]

@@ -1,5 +1,7 @@
 """``python -m pytest_xai``: merge the JSON reports of CI shards, render the HTML report.
 
+Usage::
+
     python -m pytest_xai merge shard1.json shard2.json -o all.json [--html all.html] [--allow-mismatch]
     python -m pytest_xai html xai-report.json -o xai-report.html
 """
@@ -29,8 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("-o", "--output", required=True, metavar="ALL.json")
     merge.add_argument("--html", metavar="ALL.html", help="also render the merged report as HTML")
-    merge.add_argument("--allow-mismatch", action="store_true",
-                       help="merge reports with different seeds, versions or thresholds (recorded in the output)")
+    merge.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="merge reports with different seeds, versions or thresholds (recorded in the output)",
+    )
     html = sub.add_parser("html", help="render a JSON report as a self-contained HTML file")
     html.add_argument("report", metavar="REPORT.json")
     html.add_argument("-o", "--output", required=True, metavar="REPORT.html")
@@ -42,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         from pytest_xai import merge as merging
 
         try:
-            doc = merging.merge([(path, _read(path, "merge")) for path in args.reports],
-                                allow_mismatch=args.allow_mismatch)
+            doc = merging.merge(
+                [(path, _read(path, "merge")) for path in args.reports], allow_mismatch=args.allow_mismatch
+            )
         except merging.MergeError as exc:
             print(f"pytest_xai merge: {exc}", file=sys.stderr)
             return 2

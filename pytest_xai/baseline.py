@@ -57,12 +57,16 @@ def parse_tolerances(entries: list[str], source: str, known_checks: list[str]) -
         name, sep, raw = entry.rpartition("=")
         name = name.strip() if sep else ANY
         if name != ANY and name not in known_checks:
-            raise OptionError(f"{source} {entry!r}: no check named {name!r}; give VALUE for every check or "
-                              f"CHECK=VALUE with one of: {', '.join(known_checks)}")
+            raise OptionError(
+                f"{source} {entry!r}: no check named {name!r}; give VALUE for every check or "
+                f"CHECK=VALUE with one of: {', '.join(known_checks)}"
+            )
         value = check_threshold("tolerance", raw, f"{source} {entry!r}")
         if value > 1:
-            raise OptionError(f"{source} {entry!r}: scores are in [0, 1], so a tolerance above 1 never fires; "
-                              f"give a number from 0 to 1")
+            raise OptionError(
+                f"{source} {entry!r}: scores are in [0, 1], so a tolerance above 1 never fires; "
+                f"give a number from 0 to 1"
+            )
         out[name] = value
     return out
 
@@ -78,23 +82,37 @@ def index(doc: Mapping[str, Any]) -> dict[tuple[str, str], Record]:
 
 def changed_versions(before: Mapping[str, str], now: Mapping[str, str]) -> dict[str, list]:
     """``{library: [baseline version, this run's version]}`` for every library that differs."""
-    return {name: [before.get(name), now.get(name)] for name in sorted(set(before) | set(now))
-            if before.get(name) != now.get(name)}
+    return {
+        name: [before.get(name), now.get(name)]
+        for name in sorted(set(before) | set(now))
+        if before.get(name) != now.get(name)
+    }
 
 
 def identity(doc: Mapping[str, Any], path: str, versions_now: Mapping[str, str]) -> dict:
     """What the JSON report records about the baseline it was compared with."""
-    return {"path": path, "created": doc.get("created"), "seed": doc.get("seed"), "budget": doc.get("budget"),
-            "versions": doc.get("versions"),
-            "changed_versions": changed_versions(doc.get("versions") or {}, versions_now)}
+    return {
+        "path": path,
+        "created": doc.get("created"),
+        "seed": doc.get("seed"),
+        "budget": doc.get("budget"),
+        "versions": doc.get("versions"),
+        "changed_versions": changed_versions(doc.get("versions") or {}, versions_now),
+    }
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def regressions(now: Record, before: Record, *, tol: float, seconds_factor: float | None = None,
-                evaluations_factor: float | None = None) -> list[str]:
+def regressions(
+    now: Record,
+    before: Record,
+    *,
+    tol: float,
+    seconds_factor: float | None = None,
+    evaluations_factor: float | None = None,
+) -> list[str]:
     """Why ``now`` is worse than ``before`` (empty when it is not): each reason names the baseline
     value, this run's value and the tolerance or factor.  Evaluations and seconds are compared only
     with a factor, and only where both records have them (older reports have no evaluations)."""
@@ -104,17 +122,20 @@ def regressions(now: Record, before: Record, *, tol: float, seconds_factor: floa
         reasons.append(f"{VERDICT}, {now.status} now")
     b, n = _number(before.score), _number(now.score)
     if b is not None and n is not None and b - n > tol + 1e-9:
-        reasons.append(f"score dropped from {b:.3f} (baseline) to {n:.3f} (now), by more than the "
-                       f"tolerance {tol:g}")
+        reasons.append(f"score dropped from {b:.3f} (baseline) to {n:.3f} (now), by more than the tolerance {tol:g}")
     b, n = _number(before.seconds), _number(now.seconds)
     if seconds_factor and b is not None and n is not None and b > 0 and n > seconds_factor * b:
-        reasons.append(f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
-                       f"the factor {seconds_factor:g}")
+        reasons.append(
+            f"explainer seconds grew from {b:.3g} (baseline) to {n:.3g} (now), x{n / b:.3g}, over "
+            f"the factor {seconds_factor:g}"
+        )
     b, n = _number(before.evaluations), _number(now.evaluations)
     if evaluations_factor and b is not None and n is not None and n > evaluations_factor * b:
         grew = f", x{n / b:.3g}" if b > 0 else ""
-        reasons.append(f"model evaluations grew from {b:.0f} (baseline) to {n:.0f} (now){grew}, over the factor "
-                       f"{evaluations_factor:g}")
+        reasons.append(
+            f"model evaluations grew from {b:.0f} (baseline) to {n:.0f} (now){grew}, over the factor "
+            f"{evaluations_factor:g}"
+        )
     return reasons
 
 
@@ -129,12 +150,23 @@ def improvements(now: Record, before: Record, *, tol: float) -> list[str]:
 
 
 def _brief(rec: Record) -> dict:
-    return {"status": rec.status, "score": rec.score, "seconds": rec.seconds, "evaluations": rec.evaluations,
-            "flaky": rec.flaky}
+    return {
+        "status": rec.status,
+        "score": rec.score,
+        "seconds": rec.seconds,
+        "evaluations": rec.evaluations,
+        "flaky": rec.flaky,
+    }
 
 
-def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[str, float],
-            seconds_factor: float | None = None, evaluations_factor: float | None = None) -> dict:
+def compare(
+    now: list[Record],
+    doc: Mapping[str, Any],
+    *,
+    tolerances: Mapping[str, float],
+    seconds_factor: float | None = None,
+    evaluations_factor: float | None = None,
+) -> dict:
     """The diff of the records ``now`` against the baseline ``doc``: regressions, improvements, new
     tests, vanished tests (in the baseline, not run now) and the number unchanged."""
     before = index(doc)
@@ -148,8 +180,9 @@ def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[st
             continue
         tol = tolerance(rec.check, tolerances)
         entry = {"row": k[0], "explainer": k[1], "baseline": _brief(before[k]), "now": _brief(rec)}
-        worse = regressions(rec, before[k], tol=tol, seconds_factor=seconds_factor,
-                            evaluations_factor=evaluations_factor)
+        worse = regressions(
+            rec, before[k], tol=tol, seconds_factor=seconds_factor, evaluations_factor=evaluations_factor
+        )
         better = improvements(rec, before[k], tol=tol)
         if worse:
             diff["regressions"].append({**entry, "reasons": worse})
@@ -157,8 +190,9 @@ def compare(now: list[Record], doc: Mapping[str, Any], *, tolerances: Mapping[st
             diff["improvements"].append({**entry, "reasons": better})
         else:
             diff["unchanged"] += 1
-    diff["vanished"] = [{"row": k[0], "explainer": k[1], "baseline": _brief(before[k])}
-                        for k in sorted(before) if k not in seen]
+    diff["vanished"] = [
+        {"row": k[0], "explainer": k[1], "baseline": _brief(before[k])} for k in sorted(before) if k not in seen
+    ]
     return diff
 
 
@@ -184,15 +218,19 @@ def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:
         for label, e in rows:
             why = "; ".join(e.get("reasons", [])) or "not in the baseline"
             test = f"{e['row']} [{e['explainer']}]"
-            lines.append(f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<{side}}  "
-                         f"{_value(e.get('now')):<{side}}  {why}".rstrip())
+            lines.append(
+                f"{names[label]:<11}  {test:<{width}}  {_value(e.get('baseline')):<{side}}  "
+                f"{_value(e.get('now')):<{side}}  {why}".rstrip()
+            )
     vanished = diff["vanished"]
     if vanished:
         shown = ", ".join(f"{e['row']} [{e['explainer']}]" for e in vanished[:max_vanished])
         more = f" and {len(vanished) - max_vanished} more (in the JSON report)" if len(vanished) > max_vanished else ""
         lines.append(f"not run now, in the baseline: {shown}{more}")
-    lines.append(f"{len(diff['regressions'])} regressed, {len(diff['improvements'])} improved, "
-                 f"{len(diff['new'])} new, {len(vanished)} not run, {diff['unchanged']} unchanged")
+    lines.append(
+        f"{len(diff['regressions'])} regressed, {len(diff['improvements'])} improved, "
+        f"{len(diff['new'])} new, {len(vanished)} not run, {diff['unchanged']} unchanged"
+    )
     return lines
 
 
@@ -204,8 +242,13 @@ class Gate:
     evaluations (None: not compared).
     """
 
-    def __init__(self, path: str, tolerances: Mapping[str, float], seconds_factor: float | None = None,
-                 evaluations_factor: float | None = DEFAULT_EVALUATIONS_FACTOR):
+    def __init__(
+        self,
+        path: str,
+        tolerances: Mapping[str, float],
+        seconds_factor: float | None = None,
+        evaluations_factor: float | None = DEFAULT_EVALUATIONS_FACTOR,
+    ):
         self.path, self.tolerances, self.seconds_factor = path, dict(tolerances), seconds_factor
         self.evaluations_factor = evaluations_factor
         self.doc = load(path)
@@ -215,8 +258,9 @@ class Gate:
         """The factors of :func:`regressions`."""
         return {"seconds_factor": self.seconds_factor, "evaluations_factor": self.evaluations_factor}
 
-    def regressions(self, key: tuple[str, str], check: str, score: float, seconds: float | None,
-                    evaluations: int | None = None) -> list[str]:
+    def regressions(
+        self, key: tuple[str, str], check: str, score: float, seconds: float | None, evaluations: int | None = None
+    ) -> list[str]:
         """Why a test that passed its check with ``score`` regressed against the baseline (or [])."""
         before = self.index.get(key)
         if before is None:
@@ -233,21 +277,34 @@ class Gate:
         changed = changed_versions(self.doc.get("versions") or {}, versions_now)
         if changed:
             names = ", ".join(f"{k} {a or 'absent'} -> {b or 'absent'}" for k, (a, b) in changed.items())
-            out.append(f"baseline {self.path} was made with other library versions ({names}); scores are compared "
-                       f"anyway: refresh it with --xai-save-baseline once the change is understood")
+            out.append(
+                f"baseline {self.path} was made with other library versions ({names}); scores are compared "
+                f"anyway: refresh it with --xai-save-baseline once the change is understood"
+            )
         if self.doc.get("seed") != seed:
-            out.append(f"baseline {self.path} has seed {self.doc.get('seed')}, this run {seed}: stochastic "
-                       f"explainers' scores move with the seed")
+            out.append(
+                f"baseline {self.path} has seed {self.doc.get('seed')}, this run {seed}: stochastic "
+                f"explainers' scores move with the seed"
+            )
         return out
 
     def header(self) -> str:
         tol = ", ".join(f"{k}={v:g}" for k, v in self.tolerances.items()) or f"{DEFAULT_TOLERANCE:g}"
-        factors = "".join(f", {what} factor {factor:g}" for what, factor in (
-            ("model evaluations", self.evaluations_factor), ("seconds", self.seconds_factor)) if factor)
-        return (f"baseline {self.path} (created {self.doc.get('created')}, seed {self.doc.get('seed')}), "
-                f"tolerance {tol}{factors}")
+        factors = "".join(
+            f", {what} factor {factor:g}"
+            for what, factor in (("model evaluations", self.evaluations_factor), ("seconds", self.seconds_factor))
+            if factor
+        )
+        return (
+            f"baseline {self.path} (created {self.doc.get('created')}, seed {self.doc.get('seed')}), "
+            f"tolerance {tol}{factors}"
+        )
 
     def section(self, now: list[Record], versions_now: Mapping[str, str]) -> dict:
         """The JSON report's ``baseline``: what it was, the tolerances and the diff."""
-        return {**identity(self.doc, self.path, versions_now), "tolerances": self.tolerances,
-                **self.factors(), "diff": self.diff(now)}
+        return {
+            **identity(self.doc, self.path, versions_now),
+            "tolerances": self.tolerances,
+            **self.factors(),
+            "diff": self.diff(now),
+        }

@@ -51,8 +51,9 @@ def overspent(evaluations: int | None, budget: int) -> str | None:
 MIN_BACKGROUND = 10
 
 
-def samples(budget: int, points: int, *, preferred: int, minimum: int, per_sample: int = 1,
-            method: str = "the explainer") -> int:
+def samples(
+    budget: int, points: int, *, preferred: int, minimum: int, per_sample: int = 1, method: str = "the explainer"
+) -> int:
     """Samples per point: the library's ``preferred`` count, or as many as ``budget`` allows.
 
     Each sample costs ``per_sample`` model evaluations per point.  Fewer than ``minimum`` samples
@@ -68,8 +69,9 @@ def samples(budget: int, points: int, *, preferred: int, minimum: int, per_sampl
     return int(min(preferred, affordable))
 
 
-def sampled_shapley(budget: int, points: int, background: int, *, preferred: int, minimum: int,
-                    method: str) -> tuple[int, int]:
+def sampled_shapley(
+    budget: int, points: int, background: int, *, preferred: int, minimum: int, method: str
+) -> tuple[int, int]:
     """``(samples, background rows)`` for an estimator averaging each sample over background rows.
 
     The library's ``preferred`` samples are kept while at least ``MIN_BACKGROUND`` rows (or all the

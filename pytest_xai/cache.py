@@ -58,8 +58,10 @@ def _source(module: Any) -> bytes:
     sit in ``__init__`` and call its submodules) every ``.py`` file under it, each with its path."""
     if getattr(module, "__path__", None) is not None and getattr(module, "__file__", None):
         root = Path(module.__file__).parent
-        return b"".join(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0"
-                        for path in sorted(root.rglob("*.py")))
+        return b"".join(
+            path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0"
+            for path in sorted(root.rglob("*.py"))
+        )
     return inspect.getsource(module).encode()
 
 
@@ -137,15 +139,17 @@ def _verify(meta_text: Any, digest: Callable[[], str], builder: str, name: str, 
     if meta.get("builder") != builder:
         raise InvalidEntry(f"built by other code ({meta.get('builder')}; the builder is now {builder})")
     if meta.get("key") != key:
-        raise InvalidEntry("built for other parameters or library versions (its key digest differs from its file "
-                           "name's)")
+        raise InvalidEntry(
+            "built for other parameters or library versions (its key digest differs from its file name's)"
+        )
     if meta.get("sha256") != digest():
         raise InvalidEntry("content does not match its checksum (modified or corrupted)")
 
 
 def _meta(name: str, builder: str, digest: str, key: str) -> str:
-    return json.dumps({"format": FORMAT, "name": name, "builder": builder, "sha256": digest, "key": key},
-                      sort_keys=True)
+    return json.dumps(
+        {"format": FORMAT, "name": name, "builder": builder, "sha256": digest, "key": key}, sort_keys=True
+    )
 
 
 class Cache:
@@ -176,8 +180,9 @@ class Cache:
     @staticmethod
     def key(params: dict, libs: tuple[str, ...] = ()) -> str:
         """SHA-256 of an entry's parameters and library versions: its file name, and its metadata."""
-        blob = json.dumps({"params": params, "versions": _versions(*libs), "format": FORMAT},
-                          sort_keys=True, default=str)
+        blob = json.dumps(
+            {"params": params, "versions": _versions(*libs), "format": FORMAT}, sort_keys=True, default=str
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def path(self, name: str, params: dict, suffix: str, libs: tuple[str, ...] = ()) -> Path | None:
@@ -207,7 +212,10 @@ class Cache:
         return obj
 
     def arrays(
-        self, name: str, params: dict, build: Callable[[], dict[str, np.ndarray]],
+        self,
+        name: str,
+        params: dict,
+        build: Callable[[], dict[str, np.ndarray]],
         validate: Callable[[dict], None] = lambda arrays: None,
     ) -> dict[str, np.ndarray]:
         """Named arrays, stored as an uncompressed npz without pickles (plus a metadata string)."""
@@ -229,9 +237,7 @@ class Cache:
 
         return self._load_or_build(self.path(name, params, ".npz"), load, save, build, validate)
 
-    def xgboost(
-        self, name: str, params: dict, build: Callable[[], Any], validate: Callable[[Any], None]
-    ) -> Any:
+    def xgboost(self, name: str, params: dict, build: Callable[[], Any], validate: Callable[[Any], None]) -> Any:
         """An xgboost sklearn-API model, stored in xgboost's JSON format (metadata as a booster
         attribute)."""
         import xgboost
@@ -260,7 +266,11 @@ class Cache:
         return self._load_or_build(path, load, save, build, validate)
 
     def torch_module(
-        self, name: str, params: dict, make: Callable[[], Any], train: Callable[[Any], None],
+        self,
+        name: str,
+        params: dict,
+        make: Callable[[], Any],
+        train: Callable[[Any], None],
         validate: Callable[[Any], None] = lambda module: None,
     ) -> Any:
         """A torch module built by ``make()``; its trained ``state_dict`` is what is stored (plus a

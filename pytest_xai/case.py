@@ -91,8 +91,10 @@ class Case:
     def __post_init__(self) -> None:
         old = [key for key in _HOOKS if key in self.meta]
         if old:
-            raise TypeError(f"case {self.info.name!r}: meta[{old[0]!r}] is no longer read; pass "
-                            f"{_HOOKS[old[0]]}= to Case instead (a field of pytest_xai.Case)")
+            raise TypeError(
+                f"case {self.info.name!r}: meta[{old[0]!r}] is no longer read; pass "
+                f"{_HOOKS[old[0]]}= to Case instead (a field of pytest_xai.Case)"
+            )
 
     @property
     def name(self) -> str:

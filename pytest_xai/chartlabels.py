@@ -13,24 +13,39 @@ from collections.abc import Sequence
 CHAR_WIDTH = 0.6  # an average character's width, in units of the font size (sans-serif)
 
 
-def place(points: Sequence[tuple[float, float, str]], *, width: float, height: float, font: float = 10,
-          gap: float = 7) -> list[tuple[float, float, str]]:
+def place(
+    points: Sequence[tuple[float, float, str]], *, width: float, height: float, font: float = 10, gap: float = 7
+) -> list[tuple[float, float, str]]:
     """``(x, y, text-anchor)`` of each label (baseline position) for points ``(x, y, text)``: inside
     ``[0, width] x [0, height]`` and clear of the other labels and of every point's marker."""
-    boxes: list[tuple[float, float, float, float]] = [(x - gap + 1, y - gap + 1, x + gap - 1, y + gap - 1)
-                                                      for x, y, _ in points]  # the markers
+    boxes: list[tuple[float, float, float, float]] = [
+        (x - gap + 1, y - gap + 1, x + gap - 1, y + gap - 1) for x, y, _ in points
+    ]  # the markers
     out = []
     for x, y, text in points:
         w, h = CHAR_WIDTH * font * len(text), font
-        corners = [(x + gap, y - gap / 2, "start"), (x + gap, y + gap / 2 + h, "start"),
-                   (x - gap, y - gap / 2, "end"), (x - gap, y + gap / 2 + h, "end")]
-        candidates = corners + [(cx, cy + step * d, a) for step in range(1, int(height // h) + 1)
-                                for d in (h, -h) for cx, cy, a in corners[:1] + corners[2:3]]
+        corners = [
+            (x + gap, y - gap / 2, "start"),
+            (x + gap, y + gap / 2 + h, "start"),
+            (x - gap, y - gap / 2, "end"),
+            (x - gap, y + gap / 2 + h, "end"),
+        ]
+        candidates = corners + [
+            (cx, cy + step * d, a)
+            for step in range(1, int(height // h) + 1)
+            for d in (h, -h)
+            for cx, cy, a in corners[:1] + corners[2:3]
+        ]
         chosen = None
         for cx, cy, anchor in candidates:
             box = label_box(cx, cy, w, h, anchor)
-            if box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height and not any(
-                    overlaps(box, other) for other in boxes):
+            if (
+                box[0] >= 0
+                and box[2] <= width
+                and box[1] >= 0
+                and box[3] <= height
+                and not any(overlaps(box, other) for other in boxes)
+            ):
                 chosen = (cx, cy, anchor)
                 break
         if chosen is None:  # crowded beyond help: inside the chart at least

@@ -33,8 +33,18 @@ if TYPE_CHECKING:  # numpy is imported inside the functions: the plugin imports 
 
     Floats = NDArray[np.float64]
 
-__all__ = ["CHECKS", "CheckFunc", "CheckInfo", "Score", "attributions_of", "check", "flat", "importance_of", "markers",
-           "truth_reference"]
+__all__ = [
+    "CHECKS",
+    "CheckFunc",
+    "CheckInfo",
+    "Score",
+    "attributions_of",
+    "check",
+    "flat",
+    "importance_of",
+    "markers",
+    "truth_reference",
+]
 
 
 def attributions_of(explanation: Any) -> Floats:
@@ -64,8 +74,9 @@ def importance_of(explanation: Any) -> Floats:
     import numpy as np
 
     own = getattr(explanation, "importance", None)
-    importance: Floats = (np.abs(np.asarray(own, dtype=float)) if own is not None
-                          else np.abs(attributions_of(explanation)).mean(axis=0))
+    importance: Floats = (
+        np.abs(np.asarray(own, dtype=float)) if own is not None else np.abs(attributions_of(explanation)).mean(axis=0)
+    )
     return importance
 
 

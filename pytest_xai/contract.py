@@ -48,7 +48,7 @@ CONTRACT = {
     "seed": "int, fixed per test, for stochastic explainers",
     "budget": "int: model evaluations (rows passed to the model) this call may spend; size samples from it",
     "groups": "int array shaped like one input, or None: features with the same id move together "
-              "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
+    "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
 }
 
 
@@ -68,9 +68,17 @@ class Explainer:
 
     __slots__ = ("_func", "_option", "_wants", "broken", "claims", "name", "spec")
 
-    def __init__(self, name: str, spec: str, func: Callable[..., Any] | None = None, wants: tuple[str, ...] = (),
-                 *, option: str = "--xai-explainer", claims: dict[str, Any] | None = None,
-                 broken: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: str,
+        func: Callable[..., Any] | None = None,
+        wants: tuple[str, ...] = (),
+        *,
+        option: str = "--xai-explainer",
+        claims: dict[str, Any] | None = None,
+        broken: tuple[str, str] | None = None,
+    ) -> None:
         self.name, self.spec, self._func, self._wants, self._option = name, spec, func, wants, option
         self.claims, self.broken = claims, broken
 
@@ -108,8 +116,9 @@ class Explainer:
 
     def renamed(self, name: str) -> Explainer:
         """The same explainer (loaded or not) under another name."""
-        return Explainer(name, self.spec, self._func, self._wants, option=self._option, claims=self.claims,
-                         broken=self.broken)
+        return Explainer(
+            name, self.spec, self._func, self._wants, option=self._option, claims=self.claims, broken=self.broken
+        )
 
     def __repr__(self) -> str:
         return f"Explainer({self.name!r}, spec={self.spec!r})"
@@ -202,8 +211,9 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
 REFERENCE_MODULE = "pytest_xai.explainers"
 
 
-def check_without_import(spec: str, option: str = "--xai-explainer",
-                         probe: Callable[[str, str], dict[str, Any]] | None = None) -> Explainer:
+def check_without_import(
+    spec: str, option: str = "--xai-explainer", probe: Callable[[str, str], dict[str, Any]] | None = None
+) -> Explainer:
     """:func:`load`, but a reference explainer (``pytest_xai.explainers:NAME``) is checked by its
     name and by its library being installed, and imported only on first use of ``func``.
 
@@ -236,8 +246,13 @@ def described(spec: str, option: str, description: dict[str, Any]) -> Explainer:
         raise SpecError(str(description["usage"]))
     name = spec.partition(":")[2].split(".")[-1]
     if "broken" in description:
-        return Explainer(name, spec, option=option, claims={},
-                         broken=(str(description.get("kind") or "crash"), str(description["broken"])))
+        return Explainer(
+            name,
+            spec,
+            option=option,
+            claims={},
+            broken=(str(description.get("kind") or "crash"), str(description["broken"])),
+        )
     return Explainer(name, spec, option=option, wants=tuple(description["wants"]), claims=description["claims"])
 
 
@@ -288,9 +303,7 @@ def dedupe(explainers: list[Explainer]) -> list[Explainer]:
         seen.setdefault(explainer.spec, explainer)
     unique = list(seen.values())
     names = [e.name for e in unique]
-    return [
-        e if names.count(e.name) == 1 else e.renamed(e.spec) for e in unique
-    ]
+    return [e if names.count(e.name) == 1 else e.renamed(e.spec) for e in unique]
 
 
 # --------------------------------------------------------------------------------------- calling
@@ -385,7 +398,8 @@ def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | Non
     expected = tuple(case.inputs.shape)
     if attributions.shape != expected:
         if attributions.ndim == len(expected) + 1 and (
-            attributions.shape[:-1] == expected or attributions.shape[1:] == expected
+            attributions.shape[:-1] == expected
+            or attributions.shape[1:] == expected
             or attributions.shape[:1] + attributions.shape[2:] == expected
         ):
             raise ExplainerError(
@@ -426,8 +440,10 @@ def _array(value: Any, what: str) -> Floats:
         if callable(value):
             raise ExplainerError(f"returned a {type(value).__name__}-like mapping instead of an array of {what}")
     if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):  # np.asarray would drop the mask
-        raise ExplainerError(f"returned {what} as a masked array with {int(np.ma.count_masked(value))} masked "
-                             f"value(s); return plain numbers (e.g. .filled(0.0) where nothing is attributed)")
+        raise ExplainerError(
+            f"returned {what} as a masked array with {int(np.ma.count_masked(value))} masked "
+            f"value(s); return plain numbers (e.g. .filled(0.0) where nothing is attributed)"
+        )
     try:
         array = np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - a user object's __array__ may raise anything; the message names it
@@ -444,14 +460,15 @@ def _finite(array: Any, what: str) -> None:
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ExplainerError(
-            f"returned {int(bad.sum())} non-finite {what} value(s) (NaN or inf), first at index {first}: "
-            f"{array[first]}"
+            f"returned {int(bad.sum())} non-finite {what} value(s) (NaN or inf), first at index {first}: {array[first]}"
         )
     with np.errstate(over="ignore"):
         total = float(np.abs(array).sum())
     if total == np.inf:  # every check sums or differences attributions: they would read as inf, or 0
-        raise ExplainerError(f"returned {what} so large (up to {float(np.abs(array).max()):.3g}) that their sum "
-                             f"overflows float64; return them in the units of the model's output")
+        raise ExplainerError(
+            f"returned {what} so large (up to {float(np.abs(array).max()):.3g}) that their sum "
+            f"overflows float64; return them in the units of the model's output"
+        )
 
 
 def _unchanged(before: Any, after: Any, what: str) -> None:
@@ -485,8 +502,9 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
         raise ModelTypeError(
             f"{type(exc).__name__}: {exc}\n(it was given model = a {kind.__module__}.{kind.__qualname__} on case "
             f"{case.name!r}; if it cannot use that type, annotate the parameter with the type it needs, e.g. "
-            f"`model: sklearn.base.BaseEstimator` or `model: \"torch.nn.Module\"`, and cases without one are "
-            f"skipped)") from exc
+            f'`model: sklearn.base.BaseEstimator` or `model: "torch.nn.Module"`, and cases without one are '
+            f"skipped)"
+        ) from exc
     for name in ("inputs", "background", "baseline"):
         if name in kwargs:
             _unchanged(getattr(case, name), kwargs[name], name)

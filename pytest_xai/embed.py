@@ -64,7 +64,7 @@ def carried(doc: Mapping[str, Any]) -> dict[str, str]:
     """The PNG pictures a merged report carries as data, decoded and encoded again (nothing else)."""
     out = {}
     given = doc.get("pictures")
-    for nodeid, text in (given.items() if isinstance(given, Mapping) else ()):
+    for nodeid, text in given.items() if isinstance(given, Mapping) else ():
         try:
             data = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
         except (binascii.Error, ValueError):

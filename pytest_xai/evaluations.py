@@ -105,8 +105,9 @@ class Counted:
 
 
 def _is_function(obj: Any) -> bool:
-    return inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj) or isinstance(
-        obj, functools.partial)
+    return (
+        inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj) or isinstance(obj, functools.partial)
+    )
 
 
 def _torch_module(obj: Any) -> bool:

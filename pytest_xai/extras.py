@@ -10,8 +10,16 @@ from __future__ import annotations
 
 #: Top-level module -> the extra of ``pyproject.toml`` that installs it (``tests/test_extras.py``
 #: checks each against the extra's requirements).
-EXTRAS = {"torch": "torch", "captum": "torch", "shap": "shap", "xgboost": "shap", "sklearn": "shap",
-          "lime": "lime", "chess": "chess", "matplotlib": "plot"}
+EXTRAS = {
+    "torch": "torch",
+    "captum": "torch",
+    "shap": "shap",
+    "xgboost": "shap",
+    "sklearn": "shap",
+    "lime": "lime",
+    "chess": "chess",
+    "matplotlib": "plot",
+}
 
 
 def install_line(module: str) -> str:

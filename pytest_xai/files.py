@@ -75,8 +75,11 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         fh.write(data)
 
 
-def write_reports(doc: Mapping[str, Any], paths: Mapping[str, str | None],
-                  writers: Mapping[str, Callable[[str, Mapping[str, Any]], None]]) -> list[str]:
+def write_reports(
+    doc: Mapping[str, Any],
+    paths: Mapping[str, str | None],
+    writers: Mapping[str, Callable[[str, Mapping[str, Any]], None]],
+) -> list[str]:
     """Write ``doc`` to each of ``paths`` (``{"json" | "baseline" | "html": path or None}``) with its
     writer, in :data:`ORDER`; returns one line for each writer that failed (and the next ran)."""
     failures = []
@@ -87,8 +90,10 @@ def write_reports(doc: Mapping[str, Any], paths: Mapping[str, str | None],
         try:
             writers[kind](path, doc)
         except Exception as exc:  # noqa: BLE001 - one report lost must not cost the others
-            failures.append(f"pytest-xai: could not write the {what} {path}: {type(exc).__name__}: "
-                            f"{str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}")
+            failures.append(
+                f"pytest-xai: could not write the {what} {path}: {type(exc).__name__}: "
+                f"{str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}"
+            )
     return failures
 
 
@@ -137,13 +142,15 @@ def csv_records(path: str | os.PathLike, hint: str = ""):
                     upto = f" (read up to line {reader.line_num})" if reader.line_num > start else ""
                     raise DataFileError(
                         f"{path}, line {start}: a field is longer than {csv.field_size_limit():,} characters"
-                        f"{upto}: not a CSV of this kind, or a quote (\") opened there is never closed{fix}") from None
+                        f'{upto}: not a CSV of this kind, or a quote (") opened there is never closed{fix}'
+                    ) from None
                 raise DataFileError(f"{path}, line {start}: malformed CSV ({exc}){fix}") from None
             except UnicodeDecodeError as exc:
                 line = _first_bad_utf8_line(path)
                 where = f" at line {line}" if line else ""
-                raise DataFileError(f"{path}: not a UTF-8 text file ({exc.reason}{where}); save it as UTF-8"
-                                    f"{fix}") from None
+                raise DataFileError(
+                    f"{path}: not a UTF-8 text file ({exc.reason}{where}); save it as UTF-8{fix}"
+                ) from None
             except OSError as exc:
                 raise DataFileError(f"{path}, line {start}: read error ({exc.strerror or exc}){fix}") from None
             end = reader.line_num
@@ -188,25 +195,59 @@ _int = FieldType(lambda v: isinstance(v, int) and not isinstance(v, bool), "an i
 _number = FieldType(_is_number, 'a number (or "inf", "-inf", "nan")')
 _bool = FieldType(lambda v: isinstance(v, bool), "true or false")
 _object = FieldType(lambda v: isinstance(v, dict), "an object")
-_strings = FieldType(lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
-                 "an object of strings")
+_strings = FieldType(
+    lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of strings"
+)
 
 RESULT = {  # the fields of pytest_xai.record.Record
-    "nodeid": _str, "explainer": _str,
-    **{k: _optional(_str) for k in ("row", "test", "case", "family", "category", "check", "outcome", "status",
-                                    "kind", "detail", "error", "picture", "regression")},
+    "nodeid": _str,
+    "explainer": _str,
+    **{
+        k: _optional(_str)
+        for k in (
+            "row",
+            "test",
+            "case",
+            "family",
+            "category",
+            "check",
+            "outcome",
+            "status",
+            "kind",
+            "detail",
+            "error",
+            "picture",
+            "regression",
+        )
+    },
     **{k: _optional(_number) for k in ("score", "threshold", "seconds", "cpu_seconds", "duration")},
     **{k: _optional(_bool) for k in ("passed", "cached", "flaky")},
-    "seed": _optional(_int), "evaluations": _optional(_int), "threshold_sources": _optional(_strings),
+    "seed": _optional(_int),
+    "evaluations": _optional(_int),
+    "threshold_sources": _optional(_strings),
     "repeat": _optional(_object),
 }
-AGGREGATE = {**{k: _int for k in ("tests", "ran", "skipped", "passed", "errors", "timeouts")},
-             **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_evaluations")}}
-TOP = {"seed": _optional(_int), "created": _optional(_str), "exitstatus": _optional(_int),
-       "versions": _optional(_strings), "machine": _optional(_object), "options": _optional(_object),
-       "repeat": _optional(_int), "budget": _optional(_int)}
-BRIEF = {"status": _optional(_str), "score": _optional(_number), "seconds": _optional(_number),
-         "evaluations": _optional(_int), "flaky": _optional(_bool)}
+AGGREGATE = {
+    **{k: _int for k in ("tests", "ran", "skipped", "passed", "errors", "timeouts")},
+    **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_evaluations")},
+}
+TOP = {
+    "seed": _optional(_int),
+    "created": _optional(_str),
+    "exitstatus": _optional(_int),
+    "versions": _optional(_strings),
+    "machine": _optional(_object),
+    "options": _optional(_object),
+    "repeat": _optional(_int),
+    "budget": _optional(_int),
+}
+BRIEF = {
+    "status": _optional(_str),
+    "score": _optional(_number),
+    "seconds": _optional(_number),
+    "evaluations": _optional(_int),
+    "flaky": _optional(_bool),
+}
 
 
 def _kind(value: Any) -> str:
@@ -267,8 +308,16 @@ def _validate(doc: Any) -> dict:
         for category, agg in (entry.get("categories") or {}).items():
             _fields(agg, AGGREGATE, f"summary.{name}.categories.{category}")
     for i, shard in enumerate(_list(doc.get("shards", []), "shards")):
-        _fields(shard, {"path": _optional(_str), "created": _optional(_str), "exitstatus": _optional(_int),
-                        "results": _optional(_int)}, f"shards[{i}]")
+        _fields(
+            shard,
+            {
+                "path": _optional(_str),
+                "created": _optional(_str),
+                "exitstatus": _optional(_int),
+                "results": _optional(_int),
+            },
+            f"shards[{i}]",
+        )
     for i, problem in enumerate(_list(doc.get("merge_mismatches", []), "merge_mismatches")):
         if not isinstance(problem, str):
             raise ReportError(f"merge_mismatches[{i}]: expected a string, got {_kind(problem)}")
@@ -281,8 +330,17 @@ def _validate(doc: Any) -> dict:
 
 
 def _baseline(base: Any) -> None:
-    _fields(base, {"path": _optional(_str), "created": _optional(_str), "seed": _optional(_int),
-                   "changed_versions": _optional(_object), "diff": _optional(_object)}, "baseline")
+    _fields(
+        base,
+        {
+            "path": _optional(_str),
+            "created": _optional(_str),
+            "seed": _optional(_int),
+            "changed_versions": _optional(_object),
+            "diff": _optional(_object),
+        },
+        "baseline",
+    )
     diff = base.get("diff") or {}
     _fields(diff, {"unchanged": _int}, "baseline.diff")
     for key in ("regressions", "improvements", "new", "vanished"):

@@ -27,8 +27,10 @@ def check_gate(value: str, source: str = "--xai-gate") -> str:
     from pytest_xai.options import OptionError
 
     if value not in GATES:
-        raise OptionError(f"{source}={value!r}: give 'verdict' (red on any failed verdict, the default) or "
-                          f"'regression' (red only on regressions against --xai-baseline)")
+        raise OptionError(
+            f"{source}={value!r}: give 'verdict' (red on any failed verdict, the default) or "
+            f"'regression' (red only on regressions against --xai-baseline)"
+        )
     return value
 
 

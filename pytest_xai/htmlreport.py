@@ -18,8 +18,7 @@ from pytest_xai.evaluations import compact
 from pytest_xai.record import Record
 from pytest_xai.record import records as records_of
 
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 STATUS_COLOURS = {"PASS": "#2ca02c", "FAIL": "#d62728", "ERROR": "#8b0000", "TIMEOUT": "#ff7f0e", "SKIP": "#999"}
 
 STYLE = """
@@ -60,8 +59,15 @@ SCRIPT = """
 """
 
 
-SUMMARY_COLUMNS = ("explainer", "passed/judged", "mean score", "mean s/call", "mean evaluations/call", "skipped",
-                   "timeouts")
+SUMMARY_COLUMNS = (
+    "explainer",
+    "passed/judged",
+    "mean score",
+    "mean s/call",
+    "mean evaluations/call",
+    "skipped",
+    "timeouts",
+)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -78,8 +84,15 @@ def _evaluations(value: Any) -> str:
 
 def _summary_row(explainer: str, agg: Mapping[str, Any]) -> list[str]:
     """One explainer's row of the summary table (:data:`SUMMARY_COLUMNS`), cells escaped."""
-    texts = [escape(v) for v in (explainer, f"{_count(agg.get('passed'))}/{_count(_judged(agg))}",
-                                 _fmt(agg.get("mean_score")), _fmt(agg.get("mean_seconds"), 3))]
+    texts = [
+        escape(v)
+        for v in (
+            explainer,
+            f"{_count(agg.get('passed'))}/{_count(_judged(agg))}",
+            _fmt(agg.get("mean_score")),
+            _fmt(agg.get("mean_seconds"), 3),
+        )
+    ]
     return [*texts, _evaluations(agg.get("mean_evaluations")), _count(agg.get("skipped")), _count(agg.get("timeouts"))]
 
 
@@ -95,8 +108,10 @@ def _judged(agg: Mapping[str, Any]) -> int | None:
 def _table(header: Iterable[str], rows: Iterable[Iterable[str]], attrs: str = "") -> str:
     """Rows are lists of already-escaped cell HTML."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(cell if cell.startswith("<td") else f"<td>{cell}</td>" for cell in row) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(cell if cell.startswith("<td") else f"<td>{cell}</td>" for cell in row) + "</tr>"
+        for row in rows
+    )
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -123,54 +138,79 @@ class _Axes:
         return self.T + (1 - min(max(score, 0.0), 1.0)) * (self.H - self.T - self.B)
 
     def frame(self, title: str) -> list[str]:
-        out = [(f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{self.W}" height="{self.H}" '
-                f'viewBox="0 0 {self.W} {self.H}" role="img" aria-label="{escape(title)}">'),
-               (f'<rect x="{self.L}" y="{self.T}" width="{self.W - self.L - self.R}" '
-                f'height="{self.H - self.T - self.B}" fill="#fafafa" stroke="#ccc"/>')]
+        out = [
+            (
+                f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{self.W}" height="{self.H}" '
+                f'viewBox="0 0 {self.W} {self.H}" role="img" aria-label="{escape(title)}">'
+            ),
+            (
+                f'<rect x="{self.L}" y="{self.T}" width="{self.W - self.L - self.R}" '
+                f'height="{self.H - self.T - self.B}" fill="#fafafa" stroke="#ccc"/>'
+            ),
+        ]
         for score in (0, 0.5, 1):
             y = self.y(score)
-            out.append(f'<line x1="{self.L}" x2="{self.W - self.R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
-                       f'<text x="{self.L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>')
+            out.append(
+                f'<line x1="{self.L}" x2="{self.W - self.R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
+                f'<text x="{self.L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>'
+            )
         for power in range(self.lo, self.hi + 1):
-            x = self.x(10.0 ** power)
-            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.T}" y2="{self.H - self.B}" stroke="#e4e4e4"/>'
-                       f'<text x="{x:.1f}" y="{self.H - self.B + 13}" font-size="10" text-anchor="middle">'
-                       f'{10.0 ** power:g}</text>')
-        out.append(f'<text x="{(self.L + self.W) / 2:.0f}" y="{self.H - 6}" font-size="11" text-anchor="middle">'
-                   f'explainer seconds (log scale)</text><text x="12" y="{(self.H) / 2:.0f}" font-size="11" '
-                   f'text-anchor="middle" transform="rotate(-90 12 {(self.H) / 2:.0f})">score</text>')
+            x = self.x(10.0**power)
+            out.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.T}" y2="{self.H - self.B}" stroke="#e4e4e4"/>'
+                f'<text x="{x:.1f}" y="{self.H - self.B + 13}" font-size="10" text-anchor="middle">'
+                f"{10.0**power:g}</text>"
+            )
+        out.append(
+            f'<text x="{(self.L + self.W) / 2:.0f}" y="{self.H - 6}" font-size="11" text-anchor="middle">'
+            f'explainer seconds (log scale)</text><text x="12" y="{(self.H) / 2:.0f}" font-size="11" '
+            f'text-anchor="middle" transform="rotate(-90 12 {(self.H) / 2:.0f})">score</text>'
+        )
         return out
 
 
 def score_seconds_chart(records: list[Record], explainer: str, colour: str) -> str:
     """Each test of ``explainer`` a point: its score against its explainer's seconds."""
-    points = [(r, float(r.score), float(r.seconds)) for r in records if r.explainer == explainer
-              and isinstance(r.score, (int, float)) and isinstance(r.seconds, (int, float))]
+    points = [
+        (r, float(r.score), float(r.seconds))
+        for r in records
+        if r.explainer == explainer and isinstance(r.score, (int, float)) and isinstance(r.seconds, (int, float))
+    ]
     axes = _Axes([seconds for _, _, seconds in points])
     out = axes.frame(f"score against seconds, {explainer}")
     for r, score, seconds in points:
         fill = STATUS_COLOURS.get(r.status or "", colour)  # ours: a hostile status gets the explainer's
-        out.append(f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
-                   f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {escape(str(r.status))} '
-                   f'{score:.3f} in {seconds:.3g} s</title></circle>')
+        out.append(
+            f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
+            f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {escape(str(r.status))} '
+            f"{score:.3f} in {seconds:.3g} s</title></circle>"
+        )
     out.append("</svg>")
-    return (f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
-            f"</figcaption></figure>")
+    return (
+        f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
+        f"</figcaption></figure>"
+    )
 
 
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
     """Explainers not dominated by another that is both faster and better: ``{name: (seconds, score)}``,
     returned from fastest to slowest."""
-    front = [name for name, (s, v) in points.items()
-             if not any((s2 <= s and v2 >= v) and (s2 < s or v2 > v) for s2, v2 in points.values())]
+    front = [
+        name
+        for name, (s, v) in points.items()
+        if not any((s2 <= s and v2 >= v) and (s2 < s or v2 > v) for s2, v2 in points.values())
+    ]
     return sorted(front, key=lambda name: points[name][0])
 
 
 def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
     """Per explainer, mean seconds per call against mean score over the suite; the front joined."""
-    points = {e: (summary[e]["overall"]["mean_seconds"], summary[e]["overall"]["mean_score"]) for e in explainers
-              if isinstance(summary.get(e, {}).get("overall", {}).get("mean_seconds"), (int, float))
-              and isinstance(summary[e]["overall"].get("mean_score"), (int, float))}
+    points = {
+        e: (summary[e]["overall"]["mean_seconds"], summary[e]["overall"]["mean_score"])
+        for e in explainers
+        if isinstance(summary.get(e, {}).get("overall", {}).get("mean_seconds"), (int, float))
+        and isinstance(summary[e]["overall"].get("mean_score"), (int, float))
+    }
     axes = _Axes([s for s, _ in points.values()])
     out = axes.frame("Pareto front of explainers")
     front = pareto_front(points)
@@ -184,14 +224,18 @@ def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
     for e, (s, v) in points.items():
         (x, y), (lx, ly, anchor) = xy[e], labels[e]
         outline = ' stroke="#000" stroke-width="2"' if e in front else ""
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
-                   f'<title>{escape(e)}: mean score '
-                   f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
-                   f'text-anchor="{anchor}" fill="{_colour(explainers, e)}" font-weight="600">{escape(e)}</text>')
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
+            f"<title>{escape(e)}: mean score "
+            f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
+            f'text-anchor="{anchor}" fill="{_colour(explainers, e)}" font-weight="600">{escape(e)}</text>'
+        )
     out.append("</svg>")
     names = ", ".join(front) or "none"
-    return (f"<figure>{''.join(out)}<figcaption>mean score against mean seconds per call; Pareto front "
-            f"(dashed, outlined): {escape(names)}</figcaption></figure>")
+    return (
+        f"<figure>{''.join(out)}<figcaption>mean score against mean seconds per call; Pareto front "
+        f"(dashed, outlined): {escape(names)}</figcaption></figure>"
+    )
 
 
 def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
@@ -200,13 +244,19 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
     W, H, L, T, B = 360, 240, 40, 14, 36
     group = (W - L - 10) / max(len(categories), 1)
     bar = group * 0.8 / max(len(explainers), 1)
-    out = [(f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-            f'role="img" aria-label="mean score per category">'),
-           f'<line x1="{L}" x2="{W - 10}" y1="{H - B}" y2="{H - B}" stroke="#999"/>']
+    out = [
+        (
+            f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+            f'role="img" aria-label="mean score per category">'
+        ),
+        f'<line x1="{L}" x2="{W - 10}" y1="{H - B}" y2="{H - B}" stroke="#999"/>',
+    ]
     for score in (0, 0.5, 1):
         y = T + (1 - score) * (H - T - B)
-        out.append(f'<text x="{L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>'
-                   f'<line x1="{L}" x2="{W - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(
+            f'<text x="{L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{score:g}</text>'
+            f'<line x1="{L}" x2="{W - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+        )
     for i, c in enumerate(categories):
         x0 = L + i * group + group * 0.1
         for j, e in enumerate(explainers):
@@ -215,11 +265,14 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
             if not isinstance(value, (int, float)):
                 continue
             h = value * (H - T - B)
-            out.append(f'<rect x="{x0 + j * bar:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
-                       f'fill="{_colour(explainers, e)}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
-                       f'{_count(agg.get("passed"))}/{_count(agg.get("ran"))} passed</title></rect>')
-        out.append(f'<text x="{x0 + group * 0.4:.1f}" y="{H - B + 14}" font-size="10" text-anchor="middle">'
-                   f'{escape(c)}</text>')
+            out.append(
+                f'<rect x="{x0 + j * bar:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
+                f'fill="{_colour(explainers, e)}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
+                f"{_count(agg.get('passed'))}/{_count(agg.get('ran'))} passed</title></rect>"
+            )
+        out.append(
+            f'<text x="{x0 + group * 0.4:.1f}" y="{H - B + 14}" font-size="10" text-anchor="middle">{escape(c)}</text>'
+        )
     out.append("</svg>")
     legend = " ".join(f'<span style="color:{_colour(explainers, e)}">&#9632;</span> {escape(e)}' for e in explainers)
     return f"<figure>{''.join(out)}<figcaption>mean score per category: {legend}</figcaption></figure>"
@@ -233,13 +286,16 @@ def _score_cell(rec: Record) -> str:
     if rec.flaky:
         text += ' <span class="flaky">FLAKY</span>'
     if rec.known_failure:
-        text += ' <span class="flaky" title="failing in the baseline too, no worse (--xai-gate=regression)">KNOWN</span>'
+        text += (
+            ' <span class="flaky" title="failing in the baseline too, no worse (--xai-gate=regression)">KNOWN</span>'
+        )
     return f'<td class="num">{text}</td>'
 
 
 def _options(name: str, key: str, values: Iterable[Any]) -> str:
-    opts = "".join(f'<option value="{escape(str(v))}">{escape(str(v))}</option>'
-                   for v in sorted({str(v) for v in values if v}))
+    opts = "".join(
+        f'<option value="{escape(str(v))}">{escape(str(v))}</option>' for v in sorted({str(v) for v in values if v})
+    )
     return f'<label>{escape(name)} <select data-key="{key}"><option value="">all</option>{opts}</select></label>'
 
 
@@ -254,10 +310,12 @@ def _pictures(records: list[Record], pictures: Mapping[str, str]) -> str:
     for r in records:
         data = pictures.get(r.nodeid or "")
         if data:
-            out.append(f'<figure><img alt="worst example of {escape(r.nodeid or "")}" '
-                       f'src="data:image/png;base64,{escape(data)}"><figcaption>{escape(r.row or "")} '
-                       f'[{escape(r.explainer or "")}]: {escape(str(r.status))} {_fmt(r.score)}</figcaption>'
-                       f'</figure>')
+            out.append(
+                f'<figure><img alt="worst example of {escape(r.nodeid or "")}" '
+                f'src="data:image/png;base64,{escape(data)}"><figcaption>{escape(r.row or "")} '
+                f"[{escape(r.explainer or '')}]: {escape(str(r.status))} {_fmt(r.score)}</figcaption>"
+                f"</figure>"
+            )
     return f'<div class="pictures">{"".join(out)}</div>' if out else "<p>No worst-example pictures in this run.</p>"
 
 
@@ -273,19 +331,36 @@ def _baseline(doc: Mapping[str, Any]) -> str:
         return ""
     diff = base.get("diff") or {}
     changed = base.get("changed_versions") or {}
-    rows = [[escape(label), escape(e["row"]), escape(e["explainer"]), _brief(e.get("baseline")), _brief(e.get("now")),
-             escape("; ".join(e.get("reasons", [])))]
-            for label, key in (("REGRESSION", "regressions"), ("improved", "improvements"), ("new", "new"),
-                               ("not run", "vanished")) for e in diff.get(key, [])]
-    versions = ("; versions changed: " + escape(", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()))
-                if changed else "; same library versions")
-    return (f"<h2>Baseline diff</h2><p>against <code>{escape(str(base.get('path')))}</code> (created "
-            f"{escape(str(base.get('created')))}, seed {escape(str(base.get('seed')))}){versions}. "
-            f"{len(diff.get('regressions', []))} regressed, {len(diff.get('improvements', []))} improved, "
-            f"{len(diff.get('new', []))} new, {len(diff.get('vanished', []))} not run, "
-            f"{diff.get('unchanged', 0)} unchanged.</p>"
-            + (_table(["change", "test", "explainer", "baseline", "now", "why"], rows, ' id="baseline"')
-               if rows else ""))
+    rows = [
+        [
+            escape(label),
+            escape(e["row"]),
+            escape(e["explainer"]),
+            _brief(e.get("baseline")),
+            _brief(e.get("now")),
+            escape("; ".join(e.get("reasons", []))),
+        ]
+        for label, key in (
+            ("REGRESSION", "regressions"),
+            ("improved", "improvements"),
+            ("new", "new"),
+            ("not run", "vanished"),
+        )
+        for e in diff.get(key, [])
+    ]
+    versions = (
+        "; versions changed: " + escape(", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()))
+        if changed
+        else "; same library versions"
+    )
+    return (
+        f"<h2>Baseline diff</h2><p>against <code>{escape(str(base.get('path')))}</code> (created "
+        f"{escape(str(base.get('created')))}, seed {escape(str(base.get('seed')))}){versions}. "
+        f"{len(diff.get('regressions', []))} regressed, {len(diff.get('improvements', []))} improved, "
+        f"{len(diff.get('new', []))} new, {len(diff.get('vanished', []))} not run, "
+        f"{diff.get('unchanged', 0)} unchanged.</p>"
+        + (_table(["change", "test", "explainer", "baseline", "now", "why"], rows, ' id="baseline"') if rows else "")
+    )
 
 
 def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> str:
@@ -293,60 +368,82 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
     come from anyone); ``pictures`` are the checked PNGs of :func:`pytest_xai.embed.collect`, and
     those ``doc`` carries as data (:func:`pytest_xai.embed.carried`) are added."""
     from pytest_xai import embed
+
     records = records_of(doc.get("results", []))
     explainers = list(dict.fromkeys(r.explainer or "" for r in records))
     summary = doc.get("summary") or {}
     options = doc.get("options") or {}
-    facts = [("created", doc.get("created")), ("seed", doc.get("seed")), ("repeat", doc.get("repeat", 1)),
-             ("exit status", doc.get("exitstatus")), ("timeout", options.get("timeout")),
-             ("isolation", options.get("isolation")),
-             ("explainers", ", ".join(options.get("explainers") or explainers))]
+    facts = [
+        ("created", doc.get("created")),
+        ("seed", doc.get("seed")),
+        ("repeat", doc.get("repeat", 1)),
+        ("exit status", doc.get("exitstatus")),
+        ("timeout", options.get("timeout")),
+        ("isolation", options.get("isolation")),
+        ("explainers", ", ".join(options.get("explainers") or explainers)),
+    ]
     if doc.get("shards"):
         facts.append(("merged from", ", ".join(str(s.get("path")) for s in doc["shards"])))
     machine = doc.get("machine") or {}
     versions = doc.get("versions") or {}
-    def pairs(title: str, header: list[str], items: Iterable) -> str:
-        return f'<div><b>{title}</b>{_table(header, [[escape(str(k)), escape(str(v))] for k, v in items])}</div>'
 
-    header = (f'<div class="facts">{pairs("run", ["", ""], facts)}'
-              f'{pairs("versions", ["library", "version"], versions.items())}'
-              f'{pairs("machine", ["", ""], machine.items())}</div>')
-    overall = [_summary_row(e, a) for e in explainers for a in [(summary.get(e) or {}).get("overall")]
-               if isinstance(a, Mapping)]
-    filters = ("<div class=\"filters\">" + _options("family", "family", (r.family for r in records))
-               + _options("category", "category", (r.category for r in records))
-               + _options("explainer", "explainer", explainers)
-               + _options("status", "status", (r.status for r in records))
-               + '<label>text <input id="f-text" type="search" placeholder="case, check, detail"></label>'
-               + '<span id="shown"></span></div>')
+    def pairs(title: str, header: list[str], items: Iterable) -> str:
+        return f"<div><b>{title}</b>{_table(header, [[escape(str(k)), escape(str(v))] for k, v in items])}</div>"
+
+    header = (
+        f'<div class="facts">{pairs("run", ["", ""], facts)}'
+        f"{pairs('versions', ['library', 'version'], versions.items())}"
+        f"{pairs('machine', ['', ''], machine.items())}</div>"
+    )
+    overall = [
+        _summary_row(e, a)
+        for e in explainers
+        for a in [(summary.get(e) or {}).get("overall")]
+        if isinstance(a, Mapping)
+    ]
+    filters = (
+        '<div class="filters">'
+        + _options("family", "family", (r.family for r in records))
+        + _options("category", "category", (r.category for r in records))
+        + _options("explainer", "explainer", explainers)
+        + _options("status", "status", (r.status for r in records))
+        + '<label>text <input id="f-text" type="search" placeholder="case, check, detail"></label>'
+        + '<span id="shown"></span></div>'
+    )
     rows = []
     for r in sorted(records, key=lambda r: (r.category or "", r.row or "", r.explainer or "")):
-        attrs = " ".join(f'data-{k}="{escape(str(getattr(r, k) or ""))}"'
-                         for k in ("family", "category", "explainer", "status"))
-        rows.append(f'<tr {attrs}><td>{escape(r.row or "")}</td><td>{escape(r.explainer or "")}</td>'
-                    f'<td>{escape(str(r.family or ""))}</td><td>{escape(str(r.category or ""))}</td>'
-                    f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
-                    f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
-                    f'{_evaluations(r.evaluations)}'
-                    f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>')
-    table = ('<div class="wide"><table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th>'
-             '<th>category</th><th>status</th>'
-             '<th title="the verdict\'s summary in [0, 1], higher is better, comparable across checks">score'
-             '<small>0-1, higher is better</small></th>'
-             '<th title="the check\'s own limit, on the scale of its own statistic (a gap, a rank, an error), '
-             'not of the score">check threshold<small>on the check\'s own statistic</small></th>'
-             '<th>seconds</th><th title="rows the model evaluated in the explainer\'s call (0: it never called '
-             'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows)
-             + "</tbody></table></div>")
+        attrs = " ".join(
+            f'data-{k}="{escape(str(getattr(r, k) or ""))}"' for k in ("family", "category", "explainer", "status")
+        )
+        rows.append(
+            f"<tr {attrs}><td>{escape(r.row or '')}</td><td>{escape(r.explainer or '')}</td>"
+            f"<td>{escape(str(r.family or ''))}</td><td>{escape(str(r.category or ''))}</td>"
+            f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
+            f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
+            f"{_evaluations(r.evaluations)}"
+            f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>'
+        )
+    table = (
+        '<div class="wide"><table id="scores"><thead><tr><th>test</th><th>explainer</th><th>family</th>'
+        "<th>category</th><th>status</th>"
+        '<th title="the verdict\'s summary in [0, 1], higher is better, comparable across checks">score'
+        "<small>0-1, higher is better</small></th>"
+        "<th title=\"the check's own limit, on the scale of its own statistic (a gap, a rank, an error), "
+        "not of the score\">check threshold<small>on the check's own statistic</small></th>"
+        "<th>seconds</th><th title=\"rows the model evaluated in the explainer's call (0: it never called "
+        'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
+    )
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
-            f'<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}'
-            f'<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}'
-            f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
-            f'{category_bars(summary, explainers)}</div>{_baseline(doc)}'
-            f'<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>'
-            f'{_pictures(records, {**embed.carried(doc), **(pictures or {})})}'
-            f'<script>{SCRIPT}</script></body></html>\n')
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
+        f"<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}"
+        f"<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}"
+        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
+        f"{category_bars(summary, explainers)}</div>{_baseline(doc)}"
+        f"<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>"
+        f"{_pictures(records, {**embed.carried(doc), **(pictures or {})})}"
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )
 
 
 def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> None:
@@ -359,8 +456,24 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str
 def extra_html(rec: Record) -> str:
     """The pytest-html extra of one test: its score, threshold, seconds, model evaluations and detail."""
     labels = {"score": "score (0-1, higher is better)", "threshold": "check threshold (on the check's own statistic)"}
-    rows = [[escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
-            for k in ("explainer", "case", "check", "score", "threshold", "passed", "seconds", "evaluations", "flaky",
-                      "detail",
-                      "regression", "known_failure", "kind", "error") if getattr(rec, k) is not None]
+    rows = [
+        [escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
+        for k in (
+            "explainer",
+            "case",
+            "check",
+            "score",
+            "threshold",
+            "passed",
+            "seconds",
+            "evaluations",
+            "flaky",
+            "detail",
+            "regression",
+            "known_failure",
+            "kind",
+            "error",
+        )
+        if getattr(rec, k) is not None
+    ]
     return f'<div class="xai">{_table(["pytest-xai", ""], rows)}</div>'

@@ -1,7 +1,7 @@
 """Worker processes that run untrusted explainers under a CPU-time limit (README, "Reliability").
 
 One reusable worker per explainer and plugin process, in a session of its own, so that stopping
-it stops anything it started.  Workers are forked by a :class:`Zygote`, a fresh interpreter that
+it stops anything it started.  Workers are forked by a zygote (:mod:`pytest_xai.zygote`), a fresh interpreter that
 imported the heavy libraries with one thread each and never runs user code (or, where that cannot
 work, spawned as ``python -m pytest_xai.worker``): never a fork of the plugin's process, whose
 OpenMP or BLAS thread pools would deadlock the child.  The limit is measured in CPU
@@ -17,7 +17,6 @@ explainer code run in the plugin's process, and both time tasks in wall seconds.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import pickle
 import secrets
@@ -31,23 +30,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_xai import wire
-from pytest_xai.cases import MODULES as FAMILY_MODULES
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
 from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
 from pytest_xai.watch import process_state as _process_state
 from pytest_xai.worker import ARRAYS
+from pytest_xai.zygote import Zygote, thread_environment
 
 if TYPE_CHECKING:
     from pytest_xai.case import Case
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                    "NUMEXPR_NUM_THREADS")
 #: Wall seconds a worker may take to import the explainer and build a case before a call starts.
 LOADING_WALL = 600.0
-#: Bounds of the waits on the zygote: its first answer (it imports the heavy libraries first), a
-#: fork (it may import a library first) and a status.  Each wait also ends as soon as the zygote is
-#: gone, stopped or idle (:func:`pytest_xai.watch.receive`).
-FIRST_ANSWER, FORK_ANSWER, STATUS_ANSWER = 300.0, 60.0, 5.0
 #: Seconds without a byte after part of a reply: the message was cut (a worker writes it at once).
 TRUNCATED = 2.0
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
@@ -59,14 +52,6 @@ class Limits:
 
     cpu: float | None
     wall: float | None
-
-
-def thread_environment() -> dict[str, str]:
-    """The environment of a worker: this one, with one thread per pool unless the user chose."""
-    env = dict(os.environ)
-    for var in THREAD_VARIABLES:
-        env.setdefault(var, "1")
-    return env
 
 
 class _Stop(Exception):
@@ -88,190 +73,6 @@ class _Phase:
     progress: float = 0.0
 
 
-#: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
-#: what the cases' models and their builders need, and the case families (every process that
-#: loads a case imports them all: 0.2-0.3 s each time).
-PRELOAD = ("numpy", "scipy.stats", "sklearn.cluster", "sklearn.datasets", "sklearn.ensemble", "sklearn.linear_model",
-           "sklearn.neural_network", "sklearn.tree", "xgboost", "torch", "chess", "pytest_xai.cases", *FAMILY_MODULES,
-           "pytest_xai.contract", "pytest_xai.explainers.baselines")
-#: Explainer libraries: imported before the first explainer process is forked when the run's
-#: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
-#: the xdist workers are forked, which never call them).  The others only when a user's explainer
-#: is in the run (it may import any of them on its first call), while the zygote waits for
-#: requests; none when every explainer is a reference one, whose libraries are known: an import
-#: under way delays the next fork (shap's 1.2 s held back the first fork of an exact_shapley run).
-PRELOAD_LATER = ("shap", "captum.attr", "lime.lime_tabular")
-
-
-class Zygote:
-    """A clean process that has imported the heavy libraries and forks workers on request.
-
-    Started fresh (``python -m pytest_xai.worker --zygote``) with one thread per pool; it never runs
-    user code and refuses to fork while it holds more than one thread (then a worker is spawned
-    from scratch instead).  One per plugin process, shared by its sessions; under ``pytest -n N``
-    the controller starts one for all its xdist workers (:meth:`serve`), which connect to it.
-    """
-
-    _shared: Zygote | None = None
-    #: In an xdist worker: the socket of the controller's zygote (``workerinput["xai_zygote"]``).
-    address: str | None = None
-
-    def __init__(self, modules: list[str], later: tuple[str, ...] | list[str] = (), listener: Any = None,
-                 before_fork: tuple[str, ...] | list[str] = ()):
-        import socket
-
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listen = ["--listen", str(listener.fileno())] if listener is not None else []
-        try:
-            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "pytest_xai.worker", "--zygote", str(theirs.fileno()), *listen, *modules,
-                 "--", *before_fork, "--", *later],
-                pass_fds=(theirs.fileno(), *([listener.fileno()] if listener is not None else [])),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, env=thread_environment())
-        finally:
-            theirs.close()
-        self.ready = False
-        self.pid: int | None = self.proc.pid
-        self.path: str | None = None
-        if listener is not None:  # only the zygote's copy listens: once it has gone, nothing connects
-            self.path = str(listener.getsockname())
-            listener.close()
-
-    @property
-    def listening(self) -> str:
-        """Where xdist workers reach this zygote: ``SOCKET#PID`` (the pid, to watch it while waiting)."""
-        return f"{self.path}#{self.pid}"
-
-    @classmethod
-    def shared(cls, first: tuple[str, ...] = (), others: bool = True) -> Zygote | None:
-        """The zygote of this process, started on first use (None where it cannot work).
-
-        In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
-        one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed:
-        the explainer libraries in ``first`` before its first fork, the others (when ``others``)
-        while it waits.  The plugin starts it at configure, so its imports overlap collection and
-        the plugin's own building of the cases.
-        """
-        if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
-            return None
-        if cls._shared is None or (cls._shared.proc is not None and cls._shared.proc.poll() is not None):
-            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first, others=others)
-        return cls._shared
-
-    @classmethod
-    def serve(cls, first: tuple[str, ...] = (), others: bool = True) -> str | None:
-        """Start this process's zygote listening on a socket; its address, for the xdist workers."""
-        if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
-            return None
-        if (cls._shared is None or cls._shared.path is None or cls._shared.proc is None
-                or cls._shared.proc.poll() is not None):
-            import socket
-
-            if cls._shared is not None:
-                cls._shared.stop()
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            path = os.path.join(tempfile.mkdtemp(prefix="xai-zygote-"), "socket")
-            listener.bind(path)
-            listener.listen()
-            cls._shared = cls._start(first, listener, others)
-        return cls._shared.listening
-
-    @classmethod
-    def _start(cls, first: tuple[str, ...], listener: Any = None, others: bool = True) -> Zygote:
-        import importlib.util
-
-        installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
-        used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
-        now = [m for m in installed if m not in PRELOAD_LATER]
-        later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
-        if listener is None:
-            return cls(now + used, later)
-        # under -n N the xdist workers fork first and do not need the explainer libraries: those
-        # are imported while the workers start, before the first explainer process is forked
-        return cls(now, later, listener, before_fork=used)
-
-    @classmethod
-    def _connect(cls, address: str) -> Zygote | None:
-        """A client of the zygote listening at ``address``, or None when nothing listens there."""
-        import socket
-
-        path, pid = split_address(address)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            sock.connect(path)
-        except OSError:
-            sock.close()
-            return None
-        client = cls.__new__(cls)
-        client.sock, client.proc, client.ready, client.pid, client.path = sock, None, False, pid, None
-        return client
-
-    def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), bound: float = STATUS_ANSWER) -> dict[str, Any]:
-        import json
-        import socket
-
-        from pytest_xai.watch import receive
-
-        if not self.ready:
-            json.loads(receive(self.sock, self.pid, FIRST_ANSWER))
-            self.ready = True
-        socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
-        answer: dict[str, Any] = json.loads(receive(self.sock, self.pid, bound) or b"{}")
-        return answer
-
-    def fork(self, fds: tuple[int, int, int]) -> int | None:
-        """A new worker's pid, or None when the zygote cannot fork now (it holds a thread, has
-        gone, is stopped or idle): then the caller spawns a worker, and the next asks a new zygote."""
-        try:
-            return self._ask({"op": "fork"}, fds, bound=FORK_ANSWER).get("pid")
-        except (OSError, ValueError):
-            if self.proc is None:  # the controller's zygote failed: this xdist worker starts its own
-                Zygote.address = None
-            self.stop()
-            return None
-
-    @property
-    def gone(self) -> bool:
-        """Whether the zygote process has ended (its workers die with it: ``PR_SET_PDEATHSIG``)."""
-        return self.pid is not None and _process_state(self.pid) in (None, b"Z", b"X")
-
-    def status(self, pid: int) -> int | None:
-        """The exit code of a finished worker (negative: the signal), as the zygote reaped it."""
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                status = self._ask({"op": "status", "pid": pid}).get("status")
-            except (OSError, ValueError):
-                return None
-            if status is not None:
-                return int(status)
-            time.sleep(0.01)
-        return None
-
-    def stop(self) -> None:
-        """Kill the zygote this process started; a client only disconnects."""
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
-        self.sock.close()
-        if self.path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
-                os.rmdir(os.path.dirname(self.path))
-        if Zygote._shared is self:
-            Zygote._shared = None
-
-
-def split_address(address: str) -> tuple[str, int | None]:
-    """``SOCKET#PID`` (:attr:`Zygote.listening`) -> (socket path, pid); a bare path has no pid."""
-    path, sep, pid = address.rpartition("#")
-    return (path, int(pid)) if sep and pid.isdigit() else (address, None)
-
-
 class Worker:
     """One worker process serving one explainer spec: forked by the zygote, or spawned."""
 
@@ -291,8 +92,13 @@ class Worker:
                 self.zygote = None
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "pytest_xai.worker", str(request_r), str(reply_w)],
-                    pass_fds=(request_r, reply_w), stdin=subprocess.DEVNULL, stdout=self.log,
-                    stderr=subprocess.STDOUT, start_new_session=True, env=thread_environment())
+                    pass_fds=(request_r, reply_w),
+                    stdin=subprocess.DEVNULL,
+                    stdout=self.log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=thread_environment(),
+                )
                 pid = self.proc.pid
             self.pid: int = pid
         except BaseException:  # e.g. Ctrl-C before the zygote's answer: a worker it forked reads EOF and ends
@@ -359,17 +165,25 @@ class Worker:
             if lim is loading and lim.wall is not None and wall > lim.wall:
                 raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
             if lim is loading and limits.cpu is not None and used < IDLE_SHARE * wall and wall > limits.cpu:
-                raise _Stop(f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
-                            f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)")
+                raise _Stop(
+                    f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
+                    f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)"
+                )
             if lim.cpu is not None and used > lim.cpu:
-                raise _Stop(f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
-                            f"raise the limit with --xai-timeout, or give it a smaller budget)")
+                raise _Stop(
+                    f"used {used:.1f} CPU seconds, over the limit of {lim.cpu:g} (a slow explainer: "
+                    f"raise the limit with --xai-timeout, or give it a smaller budget)"
+                )
             if lim.cpu is not None and used < IDLE_SHARE * wall and wall > lim.cpu:
-                raise _Stop(f"was idle: it used {used:.2f} CPU seconds in {wall:.1f} s, so it sleeps, waits or is "
-                            f"deadlocked (a thread pool or lock inherited through a fork, input(), a network call?)")
+                raise _Stop(
+                    f"was idle: it used {used:.2f} CPU seconds in {wall:.1f} s, so it sleeps, waits or is "
+                    f"deadlocked (a thread pool or lock inherited through a fork, input(), a network call?)"
+                )
             if lim.wall is not None and wall > lim.wall:
-                raise _Stop(f"did not return within the wall-clock backstop of {lim.wall:g} s "
-                            f"(it used {used:.1f} CPU seconds; see --xai-wall-timeout)")
+                raise _Stop(
+                    f"did not return within the wall-clock backstop of {lim.wall:g} s "
+                    f"(it used {used:.1f} CPU seconds; see --xai-wall-timeout)"
+                )
             if not self.alive:
                 raise EOFError
 
@@ -378,16 +192,20 @@ class Worker:
                 reply, arrays = wire.read(self._reply, tick, names=ARRAYS)
                 if reply.get("token") != token:
                     self.kill()
-                    raise ExplainerCrash("sent a result that does not answer the call (a forged or stale message "
-                                         "on the worker's result channel); the worker was replaced")
+                    raise ExplainerCrash(
+                        "sent a result that does not answer the call (a forged or stale message "
+                        "on the worker's result channel); the worker was replaced"
+                    )
                 if reply.get("kind") != "started":
                     return reply, arrays
                 phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
         except _Truncated as cut:
             self.kill()
-            raise ExplainerCrash(f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
-                                 f"truncated message on the worker's result channel (did the explainer write to it?); "
-                                 f"the worker was replaced") from None
+            raise ExplainerCrash(
+                f"sent {cut.args[0]} bytes of a result, then nothing for {TRUNCATED:g} s: a "
+                f"truncated message on the worker's result channel (did the explainer write to it?); "
+                f"the worker was replaced"
+            ) from None
         except _Stop as stop:
             printed = self.output()
             self.kill()
@@ -396,8 +214,9 @@ class Worker:
             raise self._died("before replying") from None
         except wire.WireError as exc:
             self.kill()
-            raise ExplainerCrash(f"sent a malformed result ({exc}); did the explainer write to the worker's "
-                                 f"result channel?") from None
+            raise ExplainerCrash(
+                f"sent a malformed result ({exc}); did the explainer write to the worker's result channel?"
+            ) from None
         except ExplainerError:
             raise
         except BaseException:  # Ctrl-C or SIGTERM of the session: stop the explainer at once
@@ -421,8 +240,9 @@ class Worker:
         else:
             how = f"exited with status {status}"
             why = " (the explainer ended its process: os._exit, or sys.exit outside the main thread?)"
-        return ExplainerCrash(f"its worker process {how} {when}{why}"
-                              + (f"\n\nit printed:\n{printed}" if printed else ""))
+        return ExplainerCrash(
+            f"its worker process {how} {when}{why}" + (f"\n\nit printed:\n{printed}" if printed else "")
+        )
 
     def lost_with_zygote(self) -> bool:
         """Whether this worker was killed because its zygote died (not for what it did itself):
@@ -476,8 +296,13 @@ class Pool:
         if spec in self.broken:
             raise self.broken[spec]
         worker = self.workers[spec] = Worker(spec)
-        init = {"op": "init", "spec": spec, "sys_path": list(sys.path), "cwd": os.getcwd(),
-                "environ": thread_environment()}
+        init = {
+            "op": "init",
+            "spec": spec,
+            "sys_path": list(sys.path),
+            "cwd": os.getcwd(),
+            "environ": thread_environment(),
+        }
         try:
             try:
                 reply, _ = worker.call(init, self.limits)
@@ -496,8 +321,9 @@ class Pool:
             raise self.broken[spec]
         return worker
 
-    def explain(self, spec: str, request: dict[str, Any],
-                case: Case | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def explain(
+        self, spec: str, request: dict[str, Any], case: Case | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
         blob = b""
         if case is not None:
@@ -507,7 +333,8 @@ class Pool:
                 raise ExplainerError(
                     f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
                     f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
-                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)") from None
+                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)"
+                ) from None
         for attempt in range(2):
             worker = self._worker(spec)
             try:
@@ -539,8 +366,9 @@ def _raise_for(reply: dict[str, Any], during: str) -> None:
     if kind == "invalid":
         raise ExplainerError(message)
     if kind == "raised":
-        raise ExplainerRaised(f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}",
-                              wire.clip(reply.get("traceback", "")))
+        raise ExplainerRaised(
+            f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}", wire.clip(reply.get("traceback", ""))
+        )
     raise ExplainerCrash(f"{message or 'the worker sent an unknown reply'}{where}")  # "case", "internal"
 
 
@@ -548,5 +376,4 @@ def _raise_for(reply: dict[str, Any], during: str) -> None:
 def _kill_all() -> None:
     for worker in list(_LIVE):
         worker.kill()
-    if Zygote._shared is not None:
-        Zygote._shared.stop()
+    Zygote.stop_shared()

@@ -28,21 +28,29 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
         for field in ("seed", "repeat", "budget"):
             default = 1 if field == "repeat" else None
             if doc.get(field, default) != first.get(field, default):
-                problems.append(f"{field} {first.get(field, default)} in {first_path}, {doc.get(field, default)} "
-                                f"in {path}")
-        changed = {k: (first["versions"].get(k), doc["versions"].get(k))
-                   for k in set(first.get("versions", {})) | set(doc.get("versions", {}))
-                   if first.get("versions", {}).get(k) != doc.get("versions", {}).get(k)}
+                problems.append(
+                    f"{field} {first.get(field, default)} in {first_path}, {doc.get(field, default)} in {path}"
+                )
+        changed = {
+            k: (first["versions"].get(k), doc["versions"].get(k))
+            for k in set(first.get("versions", {})) | set(doc.get("versions", {}))
+            if first.get("versions", {}).get(k) != doc.get("versions", {}).get(k)
+        }
         if changed:
-            problems.append(f"versions differ between {first_path} and {path}: "
-                            + ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(changed.items())))
+            problems.append(
+                f"versions differ between {first_path} and {path}: "
+                + ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(changed.items()))
+            )
         a, b = (d.get("options", {}).get("thresholds") for d in (first, doc))
         if a != b:
             problems.append(f"threshold overrides differ between {first_path} and {path}")
     if problems and not allow_mismatch:
-        raise MergeError("the reports come from different runs: " + "; ".join(problems)
-                         + ". Shards of one suite share seed, versions and thresholds; pass --allow-mismatch "
-                           "to merge them anyway")
+        raise MergeError(
+            "the reports come from different runs: "
+            + "; ".join(problems)
+            + ". Shards of one suite share seed, versions and thresholds; pass --allow-mismatch "
+            "to merge them anyway"
+        )
     return problems
 
 
@@ -53,25 +61,33 @@ def _check_shards(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
     if not given:
         return
     if len(given) < len(shards):
-        raise MergeError(f"{next(p for p, s in shards if not isinstance(s, Mapping))} is no --xai-shard report, "
-                         f"{given[0][0]} is one: merge the reports of one --xai-shard=K/N matrix")
+        raise MergeError(
+            f"{next(p for p, s in shards if not isinstance(s, Mapping))} is no --xai-shard report, "
+            f"{given[0][0]} is one: merge the reports of one --xai-shard=K/N matrix"
+        )
     n = {s.get("n") for _, s in given}
     if len(n) > 1:
-        raise MergeError(f"the shards split the run in different numbers of parts ({sorted(map(str, n))}); "
-                         f"give every job the same N in --xai-shard=K/N")
+        raise MergeError(
+            f"the shards split the run in different numbers of parts ({sorted(map(str, n))}); "
+            f"give every job the same N in --xai-shard=K/N"
+        )
     total = n.pop()
     if not isinstance(total, int):
         raise MergeError(f"{given[0][0]}: its shard record has no number of shards; rewrite it with --xai-shard=K/N")
     ks = [s.get("k") for _, s in given]
     missing = [k for k in range(1, total + 1) if k not in ks]
     if missing:
-        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: its tests are in no report; "
-                         f"merge the reports of all {total} shards")
+        raise MergeError(
+            f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: its tests are in no report; "
+            f"merge the reports of all {total} shards"
+        )
     collected = {s.get("collected") for _, s in given}
     results = sum(len(doc["results"]) for _, doc in docs)
     if len(collected) == 1 and isinstance(c := next(iter(collected)), int) and results < c:
-        raise MergeError(f"the shards hold {results} of the {c} tests their run collected: {c - results} ran in "
-                         f"no shard (a job stopped early?); rerun the shard that lost them")
+        raise MergeError(
+            f"the shards hold {results} of the {c} tests their run collected: {c - results} ran in "
+            f"no shard (a job stopped early?); rerun the shard that lost them"
+        )
 
 
 def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | None:
@@ -80,8 +96,10 @@ def _merge_baselines(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict | No
         return None
     bases: list[Mapping[str, Any]] = [b for b in given if b]
     if len(bases) < len(given) or len({b.get("path") for b in bases}) > 1:
-        raise MergeError("only some shards were compared with a baseline, or with different ones; compare every "
-                         "shard with the same --xai-baseline")
+        raise MergeError(
+            "only some shards were compared with a baseline, or with different ones; compare every "
+            "shard with the same --xai-baseline"
+        )
     diff: dict[str, Any] = {"regressions": [], "improvements": [], "new": [], "unchanged": 0}
     for b in bases:
         for key in ("regressions", "improvements", "new"):
@@ -110,8 +128,10 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
     for path, doc in docs:
         for rec in map(Record.from_dict, doc["results"]):
             if rec.nodeid in seen:
-                raise MergeError(f"{rec.nodeid} is in both {seen[rec.nodeid]} and {path}: the shards overlap; "
-                                 f"give each test to one shard")
+                raise MergeError(
+                    f"{rec.nodeid} is in both {seen[rec.nodeid]} and {path}: the shards overlap; "
+                    f"give each test to one shard"
+                )
             seen[rec.nodeid] = path
             results.append(rec)
     first = docs[0][1]
@@ -120,16 +140,29 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "exitstatus": max((doc.get("exitstatus") or 0 for _, doc in docs), default=0),
         "repeat": first.get("repeat", 1),
-        **({"shard": {"n": first["shard"]["n"], "collected": first["shard"].get("collected")}}
-           if isinstance(first.get("shard"), Mapping) else {}),
-        "shards": [{"path": path, "created": doc.get("created"), "exitstatus": doc.get("exitstatus"),
-                    "results": len(doc["results"]), "args": (doc.get("options") or {}).get("args")}
-                   for path, doc in docs],
+        **(
+            {"shard": {"n": first["shard"]["n"], "collected": first["shard"].get("collected")}}
+            if isinstance(first.get("shard"), Mapping)
+            else {}
+        ),
+        "shards": [
+            {
+                "path": path,
+                "created": doc.get("created"),
+                "exitstatus": doc.get("exitstatus"),
+                "results": len(doc["results"]),
+                "args": (doc.get("options") or {}).get("args"),
+            }
+            for path, doc in docs
+        ],
         "summary": report.summary(results),
         "results": [rec.to_dict() for rec in sorted(results, key=lambda rec: rec.nodeid)],
     }
-    pictures = {nodeid: data for path, doc in docs
-                for nodeid, data in {**embed.carried(doc), **embed.collect(path, doc["results"])}.items()}
+    pictures = {
+        nodeid: data
+        for path, doc in docs
+        for nodeid, data in {**embed.carried(doc), **embed.collect(path, doc["results"])}.items()
+    }
     if pictures:  # as data: the merged report is read where the shards' folders are not
         out["pictures"] = pictures
     if mismatches:

@@ -81,8 +81,9 @@ class MetricResult:
         return text
 
 
-def _result(name: str, values: np.ndarray, higher: bool, reason_masks: list[tuple[np.ndarray, str]],
-            params: Mapping[str, Any]) -> MetricResult:
+def _result(
+    name: str, values: np.ndarray, higher: bool, reason_masks: list[tuple[np.ndarray, str]], params: Mapping[str, Any]
+) -> MetricResult:
     """Set values to NaN where a reason mask holds (first reason wins) and record why."""
     values = np.array(values, dtype=float, copy=True).reshape(-1)
     reasons: dict[int, str] = {}
@@ -103,8 +104,10 @@ def _flat(array: Any, what: str) -> np.ndarray:
 def _pair(attributions: Any, inputs: Any) -> tuple[np.ndarray, np.ndarray]:
     A, X = _flat(attributions, "attributions"), _flat(inputs, "inputs")
     if A.shape != X.shape:
-        raise ValueError(f"attributions have shape {np.shape(attributions)} but inputs have shape "
-                         f"{np.shape(inputs)}; they must match")
+        raise ValueError(
+            f"attributions have shape {np.shape(attributions)} but inputs have shape "
+            f"{np.shape(inputs)}; they must match"
+        )
     return A, X
 
 
@@ -119,16 +122,24 @@ def _silent(a: np.ndarray) -> np.ndarray:
     return np.asarray(~(np.abs(a) > 0).any(axis=-1))
 
 
-def correlation_result(name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str,
-                       params: Mapping[str, Any]) -> MetricResult:
+def correlation_result(
+    name: str, a: np.ndarray, b: np.ndarray, what_a: str, what_b: str, params: Mapping[str, Any]
+) -> MetricResult:
     """Pearson per row of ``a`` (the explanation) and ``b`` (what it should follow).  A row of ``a``
     that is all zero where ``b`` varies scores 0 (it agrees with nothing; ``docs/defects.md`` XB-12);
     other constant rows, and rows where ``b`` is constant, are undefined."""
     silent = _silent(a) & ~_constant(b)
     values = np.where(silent, 0.0, pearson_rows(np.where(silent[:, None], 1.0, a), b))
-    return _result(name, values, True,
-                   [(_constant(a) & ~silent, f"{what_a} is constant: correlation undefined"),
-                    (_constant(b), f"{what_b} is constant: correlation undefined")], params)
+    return _result(
+        name,
+        values,
+        True,
+        [
+            (_constant(a) & ~silent, f"{what_a} is constant: correlation undefined"),
+            (_constant(b), f"{what_b} is constant: correlation undefined"),
+        ],
+        params,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,8 +202,16 @@ def as_imputer(reference: Any, d: int) -> Any:
     return BackgroundImputer(ref)
 
 
-def expected_outputs(predict: Callable, inputs: Any, masks: np.ndarray, reference: Any, *,
-                     n_samples: int = 100, seed: int = 0, target: Any = None) -> np.ndarray:
+def expected_outputs(
+    predict: Callable,
+    inputs: Any,
+    masks: np.ndarray,
+    reference: Any,
+    *,
+    n_samples: int = 100,
+    seed: int = 0,
+    target: Any = None,
+) -> np.ndarray:
     """E_S[f] for every point and coalition: ``masks`` (n, m, d) marks present features; returns
     (n, m).  All points and coalitions go through ``predict`` in a few large calls."""
     X = _flat(inputs, "inputs")
@@ -214,16 +233,16 @@ def expected_outputs(predict: Callable, inputs: Any, masks: np.ndarray, referenc
 
 
 def _conditional_name(reference: Any) -> str:
-    return getattr(reference, "conditional", None) or (
-        "baseline" if np.ndim(reference) == 1 else "interventional")
+    return getattr(reference, "conditional", None) or ("baseline" if np.ndim(reference) == 1 else "interventional")
 
 
 # ---------------------------------------------------------------------------------------------
 # XAI-Bench metrics (Liu et al. 2021, §3.1)
 
 
-def single_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_samples: int = 100, seed: int = 0,
-                           target: Any = None) -> np.ndarray:
+def single_removal_effects(
+    predict: Callable, inputs: Any, reference: Any, *, n_samples: int = 100, seed: int = 0, target: Any = None
+) -> np.ndarray:
     """Delta[n, i] = f(x_n) - E_{F minus i}[f]: the output drop when feature i alone is resampled from
     ``reference``.  It does not depend on the attributions: pass it to :func:`faithfulness` as
     ``effects`` to score several explanations of the same points with one set of model calls."""
@@ -234,9 +253,19 @@ def single_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_
     return fx[:, None] - expected_outputs(predict, X, masks, reference, n_samples=n_samples, seed=seed, target=target)
 
 
-def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: Any, *, absolute: bool = True,
-                 centred: bool = True, n_samples: int = 100, seed: int = 0, target: Any = None,
-                 effects: Any = None) -> MetricResult:
+def faithfulness(
+    predict: Callable,
+    inputs: Any,
+    attributions: Any,
+    reference: Any,
+    *,
+    absolute: bool = True,
+    centred: bool = True,
+    n_samples: int = 100,
+    seed: int = 0,
+    target: Any = None,
+    effects: Any = None,
+) -> MetricResult:
     """Faithfulness (Alvarez-Melis & Jaakkola 2018; XAI-Bench eq. 2), higher is better, in [-1, 1].
 
     ``absolute=True`` (XAI-Bench's code): faith(x) = Pearson over features i of (|w_i|, |Delta_i|),
@@ -255,16 +284,29 @@ def faithfulness(predict: Callable, inputs: Any, attributions: Any, reference: A
     """
     A, X = _pair(attributions, inputs)
     n, d = X.shape
-    delta = (single_removal_effects(predict, X, reference, n_samples=n_samples, seed=seed, target=target)
-             if effects is None else np.asarray(effects, dtype=float).reshape(n, d))
+    delta = (
+        single_removal_effects(predict, X, reference, n_samples=n_samples, seed=seed, target=target)
+        if effects is None
+        else np.asarray(effects, dtype=float).reshape(n, d)
+    )
     w, delta = (np.abs(A), np.abs(delta)) if absolute else (A, delta)
-    params = {"absolute": absolute, "centred": centred, "conditional": _conditional_name(reference),
-              "n_samples": n_samples, "seed": seed}
+    params = {
+        "absolute": absolute,
+        "centred": centred,
+        "conditional": _conditional_name(reference),
+        "n_samples": n_samples,
+        "seed": seed,
+    }
     if not centred:
         norms = np.sqrt((w * w).sum(axis=1) * (delta * delta).sum(axis=1))
         cosine = np.clip(np.divide((w * delta).sum(axis=1), norms, out=np.zeros(n), where=norms > 0), -1.0, 1.0)
-        return _result("faithfulness", cosine, True,
-                       [(_silent(delta), "Delta (feature effect) is all zero: correlation undefined")], params)
+        return _result(
+            "faithfulness",
+            cosine,
+            True,
+            [(_silent(delta), "Delta (feature effect) is all zero: correlation undefined")],
+            params,
+        )
     return correlation_result("faithfulness", w, delta, "attribution", "Delta (feature effect)", params)
 
 
@@ -280,8 +322,17 @@ def importance_order(attributions: Any, seed: int = 0) -> np.ndarray:
     return np.lexsort((key, a), axis=1)
 
 
-def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: Any, *, n_samples: int = 100,
-                 seed: int = 0, target: Any = None, rtol: float = 1e-9) -> MetricResult:
+def monotonicity(
+    predict: Callable,
+    inputs: Any,
+    attributions: Any,
+    reference: Any,
+    *,
+    n_samples: int = 100,
+    seed: int = 0,
+    target: Any = None,
+    rtol: float = 1e-9,
+) -> MetricResult:
     """Monotonicity (Luss et al. 2019; XAI-Bench eq. 3), higher is better, in [0, 1].
 
     Features are added in decreasing |w| without replacement, ties in |w| broken in a seeded random
@@ -305,17 +356,30 @@ def monotonicity(predict: Callable, inputs: Any, attributions: Any, reference: A
     values = (delta[:, :-1] >= delta[:, 1:] - tol).mean(axis=1) if d > 1 else np.full(n, np.nan)
     moves = np.asarray((delta > 0).any(axis=1))
     values = np.where(_silent(A) & moves, 0.0, values)
-    return _result("monotonicity", values, True, [(np.full(n, d < 2), "needs at least 2 features"),
-                                                   (~moves, "the output does not change as features are added"),
-                                                   (_constant(np.abs(A)) & ~_silent(A),
-                                                    "all |attributions| are equal: no order")],
-                   {"conditional": _conditional_name(reference), "n_samples": n_samples, "seed": seed,
-                    "rtol": rtol})
+    return _result(
+        "monotonicity",
+        values,
+        True,
+        [
+            (np.full(n, d < 2), "needs at least 2 features"),
+            (~moves, "the output does not change as features are added"),
+            (_constant(np.abs(A)) & ~_silent(A), "all |attributions| are equal: no order"),
+        ],
+        {"conditional": _conditional_name(reference), "n_samples": n_samples, "seed": seed, "rtol": rtol},
+    )
 
 
-def subset_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_perturb: int = 100,
-                           p_remove: float = 0.5, n_samples: int = 100, seed: int = 0,
-                           target: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def subset_removal_effects(
+    predict: Callable,
+    inputs: Any,
+    reference: Any,
+    *,
+    n_perturb: int = 100,
+    p_remove: float = 0.5,
+    n_samples: int = 100,
+    seed: int = 0,
+    target: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The perturbations of subset :func:`infidelity` and their output changes, (removed (n, n_perturb,
     d) bool, Delta f (n, n_perturb)); independent of the attributions, so several explanations of the
     same points can be scored with one set of model calls (pass them as ``effects``)."""
@@ -323,16 +387,29 @@ def subset_removal_effects(predict: Callable, inputs: Any, reference: Any, *, n_
     n, d = X.shape
     removed = np.random.default_rng(seed).random((n, n_perturb, d)) < p_remove
     fx = outputs(predict, X, target)
-    delta_f = fx[:, None] - expected_outputs(predict, X, ~removed, reference, n_samples=n_samples, seed=seed,
-                                             target=target)
+    delta_f = fx[:, None] - expected_outputs(
+        predict, X, ~removed, reference, n_samples=n_samples, seed=seed, target=target
+    )
     return removed, delta_f
 
 
-def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any = None, *,
-               perturbation: str = "subset", n_perturb: int = 100, sigma: float = 0.1, p_remove: float = 0.5,
-               normalize: bool | Literal["global"] = True, relative: bool | Literal["global"] = False,
-               n_samples: int = 100, seed: int = 0,
-               target: Any = None, effects: Any = None) -> MetricResult:
+def infidelity(
+    predict: Callable,
+    inputs: Any,
+    attributions: Any,
+    reference: Any = None,
+    *,
+    perturbation: str = "subset",
+    n_perturb: int = 100,
+    sigma: float = 0.1,
+    p_remove: float = 0.5,
+    normalize: bool | Literal["global"] = True,
+    relative: bool | Literal["global"] = False,
+    n_samples: int = 100,
+    seed: int = 0,
+    target: Any = None,
+    effects: Any = None,
+) -> MetricResult:
     """Infidelity (Yeh et al. 2019; XAI-Bench §3.1), lower is better, >= 0.
 
     INFD(w, f, x) = E_I[(I^T w - Delta f)^2] over ``n_perturb`` perturbations per point:
@@ -374,9 +451,20 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
         delta_f = fx[:, None] - perturbed
         explained = A @ noise.T  # (n, n_perturb): I^T w with the block shared by every point
     elif perturbation == "subset":
-        removed, delta_f = (subset_removal_effects(predict, X, reference, n_perturb=n_perturb, p_remove=p_remove,
-                                                   n_samples=n_samples, seed=seed, target=target)
-                            if effects is None else effects)
+        removed, delta_f = (
+            subset_removal_effects(
+                predict,
+                X,
+                reference,
+                n_perturb=n_perturb,
+                p_remove=p_remove,
+                n_samples=n_samples,
+                seed=seed,
+                target=target,
+            )
+            if effects is None
+            else effects
+        )
         explained = np.einsum("npd,nd->np", np.asarray(removed).astype(float), A)
     else:
         raise ValueError(f"perturbation must be 'gaussian' or 'subset', got {perturbation!r}")
@@ -402,10 +490,23 @@ def infidelity(predict: Callable, inputs: Any, attributions: Any, reference: Any
         flat = scale <= 1e-24 * np.maximum(fx**2, 1.0)
         values = np.divide(values, scale, out=np.zeros(n), where=~flat)
         reasons.append((flat, "model output does not change under the perturbations"))
-    return _result("infidelity", values, False, reasons,
-                   {"perturbation": perturbation, "n_perturb": n_perturb, "sigma": sigma, "p_remove": p_remove,
-                    "normalize": normalize, "relative": relative, "seed": seed, "beta": beta.tolist(),
-                    "conditional": _conditional_name(reference) if perturbation == "subset" else "noise"})
+    return _result(
+        "infidelity",
+        values,
+        False,
+        reasons,
+        {
+            "perturbation": perturbation,
+            "n_perturb": n_perturb,
+            "sigma": sigma,
+            "p_remove": p_remove,
+            "normalize": normalize,
+            "relative": relative,
+            "seed": seed,
+            "beta": beta.tolist(),
+            "conditional": _conditional_name(reference) if perturbation == "subset" else "noise",
+        },
+    )
 
 
 def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
@@ -424,8 +525,9 @@ def gt_shapley_error(attributions: Any, shapley: Any) -> MetricResult:
     beta = max(0.0, float((A * S).sum()) / energy_a) if energy_a > 0 else 0.0
     scale = energy_s / len(S) if energy_s > 0 else 1.0
     values = ((beta * A - S) ** 2).sum(axis=1) / scale
-    return _result("gt_shapley_error", values, False, [(np.full(len(S), energy_s == 0), "the truth is all zero")],
-                   {"beta": beta})
+    return _result(
+        "gt_shapley_error", values, False, [(np.full(len(S), energy_s == 0), "the truth is all zero")], {"beta": beta}
+    )
 
 
 def precision_at_truth_size(attributions: Any, truth: Any, *, seed: int = 0) -> MetricResult:

@@ -44,13 +44,13 @@ def check_threshold(param: str, value: Any, source: str) -> float:
         raise OptionError(f"{source}: {number:g} is negative; thresholds are >= 0")
     if math.isinf(number) and not gate_may_be_off(param):
         loosest = "0 (the loosest lower bound)" if param.startswith("min_") else "a finite number"
-        raise OptionError(f"{source}: inf is only allowed for max_* thresholds (gate off); "
-                          f"{param!r} needs {loosest}")
+        raise OptionError(f"{source}: inf is only allowed for max_* thresholds (gate off); {param!r} needs {loosest}")
     return number
 
 
-def parse_thresholds(entries: list[str], source: str,
-                     known_checks: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+def parse_thresholds(
+    entries: list[str], source: str, known_checks: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
     """``CHECK.PARAM=VALUE`` entries -> ``{check: {param: value}}``; ``known_checks`` maps each
     check name to its thresholds (name -> default)."""
     out: dict[str, dict[str, float]] = {}
@@ -66,8 +66,9 @@ def parse_thresholds(entries: list[str], source: str,
             raise OptionError(f"{source} {entry!r}: no check named {name!r}; {hint}known: {', '.join(known_checks)}")
         known = known_checks[name]
         if param not in known:
-            raise OptionError(f"{source} {entry!r}: check {name!r} has no threshold {param!r}; "
-                              f"it has: {', '.join(known)}")
+            raise OptionError(
+                f"{source} {entry!r}: check {name!r} has no threshold {param!r}; it has: {', '.join(known)}"
+            )
         try:
             number = float(raw)
         except ValueError:
@@ -83,8 +84,10 @@ def check_timeout(value: Any, source: str = "--xai-timeout") -> float:
     if math.isnan(number) or number < 0:
         raise OptionError(f"{source}={value!r}: must be {what}")
     if math.isinf(number):
-        raise OptionError(f"{source}={value!r}: no infinite limit; give 0 to run explainers in-process without "
-                          f"a limit, or a large number of seconds (e.g. 86400) to keep them in a child process")
+        raise OptionError(
+            f"{source}={value!r}: no infinite limit; give 0 to run explainers in-process without "
+            f"a limit, or a large number of seconds (e.g. 86400) to keep them in a child process"
+        )
     return number
 
 
@@ -108,8 +111,10 @@ def check_seed(value: Any, source: str = "--xai-seed") -> int:
 def check_repeat(value: Any, source: str = "--xai-repeat") -> int:
     """Seeds per (case, explainer): an integer from 1 to 100."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
-        raise OptionError(f"{source}={value!r}: give an integer from 1 to 100 (e.g. 5 seeds for a stochastic "
-                          f"explainer; deterministic ones are run once whatever N is)")
+        raise OptionError(
+            f"{source}={value!r}: give an integer from 1 to 100 (e.g. 5 seeds for a stochastic "
+            f"explainer; deterministic ones are run once whatever N is)"
+        )
     return value
 
 
@@ -155,8 +160,10 @@ def check_report_path(path: Any, source: str = "--xai-report") -> str | None:
         raise OptionError(f"{source}={text}: is a directory; give a file name, e.g. {Path(text) / 'xai-report.json'}")
     existing = _first_existing(target.parent)
     if not existing.is_dir():
-        raise OptionError(f"{source}={text}: {existing} is a file, not a directory, so the report cannot be "
-                          f"written under it; choose another path")
+        raise OptionError(
+            f"{source}={text}: {existing} is a file, not a directory, so the report cannot be "
+            f"written under it; choose another path"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OptionError(f"{source}={text}: directory {existing} is not writable; choose another path")
     return text
@@ -169,8 +176,10 @@ def check_data_dir(path: Any, source: str = "--xai-data-dir") -> str | None:
     text = os.fspath(path)
     target = Path(text)
     if not target.exists():
-        raise OptionError(f"{source}={text}: no such directory (misspelled?); give the directory holding "
-                          f"your downloaded files, or leave the option out to use synthetic data")
+        raise OptionError(
+            f"{source}={text}: no such directory (misspelled?); give the directory holding "
+            f"your downloaded files, or leave the option out to use synthetic data"
+        )
     if not target.is_dir():
         raise OptionError(f"{source}={text}: is a file, not a directory; give the directory that contains it")
     return text

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 
 
-def side_by_side_png(path: str | Path, panels: list[tuple[str, np.ndarray]], title: str = "",
-                     diverging: tuple[bool, ...] = ()) -> Path:
+def side_by_side_png(
+    path: str | Path, panels: list[tuple[str, np.ndarray]], title: str = "", diverging: tuple[bool, ...] = ()
+) -> Path:
     """Write 2-D ``panels`` [(label, array), ...] in a row; NaN cells (no data) are drawn grey.
 
     Signed maps (``diverging[i]`` true) use a blue-white-red scale centred on 0, others viridis;
@@ -37,8 +38,9 @@ def side_by_side_png(path: str | Path, panels: list[tuple[str, np.ndarray]], tit
         signed = k < len(diverging) and diverging[k]
         cmap = colormaps["RdBu_r" if signed else "viridis"].with_extremes(bad="0.8")  # NaN: grey
         bound = float(np.nanmax(np.abs(array))) or 1.0
-        image = axis.imshow(array, cmap=cmap, vmin=-bound if signed else None, vmax=bound if signed else None,
-                            interpolation="nearest")
+        image = axis.imshow(
+            array, cmap=cmap, vmin=-bound if signed else None, vmax=bound if signed else None, interpolation="nearest"
+        )
         axis.set_title(label, fontsize=9)
         axis.set_xticks([])
         axis.set_yticks([])

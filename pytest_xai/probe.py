@@ -30,16 +30,22 @@ TICK = 0.05
 
 def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, Any]:
     """What importing ``spec`` in a fresh process gives, within ``cpu`` CPU and ``wall`` wall seconds."""
-    from pytest_xai.isolate import thread_environment
     from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
+    from pytest_xai.zygote import thread_environment
 
     request = json.dumps({"spec": spec, "option": option, "sys_path": list(sys.path), "cwd": os.getcwd()})
     read, write = os.pipe()
     with tempfile.TemporaryFile() as log:
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "pytest_xai.probe", str(write), repr(cpu)],
-                                    pass_fds=(write,), stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env=thread_environment())
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_xai.probe", str(write), repr(cpu)],
+                pass_fds=(write,),
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=thread_environment(),
+            )
         finally:
             os.close(write)
         try:
@@ -59,8 +65,10 @@ def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, An
                 if stopped(proc.pid):
                     problem = "was stopped (SIGSTOP)"
                 elif used is not None and used < IDLE_SHARE * elapsed and elapsed > cpu:
-                    problem = (f"was idle: it used {used:.2f} CPU seconds in {elapsed:.1f} s (an import that sleeps, "
-                               f"waits for input or a lock?)")
+                    problem = (
+                        f"was idle: it used {used:.2f} CPU seconds in {elapsed:.1f} s (an import that sleeps, "
+                        f"waits for input or a lock?)"
+                    )
                 elif elapsed > wall:
                     problem = f"did not finish within {wall:g} s"
                 if problem:
@@ -86,8 +94,10 @@ def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, An
                 how = f"was killed by signal {-status}"
         else:
             how = f"ended with exit status {status} before the import finished (os._exit at import?)"
-        return {"broken": f"the process importing {spec} {how}{said}",
-                "kind": "timeout" if status == -signal.SIGXCPU else "crash"}
+        return {
+            "broken": f"the process importing {spec} {how}{said}",
+            "kind": "timeout" if status == -signal.SIGXCPU else "crash",
+        }
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -117,14 +127,19 @@ def _main(fd: int, cpu: float) -> None:
 
     try:
         explainer = contract.load(request["spec"], request["option"])
-        claims = {k: v for k, v in vars(explainer.func).items() if not k.startswith("_") and _simple(v)} \
-            if hasattr(explainer.func, "__dict__") else {}
+        claims = (
+            {k: v for k, v in vars(explainer.func).items() if not k.startswith("_") and _simple(v)}
+            if hasattr(explainer.func, "__dict__")
+            else {}
+        )
         out: dict[str, Any] = {"name": explainer.name, "wants": list(explainer.wants), "claims": claims}
     except SpecError as exc:  # raised while importing (a cause) fails its tests; a bad spec is a usage error
         out = {"broken": str(exc), "kind": "raised"} if exc.__cause__ is not None else {"usage": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt raised by the module
-        out = {"broken": f"{request['option']}={request['spec']}: importing it raised {type(exc).__name__}: {exc}",
-               "kind": "raised"}
+        out = {
+            "broken": f"{request['option']}={request['spec']}: importing it raised {type(exc).__name__}: {exc}",
+            "kind": "raised",
+        }
     with os.fdopen(fd, "wb") as fh:
         fh.write(json.dumps(out).encode())
     os._exit(0)  # the module's atexit handlers are not ours to run

@@ -60,23 +60,32 @@ class Record:
 
     def to_properties(self) -> list[tuple[str, Any]]:
         """The fields a test has set, as ``("xai_<field>", value)`` pairs of builtin values."""
-        return [(PREFIX + name, _builtin(value)) for name, value in self._items()
-                if value is not None and name not in _REPORT_ONLY]
+        return [
+            (PREFIX + name, _builtin(value))
+            for name, value in self._items()
+            if value is not None and name not in _REPORT_ONLY
+        ]
 
     @classmethod
     def property_names(cls) -> frozenset[str]:
         return frozenset(PREFIX + f.name for f in fields(cls) if f.name not in _REPORT_ONLY)
 
     @classmethod
-    def from_properties(cls, nodeid: str, outcome: str, duration: float, properties: Iterable[tuple[str, Any]],
-                        skipped_because: str | None = None) -> Record | None:
+    def from_properties(
+        cls,
+        nodeid: str,
+        outcome: str,
+        duration: float,
+        properties: Iterable[tuple[str, Any]],
+        skipped_because: str | None = None,
+    ) -> Record | None:
         """The record of one test report, or None when the test is not an xai test (no explainer).
 
         A test that passes without calling ``xai_check`` is a PASS; ``skipped_because`` is the
         reason pytest gives for a skip (it becomes the detail).
         """
         names = cls.property_names()
-        given = {k[len(PREFIX):]: v for k, v in properties if isinstance(k, str) and k in names}
+        given = {k[len(PREFIX) :]: v for k, v in properties if isinstance(k, str) and k in names}
         if "explainer" not in given:
             return None
         rec = cls(**given)

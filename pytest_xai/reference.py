@@ -65,8 +65,12 @@ class Reference:
 
     def summary(self) -> dict[str, Any]:
         """What the JSON report records: ``{method, evaluations, max_error, convention}``."""
-        return {"method": self.method, "evaluations": int(self.evaluations), "max_error": float(self.max_error),
-                "convention": self.convention}
+        return {
+            "method": self.method,
+            "evaluations": int(self.evaluations),
+            "max_error": float(self.max_error),
+            "convention": self.convention,
+        }
 
     @property
     def relative_error(self) -> float:
@@ -164,8 +168,17 @@ def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndar
     return mean, np.sqrt(variance / pairs)
 
 
-def compute(predict, inputs: Any, rows: Any, *, target: Any = None, groups: Any = None, budget: int = BUDGET,
-            seed: int = 0, convention: str = "interventional") -> Reference:
+def compute(
+    predict,
+    inputs: Any,
+    rows: Any,
+    *,
+    target: Any = None,
+    groups: Any = None,
+    budget: int = BUDGET,
+    seed: int = 0,
+    convention: str = "interventional",
+) -> Reference:
     """The reference of ``predict`` at ``inputs`` against ``rows`` (background rows, or the one
     baseline row): exact when it fits ``budget`` model evaluations, else estimated; raises
     :class:`pytest_xai.NotApplicable` when even the smallest estimate does not fit."""
@@ -177,9 +190,11 @@ def compute(predict, inputs: Any, rows: Any, *, target: Any = None, groups: Any 
     else:
         pairs = int((budget / n - 2 * m) // (2 * (G - 1) * m)) if G > 1 else 0
         if pairs < MIN_PAIRS:
-            raise NotApplicable(f"a reference needs {MIN_PAIRS} antithetic pairs of permutations, "
-                                f"{n * (2 * m + 2 * MIN_PAIRS * (G - 1) * m):,} model evaluations for {n} rows, "
-                                f"{G} players and {m} background rows; the budget is {budget:,}")
+            raise NotApplicable(
+                f"a reference needs {MIN_PAIRS} antithetic pairs of permutations, "
+                f"{n * (2 * m + 2 * MIN_PAIRS * (G - 1) * m):,} model evaluations for {n} rows, "
+                f"{G} players and {m} background rows; the budget is {budget:,}"
+            )
         from scipy.stats import t as student
 
         phi, se = permutation(game, pairs, seed)
@@ -209,11 +224,16 @@ def _fingerprint(case: Case, rows: np.ndarray, convention: str, budget: int) -> 
     """What the reference depends on: inputs, reference rows, targets, groups and the model's outputs
     there (a retrained model changes them), the convention and budget."""
     digest = hashlib.sha256()
-    probe = np.concatenate([np.asarray(case.inputs, dtype=float).reshape(len(case.inputs), -1),
-                            rows.reshape(len(rows), -1)])
-    for part in (probe, np.asarray(case.outputs(), dtype=float), np.asarray(case.predict(
-            rows.reshape((-1,) + np.shape(case.inputs)[1:])), dtype=float), np.asarray(case.target, dtype=float),
-                 np.asarray(case.meta.get("groups", -1), dtype=float)):
+    probe = np.concatenate(
+        [np.asarray(case.inputs, dtype=float).reshape(len(case.inputs), -1), rows.reshape(len(rows), -1)]
+    )
+    for part in (
+        probe,
+        np.asarray(case.outputs(), dtype=float),
+        np.asarray(case.predict(rows.reshape((-1,) + np.shape(case.inputs)[1:])), dtype=float),
+        np.asarray(case.target, dtype=float),
+        np.asarray(case.meta.get("groups", -1), dtype=float),
+    ):
         digest.update(np.ascontiguousarray(part).tobytes())
     digest.update(f"{convention}:{budget}".encode())
     return digest.hexdigest()
@@ -224,8 +244,10 @@ def _rows(case: Case, convention: str) -> np.ndarray:
         raise ValueError(f"reference convention must be one of {CONVENTIONS}, got {convention!r}")
     source = case.background if convention == "interventional" else case.baseline
     if source is None:
-        raise NotApplicable(f"case {case.name!r} has no {'background' if convention == 'interventional' else 'baseline'}"
-                            f" to compute a {convention} reference against")
+        raise NotApplicable(
+            f"case {case.name!r} has no {'background' if convention == 'interventional' else 'baseline'}"
+            f" to compute a {convention} reference against"
+        )
     x = np.asarray(case.inputs)
     rows = np.asarray(source, dtype=float)
     return np.array(np.broadcast_to(rows, (1,) + x.shape[1:]) if convention == "baseline" else rows)  # writable
@@ -256,17 +278,37 @@ def _build(case: Case, convention: str) -> Reference:
     seed = int(case.meta.get("seed", 0))
 
     def build() -> dict[str, np.ndarray]:
-        ref = compute(case.predict, case.inputs, rows, target=case.target, groups=case.meta.get("groups"),
-                      budget=budget, seed=seed, convention=convention)
-        return {"values": ref.values, "method": np.array(ref.method), "evaluations": np.array(ref.evaluations),
-                "max_error": np.array(ref.max_error), "rms_error": np.array(ref.rms_error)}
+        ref = compute(
+            case.predict,
+            case.inputs,
+            rows,
+            target=case.target,
+            groups=case.meta.get("groups"),
+            budget=budget,
+            seed=seed,
+            convention=convention,
+        )
+        return {
+            "values": ref.values,
+            "method": np.array(ref.method),
+            "evaluations": np.array(ref.evaluations),
+            "max_error": np.array(ref.max_error),
+            "rms_error": np.array(ref.rms_error),
+        }
 
     from pytest_xai import cases
     from pytest_xai.cache import Cache
 
     built = cases.built_with(case)
     cache = Cache(built[2] if built is not None else None)
-    stored = cache.arrays("reference", {"case": case.name, "fingerprint": _fingerprint(case, rows, convention, budget)},
-                          build)
-    return Reference(stored["values"], str(stored["method"]), int(stored["evaluations"]),
-                     float(stored["max_error"]), convention, float(stored["rms_error"]))
+    stored = cache.arrays(
+        "reference", {"case": case.name, "fingerprint": _fingerprint(case, rows, convention, budget)}, build
+    )
+    return Reference(
+        stored["values"],
+        str(stored["method"]),
+        int(stored["evaluations"]),
+        float(stored["max_error"]),
+        convention,
+        float(stored["rms_error"]),
+    )

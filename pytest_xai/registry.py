@@ -82,14 +82,23 @@ class Family:
     ``module`` is the module that declared it (the family's origin).
     """
 
-    def __init__(self, name: str, *, source: str = "", smoke: tuple[str, str] | None = None,
-                 header: Callable[[], str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        source: str = "",
+        smoke: tuple[str, str] | None = None,
+        header: Callable[[], str] | None = None,
+    ):
         if not (isinstance(name, str) and name.isidentifier()):
             raise ValueError(f"Family({name!r}): the name must be an identifier, e.g. 'units'")
-        if smoke is not None and not (isinstance(smoke, tuple) and len(smoke) == 2
-                                      and all(isinstance(s, str) for s in smoke)):
-            raise ValueError(f"Family({name!r}, smoke={smoke!r}): give the (check, case) pair of the family's test "
-                             f"in the fast gate, e.g. ('symmetry', 'cough_and_fever')")
+        if smoke is not None and not (
+            isinstance(smoke, tuple) and len(smoke) == 2 and all(isinstance(s, str) for s in smoke)
+        ):
+            raise ValueError(
+                f"Family({name!r}, smoke={smoke!r}): give the (check, case) pair of the family's test "
+                f"in the fast gate, e.g. ('symmetry', 'cough_and_fever')"
+            )
         self.name, self.source, self.smoke, self.header = name, source, smoke, header
         self.module: str = sys._getframe(1).f_globals.get("__name__", "?")
         _claim(FAMILIES, "family", name, self, self.module, "the first argument of Family")
@@ -97,9 +106,15 @@ class Family:
     def __repr__(self) -> str:
         return f"Family({self.name!r}, module={self.module!r})"
 
-    def case(self, *, category: str = "fidelity", source: str = "",
-             checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (), name: str | None = None,
-             smoke: bool | list[str] | tuple[str, ...] = False) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
+    def case(
+        self,
+        *,
+        category: str = "fidelity",
+        source: str = "",
+        checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (),
+        name: str | None = None,
+        smoke: bool | list[str] | tuple[str, ...] = False,
+    ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
         """Register a builder as a case of this family (:func:`register_case` with the family's
         name); ``source`` says where in the family's source the case comes from (a section, a test),
         appended to it."""
@@ -108,8 +123,12 @@ class Family:
 
 
 def register_case(
-    *, family: str = "user", category: str = "fidelity", source: str = "",
-    checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (), name: str | None = None,
+    *,
+    family: str = "user",
+    category: str = "fidelity",
+    source: str = "",
+    checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (),
+    name: str | None = None,
     smoke: bool | list[str] | tuple[str, ...] = False,
 ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
     """Declare a builder as a case named after the function (or ``name``); public as
@@ -132,22 +151,41 @@ def register_case(
     else:
         in_smoke = tuple(smoke)
         if isinstance(smoke, str) or set(in_smoke) - set(checks):
-            raise ValueError(f"smoke={smoke!r}: give True (every check of the case) or a list of its checks "
-                             f"({', '.join(checks) or 'it declares none'})")
+            raise ValueError(
+                f"smoke={smoke!r}: give True (every check of the case) or a list of its checks "
+                f"({', '.join(checks) or 'it declares none'})"
+            )
 
     def decorate(build: Callable[..., Case]) -> Callable[..., Case]:
         case_name = name or build.__name__
-        unknown = {p.name for p in inspect.signature(build).parameters.values()
-                   if p.name not in BUILD_ARGUMENTS and p.default is p.empty}
+        unknown = {
+            p.name
+            for p in inspect.signature(build).parameters.values()
+            if p.name not in BUILD_ARGUMENTS and p.default is p.empty
+        }
         if unknown:
-            raise TypeError(f"case {case_name!r}: the builder asks for {sorted(unknown)}; it may ask only for "
-                            f"{', '.join(BUILD_ARGUMENTS)}")
+            raise TypeError(
+                f"case {case_name!r}: the builder asks for {sorted(unknown)}; it may ask only for "
+                f"{', '.join(BUILD_ARGUMENTS)}"
+            )
         doc = (build.__doc__ or "").strip().splitlines()
-        _claim(CASES, "case", case_name, CaseInfo(
-            name=case_name, family=family, category=category, source=source,
-            checks={k: dict(v) for k, v in checks.items()}, build=build,
-            description=doc[0] if doc else "", smoke=in_smoke,
-        ), _origin(build), "register_case(name=...)")
+        _claim(
+            CASES,
+            "case",
+            case_name,
+            CaseInfo(
+                name=case_name,
+                family=family,
+                category=category,
+                source=source,
+                checks={k: dict(v) for k, v in checks.items()},
+                build=build,
+                description=doc[0] if doc else "",
+                smoke=in_smoke,
+            ),
+            _origin(build),
+            "register_case(name=...)",
+        )
         return build
 
     return decorate
@@ -185,10 +223,14 @@ class CheckInfo:
         return None
 
 
-def register_check(*, marker: str | None = None, thresholds: Mapping[str, float] = {},
-                   passes_by_construction: Mapping[str, str] = {},
-                   reference: Callable[[Case, Mapping[str, Any]], Any] | None = None,
-                   name: str | None = None) -> Callable[[CheckFunc], CheckFunc]:
+def register_check(
+    *,
+    marker: str | None = None,
+    thresholds: Mapping[str, float] = {},
+    passes_by_construction: Mapping[str, str] = {},
+    reference: Callable[[Case, Mapping[str, Any]], Any] | None = None,
+    name: str | None = None,
+) -> Callable[[CheckFunc], CheckFunc]:
     """Register ``func`` as a check named after it (or ``name``); public as ``pytest_xai.register_check``.
 
     ``thresholds`` are its tunable parameters and defaults.  ``marker`` is the pytest marker of the
@@ -207,10 +249,22 @@ def register_check(*, marker: str | None = None, thresholds: Mapping[str, float]
     def decorate(func: CheckFunc) -> CheckFunc:
         check_name = name or func.__name__
         doc = (func.__doc__ or "").strip().splitlines()
-        _claim(CHECKS, "check", check_name, CheckInfo(
-            check_name, func, marker or f"xai_{check_name}", dict(thresholds), doc[0] if doc else "",
-            dict(passes_by_construction), reference,
-        ), _origin(func), "register_check(name=...)")
+        _claim(
+            CHECKS,
+            "check",
+            check_name,
+            CheckInfo(
+                check_name,
+                func,
+                marker or f"xai_{check_name}",
+                dict(thresholds),
+                doc[0] if doc else "",
+                dict(passes_by_construction),
+                reference,
+            ),
+            _origin(func),
+            "register_check(name=...)",
+        )
         return func
 
     return decorate

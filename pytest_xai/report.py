@@ -24,8 +24,21 @@ SCHEMA = "pytest-xai/report"
 #: rows the model evaluated), and the aggregates ``mean_evaluations``; readers of version 1 read
 #: reports written before them (:meth:`Record.from_dict`).
 SCHEMA_VERSION = 1
-LIBRARIES = ("pytest", "numpy", "shap", "lime", "xgboost", "xgboost-cpu", "torch", "captum",
-             "scikit-learn", "chess", "hypothesis", "pytest-xdist", "pytest-benchmark")
+LIBRARIES = (
+    "pytest",
+    "numpy",
+    "shap",
+    "lime",
+    "xgboost",
+    "xgboost-cpu",
+    "torch",
+    "captum",
+    "scikit-learn",
+    "chess",
+    "hypothesis",
+    "pytest-xdist",
+    "pytest-benchmark",
+)
 
 
 def _cell(rec: Record) -> str:
@@ -65,7 +78,9 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
         counted = [r.evaluations for r in calls if r.evaluations is not None]
         scores = [r.score for r in judged if r.score is not None]  # a test that scored nothing is no 0
         return {
-            "tests": len(recs), "ran": len(ran), "skipped": len(recs) - len(ran),
+            "tests": len(recs),
+            "ran": len(ran),
+            "skipped": len(recs) - len(ran),
             "passed": sum(1 for r in judged if r.status == "PASS"),
             "errors": sum(1 for r in judged if r.status == "ERROR"),
             "timeouts": len(ran) - len(judged),
@@ -78,8 +93,10 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
     for explainer in dict.fromkeys(r.explainer or "" for r in records):
         mine = [r for r in records if (r.explainer or "") == explainer]
         categories = sorted({r.category for r in mine if r.category})
-        out[explainer] = {"overall": aggregate(mine),
-                          "categories": {c: aggregate([r for r in mine if r.category == c]) for c in categories}}
+        out[explainer] = {
+            "overall": aggregate(mine),
+            "categories": {c: aggregate([r for r in mine if r.category == c]) for c in categories},
+        }
     return out
 
 
@@ -122,9 +139,14 @@ def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
     aggregates = summary(records)
     categories = sorted({c for agg in aggregates.values() for c in agg["categories"]})
-    footer = [[f"{c}: passed/ran, mean score"] + [_aggregate_cell(aggregates[e]["categories"][c])
-                                                   if c in aggregates[e]["categories"] else "" for e in explainers]
-              for c in categories]
+    footer = [
+        [f"{c}: passed/ran, mean score"]
+        + [
+            _aggregate_cell(aggregates[e]["categories"][c]) if c in aggregates[e]["categories"] else ""
+            for e in explainers
+        ]
+        for c in categories
+    ]
     footer.append(["overall"] + [_aggregate_cell(aggregates[e]["overall"]) for e in explainers])
     return _grid(["test"] + explainers, body, footer)
 

@@ -40,18 +40,24 @@ def derive_seed(base: int, *parts: str) -> int:
     return zlib.crc32(":".join([str(base), *parts]).encode()) & 0x7FFFFFFF
 
 
-def resolve_thresholds(defaults: Mapping[str, float], *, call: Mapping[str, Any] | None = None,
-                       marker: Mapping[str, Any] | None = None, command_line: Mapping[str, Any] | None = None,
-                       ini: Mapping[str, Any] | None = None,
-                       case: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+def resolve_thresholds(
+    defaults: Mapping[str, float],
+    *,
+    call: Mapping[str, Any] | None = None,
+    marker: Mapping[str, Any] | None = None,
+    command_line: Mapping[str, Any] | None = None,
+    ini: Mapping[str, Any] | None = None,
+    case: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Each threshold of a check from the strongest level that sets it, in the order of
     :data:`LEVELS`: ``xai_check`` kwargs > marker kwargs > ``--xai-threshold`` > ini
     ``xai_thresholds`` > the case's own value > the check's default.
 
     Returns ``(values, sources)``; ``sources`` names the level each value came from.
     """
-    given: dict[str, Mapping[str, Any]] = {level: mapping or {} for level, mapping in
-                                           zip(LEVELS, (call, marker, command_line, ini, case, defaults))}
+    given: dict[str, Mapping[str, Any]] = {
+        level: mapping or {} for level, mapping in zip(LEVELS, (call, marker, command_line, ini, case, defaults))
+    }
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name in defaults:
@@ -77,8 +83,11 @@ class Outcome:
 
     def error(self) -> ExplainerError:
         """The exception of an error outcome, of the class of its kind."""
-        classes: dict[str, type[ExplainerError]] = {"timeout": ExplainerTimeout, "crash": ExplainerCrash,
-                                                    "raised": ExplainerRaised}
+        classes: dict[str, type[ExplainerError]] = {
+            "timeout": ExplainerTimeout,
+            "crash": ExplainerCrash,
+            "raised": ExplainerRaised,
+        }
         return classes.get(self.kind or "", ExplainerError)(self.message)
 
 
@@ -98,8 +107,9 @@ class Runner:
     own freshly built copy of the case, so a mutation cannot reach other explainers).
     """
 
-    def __init__(self, *, seed: int, limits: Limits | None, cache: Cache, data_dir: str | None,
-                 budget: int | None = None):
+    def __init__(
+        self, *, seed: int, limits: Limits | None, cache: Cache, data_dir: str | None, budget: int | None = None
+    ):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
         self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
@@ -129,7 +139,7 @@ class Runner:
         imports the explainer libraries ``first`` before its first fork (and, with ``others``, the
         other explainer libraries while it waits: the run has explainers whose libraries are unknown)."""
         if self.limits is not None:
-            from pytest_xai.isolate import Zygote
+            from pytest_xai.zygote import Zygote
 
             Zygote.address = zygote
             Zygote.shared(first, others)
@@ -138,7 +148,7 @@ class Runner:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
         if self.limits is None:
             return None
-        from pytest_xai.isolate import Zygote
+        from pytest_xai.zygote import Zygote
 
         return Zygote.serve(first, others)
 
@@ -176,8 +186,9 @@ class Runner:
         """The seeds of ``--xai-repeat=n``: the ordinary seed first, then ``derive_seed(base, case, k)``."""
         return [self.seed_for(case)] + [derive_seed(self.seed, case.name, str(k)) for k in range(1, n)]
 
-    def explain_repeated(self, explainer: Explainer, case: Case,
-                         n: int) -> tuple[list[tuple[int, Outcome, bool]], bool]:
+    def explain_repeated(
+        self, explainer: Explainer, case: Case, n: int
+    ) -> tuple[list[tuple[int, Outcome, bool]], bool]:
         """``explain`` under each of the ``n`` repeat seeds; returns ``([(seed, outcome, cached)], deterministic)``.
 
         An explainer whose first two calls give identical attributions (importance and interactions
@@ -194,9 +205,17 @@ class Runner:
                 return runs[:1], True
         return runs, False
 
-    def reexplain(self, explainer: Explainer, case: Case, model: Any = None, *, other_seed: bool = False,
-                  rows: list[int] | None = None, perturb: tuple[int, float] | None = None,
-                  seed: int | None = None) -> Any:
+    def reexplain(
+        self,
+        explainer: Explainer,
+        case: Case,
+        model: Any = None,
+        *,
+        other_seed: bool = False,
+        rows: list[int] | None = None,
+        perturb: tuple[int, float] | None = None,
+        seed: int | None = None,
+    ) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation; raises ExplainerError.  ``model`` swaps in another model (sanity checks;
         ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` = (seed, radius)
@@ -217,21 +236,31 @@ class Runner:
             if key in self.memo:
                 return _attributions(self.memo[key][1], swap)
         changed = case.with_model(model) if swap else case
-        inputs: dict[str, Any] | None = {k: v for k, v in (("rows", rows), ("perturb", perturb))
-                                         if v is not None} or None
+        inputs: dict[str, Any] | None = {
+            k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None
+        } or None
         if inputs:
             from pytest_xai.cases.generic import variant_inputs
 
             changed = variant_inputs(changed, **inputs)
             inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in inputs.items()}
-        outcome = self._call(explainer, changed, seed=seed, base=case if swap or inputs else None, variant=variant,
-                             inputs=inputs)
+        outcome = self._call(
+            explainer, changed, seed=seed, base=case if swap or inputs else None, variant=variant, inputs=inputs
+        )
         if key is not None:
             self.memo[key] = (case, outcome)
         return _attributions(outcome, swap)
 
-    def _call(self, explainer: Explainer, case: Case, *, seed: int, base: Case | None = None,
-              variant: list[Any] | None = None, inputs: dict[str, Any] | None = None) -> Outcome:
+    def _call(
+        self,
+        explainer: Explainer,
+        case: Case,
+        *,
+        seed: int,
+        base: Case | None = None,
+        variant: list[Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+    ) -> Outcome:
         try:
             if self.limits is None:
                 explanation = self._in_process(explainer, case, seed)
@@ -242,13 +271,24 @@ class Runner:
         except ExplainerError as exc:
             return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
-    def _in_worker(self, explainer: Explainer, source: Case, case: Case, seed: int, variant: list[Any] | None,
-                   inputs: dict[str, Any] | None = None) -> Outcome:
+    def _in_worker(
+        self,
+        explainer: Explainer,
+        source: Case,
+        case: Case,
+        seed: int,
+        variant: list[Any] | None,
+        inputs: dict[str, Any] | None = None,
+    ) -> Outcome:
         from pytest_xai import budget, cases, contract
 
         built = cases.built_with(source)
-        request: dict[str, Any] = {"seed": int(seed), "variant": variant, "inputs": inputs,
-                   "budget": budget.for_case(case, self.budget)}
+        request: dict[str, Any] = {
+            "seed": int(seed),
+            "variant": variant,
+            "inputs": inputs,
+            "budget": budget.for_case(case, self.budget),
+        }
         pickled = None
         if built is None:
             pickled = case.without_hooks()
@@ -262,7 +302,8 @@ class Runner:
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=pickled)
         attributions, importance, interactions = contract.coerce(
-            {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case)
+            {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case
+        )
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
         evaluations = _count(reply.get("evaluations"))
         explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations)
@@ -273,8 +314,11 @@ class Runner:
         from pytest_xai.wire import clip
 
         built = cases.built_with(case)
-        own = (cases.get(built[0], seed=built[1], cache=self.cache, data_dir=built[3], fresh=True)
-               if built else copy.deepcopy(case))
+        own = (
+            cases.get(built[0], seed=built[1], cache=self.cache, data_dir=built[3], fresh=True)
+            if built
+            else copy.deepcopy(case)
+        )
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(1)
@@ -293,9 +337,10 @@ class Runner:
 
                 from pytest_xai.worker import explainers_frames
 
-                raise ExplainerRaised(f"raised {type(exc).__name__}: {clip(exc, 2000)}",
-                                      clip("".join(traceback.format_exception(
-                                          type(exc), exc, explainers_frames(exc.__traceback__))))) from None
+                raise ExplainerRaised(
+                    f"raised {type(exc).__name__}: {clip(exc, 2000)}",
+                    clip("".join(traceback.format_exception(type(exc), exc, explainers_frames(exc.__traceback__)))),
+                ) from None
 
 
 class _real_interrupts:
@@ -333,8 +378,9 @@ def _same_explanation(a: Any, b: Any) -> bool:
 def _attributions(outcome: Outcome, swap: bool) -> Any:
     """A re-explanation's attributions; its skip or error raised as ExplainerError."""
     if outcome.status == "skip":
-        raise ExplainerError(f"declared the {'randomised model' if swap else 'variant'} not applicable: "
-                             f"{outcome.message}")
+        raise ExplainerError(
+            f"declared the {'randomised model' if swap else 'variant'} not applicable: {outcome.message}"
+        )
     if outcome.status != "ok" or outcome.explanation is None:
         raise outcome.error()
     return outcome.explanation.attributions
@@ -415,8 +461,9 @@ def repeat_verdict(passes: int, runs: int, alpha: float = REPEAT_ALPHA) -> str:
     return "PASS" if lower > 0.5 else "FAIL" if upper < 0.5 else "FLAKY"
 
 
-def combine_repeats(scores: list[Score], *, seeds: list[int], n: int,
-                    deterministic: bool) -> tuple[Score, dict[str, Any], bool]:
+def combine_repeats(
+    scores: list[Score], *, seeds: list[int], n: int, deterministic: bool
+) -> tuple[Score, dict[str, Any], bool]:
     """``--xai-repeat``: one score from the scores of every seed's explanation (the first seed's
     first), the mean with its spread, the verdict by an exact test on the seeds' pass rate
     (:func:`repeat_verdict`): a FLAKY one, undecided, fails the test and is labelled; a
@@ -428,20 +475,40 @@ def combine_repeats(scores: list[Score], *, seeds: list[int], n: int,
     values = [float(s.value) for s in scores]
     passed = [bool(s.passed) for s in scores]
     mean, spread = statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
-    verdict = "PASS" if deterministic and passed[0] else "FAIL" if deterministic else repeat_verdict(
-        sum(passed), len(passed))
+    verdict = (
+        "PASS" if deterministic and passed[0] else "FAIL" if deterministic else repeat_verdict(sum(passed), len(passed))
+    )
     flaky = verdict == "FLAKY"
     lower, upper = clopper_pearson(sum(passed), len(passed))
-    repeat = {"n": n, "runs": len(scores), "deterministic": deterministic, "seeds": seeds, "verdict": verdict,
-              "interval": None if deterministic else [round(lower, 6), round(upper, 6)],
-              "scores": [round(v, 6) for v in values], "passed": passed, "mean": round(mean, 6),
-              "std": round(spread, 6), "min": round(min(values), 6), "max": round(max(values), 6)}
+    repeat = {
+        "n": n,
+        "runs": len(scores),
+        "deterministic": deterministic,
+        "seeds": seeds,
+        "verdict": verdict,
+        "interval": None if deterministic else [round(lower, 6), round(upper, 6)],
+        "scores": [round(v, 6) for v in values],
+        "passed": passed,
+        "mean": round(mean, 6),
+        "std": round(spread, 6),
+        "min": round(min(values), 6),
+        "max": round(max(values), 6),
+    }
     first = scores[0]
     if deterministic:
         return first, repeat, flaky
-    tally = (f"{sum(passed)}/{len(passed)} seeds passed, pass rate in [{lower:.2f}, {upper:.2f}] "
-             f"({1 - 2 * REPEAT_ALPHA:.0%} Clopper-Pearson): {verdict}"
-             + (" (undecided: more seeds would decide)" if flaky else ""))
-    return dataclasses.replace(first, value=mean, passed=verdict == "PASS",
-                               detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {tally}; "
-                                      f"first seed: {first.detail}"), repeat, flaky
+    tally = (
+        f"{sum(passed)}/{len(passed)} seeds passed, pass rate in [{lower:.2f}, {upper:.2f}] "
+        f"({1 - 2 * REPEAT_ALPHA:.0%} Clopper-Pearson): {verdict}"
+        + (" (undecided: more seeds would decide)" if flaky else "")
+    )
+    return (
+        dataclasses.replace(
+            first,
+            value=mean,
+            passed=verdict == "PASS",
+            detail=f"mean {mean:.3f} ± {spread:.3f} over {len(values)} seeds, {tally}; first seed: {first.detail}",
+        ),
+        repeat,
+        flaky,
+    )

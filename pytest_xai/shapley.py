@@ -36,12 +36,12 @@ def values(predict, x: np.ndarray, background: np.ndarray, target: int | None = 
     block = max(1, _ROWS_PER_CALL // (len(masks) * m))
     out = np.empty((n, len(masks)))
     for start in range(0, n, block):
-        xs = x[start:start + block]
+        xs = x[start : start + block]
         hybrid = np.where(masks[None, :, None, :], xs[:, None, None, :], background[None, None, :, :])
         y = np.asarray(predict(hybrid.reshape(-1, d)), dtype=float)
         if y.ndim == 2:
             y = y[:, 0 if target is None else target]
-        out[start:start + len(xs)] = y.reshape(len(xs), len(masks), m).mean(axis=2)
+        out[start : start + len(xs)] = y.reshape(len(xs), len(masks), m).mean(axis=2)
     return out
 
 

@@ -30,7 +30,11 @@ _SHAPES = {
     "sin": np.sin,
     "step": lambda v: (v > 0).astype(float),
 }
-_INFO: dict[str, Any] = {"family": "hypothesis", "category": "fidelity", "source": "Shapley 1953 axioms; Lundberg & Lee 2017"}
+_INFO: dict[str, Any] = {
+    "family": "hypothesis",
+    "category": "fidelity",
+    "source": "Shapley 1953 axioms; Lundberg & Lee 2017",
+}
 
 
 def _check_range(name: str, low: int, high: int, floor: int) -> None:
@@ -41,14 +45,23 @@ def _check_range(name: str, low: int, high: int, floor: int) -> None:
 def _case(name: str, predict, inputs, background, truth: dict) -> Case:
     info = CaseInfo(name=name, checks={}, build=None, **_INFO)  # hand-made, as make_case: no builder
     d = inputs.shape[1]
-    return Case(info=info, inputs=inputs, predict=predict, model=predict, background=background,
-                baseline=np.zeros(d), feature_names=[f"x{i}" for i in range(d)], truth=truth)
+    return Case(
+        info=info,
+        inputs=inputs,
+        predict=predict,
+        model=predict,
+        background=background,
+        baseline=np.zeros(d),
+        feature_names=[f"x{i}" for i in range(d)],
+        truth=truth,
+    )
 
 
 def _matrix(draw, rows: int, cols: int) -> np.ndarray:
     values = st.floats(-3, 3, allow_nan=False, allow_infinity=False).map(lambda v: round(v, 3))
-    return np.array(draw(st.lists(st.lists(values, min_size=cols, max_size=cols), min_size=rows, max_size=rows)),
-                    dtype=float).reshape(rows, cols)
+    return np.array(
+        draw(st.lists(st.lists(values, min_size=cols, max_size=cols), min_size=rows, max_size=rows)), dtype=float
+    ).reshape(rows, cols)
 
 
 @st.composite
@@ -68,12 +81,18 @@ def _additive(draw, min_features, max_features, max_points, max_background):
 
     shapley = terms(inputs) - terms(background).mean(axis=0)
     dummies = tuple(int(i) for i in np.flatnonzero(weights == 0))
-    return _case(f"additive({', '.join(f'{w:g}*{s}' for s, w in zip(shapes, weights))})", predict,
-                 inputs, background, {"shapley": shapley, "dummies": dummies})
+    return _case(
+        f"additive({', '.join(f'{w:g}*{s}' for s, w in zip(shapes, weights))})",
+        predict,
+        inputs,
+        background,
+        {"shapley": shapley, "dummies": dummies},
+    )
 
 
-def additive_models(*, min_features: int = 1, max_features: int = 6, max_points: int = 5,
-                    max_background: int = 8) -> st.SearchStrategy[Case]:
+def additive_models(
+    *, min_features: int = 1, max_features: int = 6, max_points: int = 5, max_background: int = 8
+) -> st.SearchStrategy[Case]:
     """f(x) = sum_i w_i g_i(x_i) with g_i in {linear, square, abs, sin, step}: the exact
     interventional Shapley value is phi_i(x) = w_i (g_i(x_i) - mean_b g_i(b_i)); zero weights plant
     dummy features."""
@@ -90,7 +109,9 @@ def _game(draw, max_features, max_points, max_background):
     others = [k for k in range(2, d) if k not in dummies]
     pair_weight = draw(st.sampled_from([0.5, 1.0, 2.0]))
     coupling = draw(st.sampled_from(["product", "max", "sum_squared"]))
-    other_weights = np.array(draw(st.lists(st.sampled_from([-1.0, 0.5, 2.0]), min_size=len(others), max_size=len(others))))
+    other_weights = np.array(
+        draw(st.lists(st.sampled_from([-1.0, 0.5, 2.0]), min_size=len(others), max_size=len(others)))
+    )
 
     def predict(X):
         X = np.asarray(X, dtype=float)
@@ -108,9 +129,13 @@ def _game(draw, max_features, max_points, max_background):
     base_swap[:, [i, j]] = base[:, [j, i]]
     n = len(rows)
     mirror = tuple(list(range(n, 2 * n)) + list(range(n)))
-    return _case(f"game({coupling}, d={d}, dummies={dummies})", predict, inputs,
-                 np.concatenate([base, base_swap]),
-                 {"dummies": dummies, "symmetric": (i, j), "mirror": mirror})
+    return _case(
+        f"game({coupling}, d={d}, dummies={dummies})",
+        predict,
+        inputs,
+        np.concatenate([base, base_swap]),
+        {"dummies": dummies, "symmetric": (i, j), "mirror": mirror},
+    )
 
 
 def games(*, max_features: int = 6, max_points: int = 4, max_background: int = 6) -> st.SearchStrategy[Case]:

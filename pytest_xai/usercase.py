@@ -39,6 +39,7 @@ def predict_of(model: Any) -> Callable[[Any], Any]:
     import numpy as np
 
     if _is_torch(model):
+
         def predict(x):
             import torch
 
@@ -57,16 +58,33 @@ def predict_of(model: Any) -> Callable[[Any], Any]:
         return model.predict
     if callable(model):
         return model
-    raise TypeError(f"cannot predict with a {type(model).__module__}.{type(model).__name__}: pass predict= "
-                    f"(numpy in, numpy out) to make_case")
+    raise TypeError(
+        f"cannot predict with a {type(model).__module__}.{type(model).__name__}: pass predict= "
+        f"(numpy in, numpy out) to make_case"
+    )
 
 
-def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None, background: Any = None,
-              target: Any = "auto", feature_names: list[str] | None = None, baseline: Any = None,
-              truth: dict | None = None, train: tuple[Any, Any] | None = None,
-              randomise: Callable[[Any, int], Any] | None = None, name: str = "my_case", family: str = "user",
-              category: str = "fidelity", checks: Any = (), source: str = "", seed: int = 0,
-              max_background: int = 100, reference: bool | int = True) -> Case:
+def make_case(
+    inputs: Any,
+    *,
+    model: Any = None,
+    predict: Callable | None = None,
+    background: Any = None,
+    target: Any = "auto",
+    feature_names: list[str] | None = None,
+    baseline: Any = None,
+    truth: dict | None = None,
+    train: tuple[Any, Any] | None = None,
+    randomise: Callable[[Any, int], Any] | None = None,
+    name: str = "my_case",
+    family: str = "user",
+    category: str = "fidelity",
+    checks: Any = (),
+    source: str = "",
+    seed: int = 0,
+    max_background: int = 100,
+    reference: bool | int = True,
+) -> Case:
     """A case from a user's model and data.
 
     ``inputs`` are the rows to explain (n, *features).  Give ``model`` (its ``predict`` is derived:
@@ -91,8 +109,10 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
     x = np.asarray(inputs)
     if x.ndim < 2 or not len(x) or not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
-        raise ValueError(f"make_case: inputs must be a non-empty numeric array (n, features...), got shape "
-                         f"{x.shape} of dtype {x.dtype}")
+        raise ValueError(
+            f"make_case: inputs must be a non-empty numeric array (n, features...), got shape "
+            f"{x.shape} of dtype {x.dtype}"
+        )
     predict = predict or predict_of(model)
     if background is None and train is not None:
         X_train = np.asarray(train[0])
@@ -105,8 +125,10 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
         elif out.shape[1] == 2:
             target = 1
         else:
-            raise ValueError(f"make_case: predict gives {out.shape[1]} classes; pass target= (one class index, "
-                             f"or one per row, e.g. the predicted classes)")
+            raise ValueError(
+                f"make_case: predict gives {out.shape[1]} classes; pass target= (one class index, "
+                f"or one per row, e.g. the predicted classes)"
+            )
     if target is not None and np.ndim(target) == 1:
         target = np.asarray(target, dtype=int)
         if target.shape != (len(x),):
@@ -120,20 +142,32 @@ def make_case(inputs: Any, *, model: Any = None, predict: Callable | None = None
     checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
     if not isinstance(reference, (bool, int)) or (not isinstance(reference, bool) and reference <= 0):
-        raise ValueError(f"make_case: reference must be True, False or a positive number of model evaluations, "
-                         f"got {reference!r}")
+        raise ValueError(
+            f"make_case: reference must be True, False or a positive number of model evaluations, got {reference!r}"
+        )
     meta = {"seed": int(seed), "randomise": randomise, "train": train, "reference": reference}
-    return Case(info=info, inputs=x, predict=predict, feature_names=names, model=model if model is not None
-                else predict, target=target, background=None if background is None else np.asarray(background),
-                baseline=None if baseline is None else np.asarray(baseline),
-                torch_model=model if _is_torch(model) else None, truth=dict(truth or {}), meta=meta,
-                swap_model=with_model, variants=build_variants)
+    return Case(
+        info=info,
+        inputs=x,
+        predict=predict,
+        feature_names=names,
+        model=model if model is not None else predict,
+        target=target,
+        background=None if background is None else np.asarray(background),
+        baseline=None if baseline is None else np.asarray(baseline),
+        torch_model=model if _is_torch(model) else None,
+        truth=dict(truth or {}),
+        meta=meta,
+        swap_model=with_model,
+        variants=build_variants,
+    )
 
 
 def with_model(case: Case, model: Any) -> Case:
     """``case`` with ``model`` in place of its model (and its derived ``predict``)."""
-    return dataclasses.replace(case, model=model, predict=predict_of(model),
-                               torch_model=model if _is_torch(model) else None)
+    return dataclasses.replace(
+        case, model=model, predict=predict_of(model), torch_model=model if _is_torch(model) else None
+    )
 
 
 def _refit(model: Any, X: Any, y: Any, seed: int) -> Any:
@@ -167,16 +201,20 @@ def build_variants(case: Case) -> None:
     reasons = {}
     randomise = meta.get("randomise") or (_torch_randomise if _is_torch(model) else None)
     if randomise is None:
-        reasons["model"] = (f"model_randomisation needs a randomised copy of the {type(model).__name__}: pass "
-                            f"randomise=lambda model, seed: ... to make_case (torch modules have a generic one)")
+        reasons["model"] = (
+            f"model_randomisation needs a randomised copy of the {type(model).__name__}: pass "
+            f"randomise=lambda model, seed: ... to make_case (torch modules have a generic one)"
+        )
     else:
         meta["cascade"] = [("all", randomise(model, 1000 + seed))]
         meta["random_models"] = (randomise(model, 2000 + seed), randomise(model, 2001 + seed))
     train = meta.get("train")
     if train is None or not hasattr(model, "get_params") or not hasattr(model, "fit"):
-        reasons["data"] = (f"data_randomisation refits a clone of the model on permuted labels: it needs a "
-                           f"scikit-learn-style estimator (get_params, fit; it has a {type(model).__name__}) and "
-                           f"train=(X, y) in make_case")
+        reasons["data"] = (
+            f"data_randomisation refits a clone of the model on permuted labels: it needs a "
+            f"scikit-learn-style estimator (get_params, fit; it has a {type(model).__name__}) and "
+            f"train=(X, y) in make_case"
+        )
     else:
         X, y = np.asarray(train[0]), np.asarray(train[1])
         rng = np.random.default_rng([seed, 12])

@@ -42,8 +42,7 @@ def stopped(pid: int) -> bool:
     return process_state(pid) in (b"T", b"t")
 
 
-def receive(sock: socket.socket, pid: int | None, bound: float, *, idle_after: float = 5.0,
-            size: int = 4096) -> bytes:
+def receive(sock: socket.socket, pid: int | None, bound: float, *, idle_after: float = 5.0, size: int = 4096) -> bytes:
     """One message from ``sock``, sent by process ``pid``; OSError naming why, as soon as ``pid``
     is gone, stopped or idle for ``idle_after`` seconds, or after ``bound`` seconds."""
     start = time.monotonic()

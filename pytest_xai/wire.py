@@ -59,7 +59,7 @@ def pack(header: dict[str, Any], arrays: dict[str, Any] | None = None, blob: byt
 def write(fd: int, message: bytes) -> None:
     view = memoryview(message)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _read_exactly(fd: int, n: int, tick: Callable[[int], None] | None, before: int = 0) -> bytes:
@@ -80,8 +80,9 @@ def _read_exactly(fd: int, n: int, tick: Callable[[int], None] | None, before: i
     return b"".join(chunks)
 
 
-def read(fd: int, tick: Callable[[int], None] | None = None, *, names: tuple[str, ...] = (),
-         blob: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+def read(
+    fd: int, tick: Callable[[int], None] | None = None, *, names: tuple[str, ...] = (), blob: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read one message; ``tick(received)`` is called about every 50 ms while waiting (it may
     raise), with the bytes of this message received so far.
 
@@ -103,8 +104,14 @@ def read(fd: int, tick: Callable[[int], None] | None = None, *, names: tuple[str
         raise WireError("message header is not an object with an 'arrays' list")
     shapes, total = {}, 0
     for spec in specs:
-        ok = (isinstance(spec, list) and len(spec) == 2 and spec[0] in names and spec[0] not in shapes
-              and isinstance(spec[1], list) and all(type(d) is int and 0 <= d < 2**40 for d in spec[1]))
+        ok = (
+            isinstance(spec, list)
+            and len(spec) == 2
+            and spec[0] in names
+            and spec[0] not in shapes
+            and isinstance(spec[1], list)
+            and all(type(d) is int and 0 <= d < 2**40 for d in spec[1])
+        )
         if not ok:
             raise WireError(f"message lists an array it may not send: {clip(spec, 200)}")
         shapes[spec[0]] = tuple(spec[1])

@@ -1,12 +1,13 @@
 """A worker process: it loads one explainer and runs it on cases it builds itself.
 
-Started by :mod:`pytest_xai.isolate` as ``python -m pytest_xai.worker REQUEST_FD REPLY_FD``, a fresh
-interpreter (never a fork of a parent that may hold OpenMP or BLAS thread pools), with the thread
-variables already in its environment.  It reads requests from the plugin and answers each in the
-:mod:`pytest_xai.wire` format: plain JSON and float64 arrays, so nothing the explainer controls is
-ever unpickled by the plugin.  Cases are rebuilt here from their name, seed and data dir (they are
-deterministic, and trained models come from the shared on-disk cache), so no model crosses a
-process boundary; only cases that are not registered arrive pickled, from the plugin.
+Forked by the zygote (:mod:`pytest_xai.zygote`) or, where it cannot fork, started by
+:mod:`pytest_xai.isolate` as ``python -m pytest_xai.worker REQUEST_FD REPLY_FD``: never a fork of a
+parent that may hold OpenMP or BLAS thread pools, with the thread variables in its environment.
+It reads requests from the plugin and answers each in the :mod:`pytest_xai.wire` format: plain
+JSON and float64 arrays, so nothing the explainer controls is ever unpickled by the plugin.  Cases
+are rebuilt here from their name, seed and data dir (they are deterministic, and trained models come
+from the shared on-disk cache), so no model crosses a process boundary; only cases that are not
+registered arrive pickled, from the plugin.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_xai import wire
 
@@ -31,16 +32,12 @@ if TYPE_CHECKING:  # imported in the requests that need them: a worker starts wi
     from pytest_xai.contract import Explainer
 
 ARRAYS = ("attributions", "importance", "interactions")
-#: Seconds a zygote defers its later imports after forking an xdist worker, for the next to ask.
-XDIST_GAP = 1.0
-#: Largest request a zygote reads: a ``become`` request carries an environment.
-REQUEST_BYTES = 1 << 18
 #: True in a child of the zygote that became an xdist worker (:func:`become`): it ends without the
-#: interpreter's teardown (:func:`_exit_as_python_would`).
+#: interpreter's teardown (:func:`exit_as_python_would`).
 FORKED = False
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the kernel kills this worker when the plugin's process dies, however it dies."""
     if sys.platform.startswith("linux"):
         try:
@@ -71,8 +68,12 @@ def _describe(exc: BaseException) -> dict[str, Any]:
         tb = "".join(traceback.format_exception(type(exc), exc, explainers_frames(exc.__traceback__)))
     except BaseException as inner:  # noqa: BLE001 - formatting calls the exception's own __str__
         tb = f"(the traceback could not be formatted: {type(inner).__name__})"
-    return {"kind": "raised", "type": wire.clip(type(exc).__name__, 200), "message": wire.clip(exc, 2000),
-            "traceback": wire.clip(tb)}
+    return {
+        "kind": "raised",
+        "type": wire.clip(type(exc).__name__, 200),
+        "message": wire.clip(exc, 2000),
+        "traceback": wire.clip(tb),
+    }
 
 
 def _import_modules(modules: list[list[str | None]]) -> None:
@@ -116,8 +117,9 @@ class Worker:
         key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
         if key not in self.cases:
             _import_modules(header.get("modules", []))
-            self.cases[key] = cases.get(header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]),
-                                        data_dir=header["data_dir"])
+            self.cases[key] = cases.get(
+                header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]), data_dir=header["data_dir"]
+            )
         return self.cases[key]
 
     def prebuild(self, header: dict[str, Any]) -> None:
@@ -151,8 +153,9 @@ class Worker:
             case = variant_inputs(case, **header["inputs"])
         return case
 
-    def explain(self, header: dict[str, Any], blob: bytes,
-                started: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def explain(
+        self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         from pytest_xai import contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
@@ -162,8 +165,11 @@ class Worker:
             case = self._case(header, blob)
         except Exception as exc:  # noqa: BLE001 - the plugin built this case before asking: report, do not guess
             out = _describe(exc)
-            return {**out, "kind": "case", "message": f"building case {header.get('case')!r} in the worker "
-                    f"raised {out['type']}: {out['message']}"}, {}
+            return {
+                **out,
+                "kind": "case",
+                "message": f"building case {header.get('case')!r} in the worker raised {out['type']}: {out['message']}",
+            }, {}
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1") or 1)))
@@ -176,15 +182,22 @@ class Worker:
         except ExplainerError as exc:
             return {"kind": "invalid", "message": wire.clip(exc, 2000)}, {}
         cpu = time.process_time() - cpu
-        arrays = {"attributions": result.attributions, "importance": result.importance,
-                  "interactions": result.interactions}
-        return {"kind": "ok", "seconds": float(result.seconds), "cpu_seconds": float(cpu),
-                "evaluations": int(result.evaluations or 0)}, arrays
+        arrays = {
+            "attributions": result.attributions,
+            "importance": result.importance,
+            "interactions": result.interactions,
+        }
+        return {
+            "kind": "ok",
+            "seconds": float(result.seconds),
+            "cpu_seconds": float(cpu),
+            "evaluations": int(result.evaluations or 0),
+        }, arrays
 
 
 def main(argv: list[str]) -> int:
     request_fd, reply_fd = int(argv[1]), int(argv[2])
-    _die_with_parent()
+    die_with_parent()
     worker = Worker()
 
     def started(token: str) -> None:
@@ -220,14 +233,14 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
 
     The libraries the zygote imported stay imported; that is the point.  ``fds`` ends with the
     client's lifeline, held open until this process ends.  Returns the ``SystemExit`` the code
-    ended with, for :func:`_exit_as_python_would`.
+    ended with, for :func:`exit_as_python_would`.
     """
     import io
     import types
 
     global FORKED
     FORKED = True
-    # not _die_with_parent(): an explainer that kills the zygote must not take the xdist workers with
+    # not die_with_parent(): an explainer that kills the zygote must not take the xdist workers with
     # it; a worker ends when its controller does (execnet's channel closes)
     os.set_inheritable(fds[3], False)
     for fd, target in zip(fds[:3], (0, 1, 2), strict=True):
@@ -256,7 +269,7 @@ def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     return SystemExit(0)
 
 
-def _exit_as_python_would(exiting: SystemExit) -> None:
+def exit_as_python_would(exiting: SystemExit) -> NoReturn:
     """End a forked xdist worker as Python ends: wait for its threads, run its atexit handlers,
     flush every file it holds open, then exit without tearing the interpreter down.
 
@@ -289,148 +302,5 @@ def _exit_as_python_would(exiting: SystemExit) -> None:
         os._exit(status)
 
 
-def zygote(sock_fd: int, modules: list[str], later: list[str], listen_fd: int | None = None,
-           before_fork: list[str] | None = None) -> int:
-    """Import the heavy libraries once, then fork a worker per request (``--zygote``).
-
-    This process runs no user code and is checked to hold a single thread before every fork, so
-    each worker starts in milliseconds without inheriting a thread pool.  Requests arrive on a
-    SOCK_SEQPACKET socket with the worker's three descriptors (requests, replies, output); the
-    reply is the worker's pid.  Workers are this process's children: it reaps them and answers
-    ``status`` requests with their exit code.  ``later`` are imported after the first answer, one
-    at a time while no request is waiting; ``before_fork`` too, first, and all of them before the
-    first worker is forked (an xdist worker, which does not need them, is forked before).  With ``listen_fd`` (a listening socket: the xdist
-    controller's), every process that connects is served the same way; the zygote ends when the
-    process that started it closes ``sock_fd``.
-    """
-    import json
-    import select
-    import socket
-    import warnings
-
-    _die_with_parent()
-    filters = list(warnings.filters)  # a fresh interpreter's, restored in every child
-    warnings.simplefilter("ignore")
-
-    def preload(name: str) -> None:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001, S110 - preloading is an optimisation: a worker imports what it needs again
-            pass
-
-    gc.disable()  # each full collection during the imports walked every object imported so far: 1 CPU s in all
-    for name in modules:
-        preload(name)
-    gc.collect()
-    gc.freeze()
-    gc.enable()
-    owner = socket.socket(fileno=sock_fd)
-    server = socket.socket(fileno=listen_fd) if listen_fd is not None else None
-    clients = [owner]
-    statuses: dict[int, int] = {}
-
-    def reap(*_: Any) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            statuses[pid] = os.waitstatus_to_exitcode(status)
-
-    def handle(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        if request["op"] == "status":
-            reap()
-            return {"status": statuses.pop(request["pid"], None)}
-        threads = len(os.listdir("/proc/self/task"))
-        expected = 4 if request["op"] == "become" else 3
-        if threads != 1 or len(fds) != expected:
-            for fd in fds:
-                os.close(fd)
-            why = f"holds {threads} threads" if threads != 1 else f"received {len(fds)} descriptors, not {expected}"
-            return {"error": f"the zygote {why}"}
-        while request["op"] == "fork" and pending:
-            preload(pending.pop(0))
-        sys.stdout.flush()
-        gc.freeze()  # what the zygote imported is never collected: a child's collections skip it, pages stay shared
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the worker
-            code, exiting = 1, None
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                warnings.filters[:] = filters  # type: ignore[index]  # a list at run time
-                for sock in (*clients, *([server] if server is not None else [])):
-                    sock.close()
-                os.setsid()
-                if request["op"] == "become":
-                    exiting = become(request, fds)
-                else:
-                    request_r, reply_w, log = fds
-                    for target in (1, 2):
-                        os.dup2(log, target)
-                    os.close(log)
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    os.dup2(null, 0)
-                    os.close(null)
-                    code = main(["worker", str(request_r), str(reply_w)])
-            finally:
-                if exiting is None:
-                    os._exit(code)
-            _exit_as_python_would(exiting)
-        for fd in fds:
-            os.close(fd)
-        return {"pid": pid}
-
-    signal.signal(signal.SIGCHLD, reap)
-    owner.send(b'{"ready": true}')
-    pending = list(before_fork or ())
-    later = list(later)
-    # xdist starts its workers one after the other: the next is about to ask (the first too, when
-    # the zygote serves a controller: its imports can end before the controller has started them)
-    quiet_until = time.monotonic() + XDIST_GAP if server is not None else 0.0
-    while True:
-        readable = [*clients, *([server] if server is not None else [])]
-        wait = max(0.0, quiet_until - time.monotonic()) if pending or later else None
-        if not (waiting := select.select(readable, [], [], wait)[0]):
-            if time.monotonic() >= quiet_until:
-                preload((pending or later).pop(0))
-            continue
-        for sock in waiting:
-            if sock is server:
-                sock, _ = server.accept()
-                clients.append(sock)
-                reply: dict[str, Any] = {"ready": True}
-            else:
-                try:
-                    message, fds, _, _ = socket.recv_fds(sock, REQUEST_BYTES, 4)
-                except OSError:
-                    message, fds = b"", []
-                if not message:  # that process has gone
-                    if sock is owner:
-                        return 0
-                    clients.remove(sock)
-                    sock.close()
-                    continue
-                request = json.loads(message)
-                reply = handle(request, fds)
-                if request["op"] == "become":
-                    quiet_until = time.monotonic() + XDIST_GAP
-            try:
-                sock.send(json.dumps(reply).encode())
-            except OSError:  # the others are still served
-                if sock is not owner:
-                    clients.remove(sock)
-                    sock.close()
-
-
 if __name__ == "__main__":
-    # one module under both names: what a fork sets here (FORKED) is what `import pytest_xai.worker` sees
-    sys.modules.setdefault("pytest_xai.worker", sys.modules[__name__])
-    if sys.argv[1:2] == ["--zygote"]:
-        listen = int(sys.argv[4]) if sys.argv[3:4] == ["--listen"] else None
-        names = sys.argv[5:] if listen is not None else sys.argv[3:]  # NOW... -- BEFORE_FORK... -- LATER...
-        one = names.index("--")
-        two = names.index("--", one + 1)
-        sys.exit(zygote(int(sys.argv[2]), names[:one], names[two + 1:], listen, names[one + 1:two]))
     sys.exit(main(sys.argv))

@@ -11,12 +11,10 @@ answer, or holds a thread), this process becomes that plain ``python`` instead (
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import sys
-import time
 
 #: Flags of execnet's command line that a forked child can honour (``-B``: no bytecode files).
 FLAGS = ("-u", "-B")
@@ -24,52 +22,37 @@ FLAGS = ("-u", "-B")
 
 def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[socket.socket, int, int] | None:
     """(the zygote's socket, the child's pid, the read end of its lifeline), or None."""
-    from pytest_xai.isolate import FIRST_ANSWER, FORK_ANSWER, split_address
-    from pytest_xai.watch import receive
-    from pytest_xai.worker import REQUEST_BYTES
+    from pytest_xai import zygote
 
-    request = json.dumps({"op": "become", "code": code, "argv": ["-c", *argv], "cwd": os.getcwd(),
-                          "environ": dict(os.environ), "sys_path": ["", *sys.path[1:]],
-                          "dont_write_bytecode": "-B" in flags or sys.dont_write_bytecode}).encode()
-    if len(request) > REQUEST_BYTES:
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    request = {
+        "code": code,
+        "argv": ["-c", *argv],
+        "cwd": os.getcwd(),
+        "environ": dict(os.environ),
+        "sys_path": ["", *sys.path[1:]],
+        "dont_write_bytecode": "-B" in flags or sys.dont_write_bytecode,
+    }
     lifeline, theirs = os.pipe()
     try:
-        path, zygote = split_address(address)
-        sock.connect(path)
-        socket.send_fds(sock, [request], [0, 1, 2, theirs])  # queued: served before the zygote's later imports
-        json.loads(receive(sock, zygote, FIRST_ANSWER))  # ready, once it has imported its libraries
-        pid = json.loads(receive(sock, zygote, FORK_ANSWER)).get("pid")
-    except (OSError, ValueError):
-        pid = None
+        forked = zygote.become(address, request, [0, 1, 2, theirs])
     finally:
         os.close(theirs)
-    if not isinstance(pid, int):
-        sock.close()
+    if forked is None:
         os.close(lifeline)
         return None
-    return sock, pid, lifeline
+    return (*forked, lifeline)
 
 
 def _status(sock: socket.socket, pid: int, address: str) -> int:
     """The child's exit code as the zygote reaped it (1 when it cannot say: it has gone, is stopped
     or does not answer)."""
-    from pytest_xai.isolate import STATUS_ANSWER, split_address
-    from pytest_xai.watch import receive
+    from pytest_xai import zygote
 
-    zygote = split_address(address)[1]
-    deadline = time.monotonic() + STATUS_ANSWER
-    while time.monotonic() < deadline:
-        try:
-            sock.send(json.dumps({"op": "status", "pid": pid}).encode())
-            status = json.loads(receive(sock, zygote, STATUS_ANSWER)).get("status")
-        except (OSError, ValueError):
-            return 1
-        if status is not None:
-            return 128 - status if status < 0 else int(status)  # killed: as a shell reports it
-        time.sleep(0.01)
-    return 1
+    zygote_pid = zygote.split_address(address)[1]
+    status = zygote.exit_status(lambda request: zygote.ask(sock, zygote_pid, request), pid)
+    if status is None:
+        return 1
+    return 128 - status if status < 0 else status  # killed: as a shell reports it
 
 
 #: Signals passed on to the child; held back while it is being forked, then delivered to it.
@@ -78,12 +61,12 @@ PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def main(argv: list[str]) -> int:
     address, args = argv[1], argv[2:]
-    flags = args[:args.index("-c")] if "-c" in args else None
+    flags = args[: args.index("-c")] if "-c" in args else None
     forked = None
     signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON)  # the child may run before we know its pid
     if flags is not None and set(flags) <= set(FLAGS) and len(args) > len(flags) + 1:
         code = args[len(flags) + 1]
-        forked = _fork(address, flags, code, args[len(flags) + 2:])
+        forked = _fork(address, flags, code, args[len(flags) + 2 :])
     if forked is None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)
         os.execv(sys.executable, [sys.executable, *args])

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-CONFTEST = '''
+CONFTEST = """
 import numpy as np
 import pytest_xai
 
@@ -36,8 +36,8 @@ def _build(seed):
 
 for _i in range({trials}):
     pytest_xai.register_case(checks=["faithfulness"], name=f"coin_{{_i}}")(_build)
-'''
-COIN = '''
+"""
+COIN = """
 import os
 
 import numpy as np
@@ -52,7 +52,7 @@ def coin(inputs, predict, background, target, seed):
     rng = np.random.default_rng(seed)
     heads = rng.random() < Q
     return (exact if heads else 0 * exact) + 1e-9 * rng.standard_normal(exact.shape)
-'''
+"""
 
 
 def exact_rate(q: float, n: int, verdict: str) -> float:
@@ -74,15 +74,41 @@ def main() -> None:
         for q in (0.8, 0.5, 0.2):
             for n in (3, 5, 10):
                 report = root / f"r-{q}-{n}.json"
-                env = {**os.environ, "COIN_Q": str(q), "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-                subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                                "-k", "coin_", "--xai-explainer=coin:coin", f"--xai-repeat={n}", "--xai-timeout=0",
-                                f"--xai-report={report}"], cwd=root, env=env, capture_output=True, check=False)
+                env = {
+                    **os.environ,
+                    "COIN_Q": str(q),
+                    "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+                }
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "-p",
+                        "no:randomly",
+                        "-k",
+                        "coin_",
+                        "--xai-explainer=coin:coin",
+                        f"--xai-repeat={n}",
+                        "--xai-timeout=0",
+                        f"--xai-report={report}",
+                    ],
+                    cwd=root,
+                    env=env,
+                    capture_output=True,
+                    check=False,
+                )
                 results = json.loads(report.read_text())["results"]
                 verdicts = [r["repeat"]["verdict"] for r in results]
                 share = {v: verdicts.count(v) / len(verdicts) for v in ("PASS", "FLAKY", "FAIL")}
-                print(f"{q:>4} {n:>3}  {share['PASS']:>6.3f} {share['FLAKY']:>6.3f} {share['FAIL']:>6.3f}   "
-                      f"{exact_rate(q, n, 'PASS'):.3f}", flush=True)
+                print(
+                    f"{q:>4} {n:>3}  {share['PASS']:>6.3f} {share['FLAKY']:>6.3f} {share['FAIL']:>6.3f}   "
+                    f"{exact_rate(q, n, 'PASS'):.3f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

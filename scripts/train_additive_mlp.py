@@ -20,8 +20,17 @@ from pytest_xai.cache import Cache
 from pytest_xai.cases import additive
 from pytest_xai.explainers import captum as explainers
 
-METHODS = ("integrated_gradients", "deeplift", "occlusion", "input_x_gradient", "lrp_z", "saliency",
-           "smoothgrad", "guided_backprop", "lrp_alpha1beta0")
+METHODS = (
+    "integrated_gradients",
+    "deeplift",
+    "occlusion",
+    "input_x_gradient",
+    "lrp_z",
+    "saliency",
+    "smoothgrad",
+    "guided_backprop",
+    "lrp_alpha1beta0",
+)
 
 
 def main() -> None:
@@ -39,13 +48,21 @@ def main() -> None:
     torch.set_num_threads(1)
     start = time.perf_counter()
     case = additive.build_mlp_case(
-        cases.info("additive_mlp"), seed=args.seed, cache=Cache(args.cache_dir), d=args.d,
-        n_samples=args.n_samples, epochs=args.epochs, recipe=args.recipe, min_r2=-math.inf,
+        cases.info("additive_mlp"),
+        seed=args.seed,
+        cache=Cache(args.cache_dir),
+        d=args.d,
+        n_samples=args.n_samples,
+        epochs=args.epochs,
+        recipe=args.recipe,
+        min_r2=-math.inf,
     )
     trained = case.meta["training_seconds"]
-    print(f"test R^2 = {case.meta['test_r2']:.4f}; "
-          + (f"trained in {trained:.1f} s" if trained is not None else "loaded from the cache")
-          + f"; case built in {time.perf_counter() - start:.1f} s")
+    print(
+        f"test R^2 = {case.meta['test_r2']:.4f}; "
+        + (f"trained in {trained:.1f} s" if trained is not None else "loaded from the cache")
+        + f"; case built in {time.perf_counter() - start:.1f} s"
+    )
     for name in METHODS:
         func = getattr(explainers, name)
         kwargs = {"baseline": case.baseline} if name in ("integrated_gradients", "deeplift", "occlusion") else {}
@@ -56,6 +73,7 @@ def main() -> None:
             r = additive.per_sample_correlation(heatmaps, rows).values * sign
             passed = additive.additive_correlation(heatmaps, case, truth=truth).passed
             print(f"{name:22s} {truth:24s} mean r = {float(np.nanmean(r)):+.3f}  {'pass' if passed else 'fail'}")
+
 
 if __name__ == "__main__":
     main()

@@ -29,10 +29,14 @@ from pytest_xai.cases import chess as cc
 
 
 def positions(n_per_class: int, seed: int, cache: Cache) -> dict[str, np.ndarray]:
-    params = {"n_per_class": n_per_class, "seed": seed, "beta": cc.BETA, "gamma": cc.GAMMA,
-              "min_fullmove": cc.MIN_FULLMOVE}
-    return cache.arrays("chess_train_positions", params,
-                        lambda: cc.generate_positions(n_per_class, seed=seed))
+    params = {
+        "n_per_class": n_per_class,
+        "seed": seed,
+        "beta": cc.BETA,
+        "gamma": cc.GAMMA,
+        "min_fullmove": cc.MIN_FULLMOVE,
+    }
+    return cache.arrays("chess_train_positions", params, lambda: cc.generate_positions(n_per_class, seed=seed))
 
 
 def keys(rows: dict[str, np.ndarray]) -> np.ndarray:
@@ -42,16 +46,16 @@ def keys(rows: dict[str, np.ndarray]) -> np.ndarray:
 
 def accuracy_per_class(model: torch.nn.Module, x: np.ndarray, y: np.ndarray) -> list[float]:
     with torch.no_grad():
-        pred = torch.cat([model(torch.from_numpy(x[i:i + 1024])).argmax(1)
-                          for i in range(0, len(x), 1024)]).numpy()
+        pred = torch.cat([model(torch.from_numpy(x[i : i + 1024])).argmax(1) for i in range(0, len(x), 1024)]).numpy()
     return [float((pred[y == c] == c).mean()) for c in range(3)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-per-class", type=int, default=40_000, help="per class and chunk")
-    parser.add_argument("--chunks", type=int, default=2,
-                        help="training chunks, generated with seeds seed, seed+2, seed+3, ...")
+    parser.add_argument(
+        "--chunks", type=int, default=2, help="training chunks, generated with seeds seed, seed+2, seed+3, ..."
+    )
     parser.add_argument("--test-per-class", type=int, default=2_000)
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--batch", type=int, default=256)
@@ -76,8 +80,11 @@ def main() -> None:
     x_train = cc.encode(train["fen"])
     y_train = torch.from_numpy(train["label"].astype(np.int64))
     x_test, y_test = cc.encode(test["fen"]), test["label"].astype(np.int64)
-    print(f"generated {len(x_train)} train / {len(x_test)} test positions "
-          f"({int(overlap.sum())} overlaps dropped) in {generation_s:.0f} s", flush=True)
+    print(
+        f"generated {len(x_train)} train / {len(x_test)} test positions "
+        f"({int(overlap.sum())} overlaps dropped) in {generation_s:.0f} s",
+        flush=True,
+    )
 
     model = cc.cnn()
     n_params = sum(p.numel() for p in model.parameters())
@@ -94,7 +101,7 @@ def main() -> None:
         order = torch.randperm(len(xt), generator=gen)
         total_loss = 0.0
         for i in range(0, len(xt), args.batch):
-            idx = order[i:i + args.batch]
+            idx = order[i : i + args.batch]
             xb = xt[idx]
             flip = torch.rand(len(idx), generator=gen) < 0.5
             xb[flip] = xb[flip].flip(-1)
@@ -106,8 +113,11 @@ def main() -> None:
             total_loss += loss.item() * len(idx)
         model.eval()
         acc = accuracy_per_class(model, x_test, y_test)
-        print(f"epoch {epoch + 1}/{args.epochs} loss {total_loss / len(xt):.4f} "
-              f"test acc {[round(a, 4) for a in acc]} {time.perf_counter() - t1:.0f} s", flush=True)
+        print(
+            f"epoch {epoch + 1}/{args.epochs} loss {total_loss / len(xt):.4f} "
+            f"test acc {[round(a, 4) for a in acc]} {time.perf_counter() - t1:.0f} s",
+            flush=True,
+        )
     training_s = time.perf_counter() - t1
 
     state = {k: v.to(torch.float16) for k, v in model.state_dict().items()}
@@ -118,8 +128,7 @@ def main() -> None:
     card = {
         "accuracy_per_class": dict(zip(cc.CLASSES, acc)),
         "accuracy": float(np.mean([a for a in acc])),
-        "quality_gate": {"overall_accuracy_at_least": cc.QUALITY_GATE,
-                         "class_warning_below": cc.CLASS_WARNING},
+        "quality_gate": {"overall_accuracy_at_least": cc.QUALITY_GATE, "class_warning_below": cc.CLASS_WARNING},
         "n_train": len(x_train),
         "n_test_per_class": [int((y_test == c).sum()) for c in range(3)],
         "seed": args.seed,

@@ -37,7 +37,9 @@ def main() -> None:
                 except (ValueError, KeyError):  # e.g. gt_shapley on a case without a truth (older code)
                     continue
             failed = sorted(c for c, ok in verdicts.items() if not ok)
-            cells.append(f"{sum(verdicts.values())}/{len(verdicts)}" + (f" (fails {', '.join(failed)})" if failed else ""))
+            cells.append(
+                f"{sum(verdicts.values())}/{len(verdicts)}" + (f" (fails {', '.join(failed)})" if failed else "")
+            )
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

@@ -23,9 +23,19 @@ def pytest_configure(config):
     import pytest_xai.strategies
 
     pytest_xai.cases.infos()
-    for optional in ("matplotlib.backends.backend_agg", "PIL.Image", "torch", "sklearn.ensemble", "sklearn.datasets",
-                     "sklearn.model_selection", "sklearn.neural_network", "shap", "lime.lime_tabular", "captum.attr",
-                     "chess"):
+    for optional in (
+        "matplotlib.backends.backend_agg",
+        "PIL.Image",
+        "torch",
+        "sklearn.ensemble",
+        "sklearn.datasets",
+        "sklearn.model_selection",
+        "sklearn.neural_network",
+        "shap",
+        "lime.lime_tabular",
+        "captum.attr",
+        "chess",
+    ):
         with contextlib.suppress(ImportError):
             __import__(optional)
 

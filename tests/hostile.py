@@ -148,8 +148,11 @@ def leaves_grandchild(inputs, predict, background, target):
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], close_fds=False,
-                             pass_fds=tuple(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2))
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        close_fds=False,
+        pass_fds=tuple(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2),
+    )
     if os.environ.get("XAI_PID_FILE"):
         with open(os.environ["XAI_PID_FILE"], "a") as fh:
             fh.write(f"{child.pid}\n")
@@ -207,7 +210,7 @@ def _zygote_of_this_worker() -> int | None:
 
     parent = os.getppid()
     with open(f"/proc/{parent}/cmdline", "rb") as fh:
-        zygote = b"--zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
+        zygote = b"pytest_xai.zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
     return parent if zygote else None
 
 
@@ -229,7 +232,6 @@ def stops_the_zygote(inputs):
     if zygote is not None:
         os.kill(zygote, signal.SIGSTOP)
     return np.zeros(inputs.shape)
-
 
 
 def sends_a_truncated_reply(inputs):

@@ -179,8 +179,9 @@ def test_input_x_gradient_is_exact_only_on_pieces_adjacent_to_zero(oracle):
 
 
 def test_gradient_is_uncorrelated_with_the_contributions_on_the_oracle(oracle):
-    result = additive.per_sample_correlation(explainers.saliency(oracle.inputs, oracle.model),
-                                             oracle.truth["contribution"])
+    result = additive.per_sample_correlation(
+        explainers.saliency(oracle.inputs, oracle.model), oracle.truth["contribution"]
+    )
     assert abs(result.mean) < 0.2 and result.n_undefined == 0
 
 
@@ -204,14 +205,17 @@ def test_constant_rows_are_nan_with_a_counted_reason():
     b = np.array([[1.0, 2, 4], [1, 2, 3], [7, 7, 7]])
     result = additive.per_sample_correlation(a, b)
     assert result.values[0] > 0.9 and np.isnan(result.values[1:]).all()
-    assert result.reasons == {1: "heatmap is constant: correlation undefined",
-                              2: "ground truth is constant: correlation undefined"}
+    assert result.reasons == {
+        1: "heatmap is constant: correlation undefined",
+        2: "ground truth is constant: correlation undefined",
+    }
 
 
 def test_check_passes_integrated_gradients_and_fails_gradient_and_random(oracle):
     case = first_rows(oracle, 16)
     good = additive.additive_correlation(
-        explainers.integrated_gradients(case.inputs, case.model, baseline=case.baseline, n_steps=256), case)
+        explainers.integrated_gradients(case.inputs, case.model, baseline=case.baseline, n_steps=256), case
+    )
     gradient = additive.additive_correlation(explainers.saliency(case.inputs, case.model), case)
     random = additive.additive_correlation(np.random.default_rng(0).normal(size=case.inputs.shape), case)
     assert good.passed and good.value > 0.999 and "over 16 samples" in good.detail
@@ -310,5 +314,6 @@ def test_attribution_methods_beat_gradients_on_the_trained_mlp(mlp):
     best_bad = max(scores[k].value for k in ("saliency", "smoothgrad"))
     assert all(scores[k].passed for k in good) and not scores["saliency"].passed and not scores["smoothgrad"].passed
     assert worst_good > best_bad + 0.4
-    np.testing.assert_allclose(heatmaps["lrp_z"], heatmaps["input_x_gradient"], atol=1e-5 * np.abs(
-        heatmaps["input_x_gradient"]).max())
+    np.testing.assert_allclose(
+        heatmaps["lrp_z"], heatmaps["input_x_gradient"], atol=1e-5 * np.abs(heatmaps["input_x_gradient"]).max()
+    )

@@ -42,18 +42,28 @@ def test_score_drop_fails_against_the_baseline(pytester, xdist):
     saved.assert_outcomes(passed=3)
     saved.stdout.fnmatch_lines([f"baseline saved: {base}"])
     (pytester.path / "noise.txt").write_text("0.05")  # symmetry 1.000 -> 0.972: still a PASS on its own
-    args = (*QUIET, *TABULAR, "--xai-explainer=mine:explain", f"--xai-baseline={base}",
-            "--xai-baseline-tolerance=0.01", f"--xai-report={now}")
+    args = (
+        *QUIET,
+        *TABULAR,
+        "--xai-explainer=mine:explain",
+        f"--xai-baseline={base}",
+        "--xai-baseline-tolerance=0.01",
+        f"--xai-report={now}",
+    )
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
     result = run(*args, *(("-n", "2") if xdist else ()))
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        ("*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 (baseline)"
-         " to 0.972 (now), by more than the tolerance 0.01*"),
-        "*xai baseline diff against*",
-        "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000*FAIL 0.972*score dropped*",
-        "1 regressed, 0 improved, 0 new, 0 not run, 2 unchanged",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            (
+                "*symmetry on case 'cough_and_fever' regressed against the baseline*: score dropped from 1.000 "
+                "(baseline) to 0.972 (now), by more than the tolerance 0.01*"
+            ),
+            "*xai baseline diff against*",
+            "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000*FAIL 0.972*score dropped*",
+            "1 regressed, 0 improved, 0 new, 0 not run, 2 unchanged",
+        ]
+    )
     doc = json.loads(now.read_text())
     saved_doc = json.loads(base.read_text())
     assert doc["baseline"]["seed"] == saved_doc["seed"] == 0
@@ -84,25 +94,33 @@ def test_improvements_new_vanished_seconds_and_versions(pytester):
     base.write_text(json.dumps(doc))
     result = pytester.runpytest(*QUIET, *TABULAR, spec, f"--xai-baseline={base}", "--xai-baseline-seconds-factor=3")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*explainer seconds grew from 1e-09 (baseline) to * over the factor 3*",
-        "*BaselineWarning: baseline * was made with other library versions (numpy 0.0.1 -> *); scores are compared*",
-        "REGRESSION*ranking[[]cough_and_fever_10_90[]]*explainer seconds grew*",
-        "improved*ranking[[]a_and_b_or_c[]]*FAIL 0.500*PASS 1.000*verdict FAIL in the baseline, PASS now*",
-        "new*symmetry[[]cough_and_fever[]]*not in the baseline",
-        "not run now, in the baseline: dummy[[]gone[]] [[]exact_shapley[]]",
-        "1 regressed, 1 improved, 1 new, 1 not run, 0 unchanged",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*explainer seconds grew from 1e-09 (baseline) to * over the factor 3*",
+            (
+                "*BaselineWarning: baseline * was made with other library versions (numpy 0.0.1 -> *); scores are "
+                "compared*"
+            ),
+            "REGRESSION*ranking[[]cough_and_fever_10_90[]]*explainer seconds grew*",
+            "improved*ranking[[]a_and_b_or_c[]]*FAIL 0.500*PASS 1.000*verdict FAIL in the baseline, PASS now*",
+            "new*symmetry[[]cough_and_fever[]]*not in the baseline",
+            "not run now, in the baseline: dummy[[]gone[]] [[]exact_shapley[]]",
+            "1 regressed, 1 improved, 1 new, 1 not run, 0 unchanged",
+        ]
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--xai-baseline=missing.json",), "--xai-baseline=missing.json: no such file; write one with --xai-save-*"),
-    (("--xai-baseline=bad.json",), "--xai-baseline=bad.json: not JSON (line 1*"),
-    (("--xai-baseline=other.json",), "--xai-baseline=other.json: not a pytest-xai JSON report*"),
-    (("--xai-baseline=ok.json", "--xai-baseline-tolerance=symetry=0.1"), "*no check named 'symetry'*"),
-    (("--xai-baseline=ok.json", "--xai-baseline-tolerance=2"), "*scores are in [[]0, 1[]]*"),
-    (("--xai-baseline-seconds-factor=0.5",), "*give a finite factor >= 1*"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--xai-baseline=missing.json",), "--xai-baseline=missing.json: no such file; write one with --xai-save-*"),
+        (("--xai-baseline=bad.json",), "--xai-baseline=bad.json: not JSON (line 1*"),
+        (("--xai-baseline=other.json",), "--xai-baseline=other.json: not a pytest-xai JSON report*"),
+        (("--xai-baseline=ok.json", "--xai-baseline-tolerance=symetry=0.1"), "*no check named 'symetry'*"),
+        (("--xai-baseline=ok.json", "--xai-baseline-tolerance=2"), "*scores are in [[]0, 1[]]*"),
+        (("--xai-baseline-seconds-factor=0.5",), "*give a finite factor >= 1*"),
+    ],
+)
 def test_bad_baseline_options_are_usage_errors(pytester, args, message):
     (pytester.path / "bad.json").write_text("{not json")
     (pytester.path / "other.json").write_text('{"results": []}')

@@ -40,6 +40,7 @@ def observational_shapley(inputs, predict, background):
     y = predict(background)
     out = np.zeros((n, d))
     for r, x in enumerate(inputs):
+
         def v(S, x=x):  # x bound now: v is called only in this iteration
             match = np.all(background[:, list(S)] == x[list(S)], axis=1)
             return y[match].mean()
@@ -96,8 +97,9 @@ def test_observational_shapley_is_not_importance_symmetric_on_dependent_data():
     phi = observational_shapley(dep.inputs, dep.predict, dep.background)
     assert score("symmetry", phi, dep).value == pytest.approx(1 - 0.0101 / 0.3068, abs=1e-3)
     assert not score("symmetry", phi, dep, rtol=0.01).passed
-    np.testing.assert_allclose(observational_shapley(indep.inputs, indep.predict, indep.background),
-                               indep.truth["shapley"], atol=1e-6)
+    np.testing.assert_allclose(
+        observational_shapley(indep.inputs, indep.predict, indep.background), indep.truth["shapley"], atol=1e-6
+    )
 
 
 def test_symmetric_effect_fails_swapped_and_scaled_features():
@@ -126,8 +128,10 @@ def test_correlated_features_data_is_seeded():
     np.testing.assert_array_equal(a.inputs[:, 1], a.inputs[:, 2])
     assert a.inputs[:, 0].min() >= 1 and a.inputs[:, 0].max() <= 9
     assert not np.array_equal(a.inputs, b.inputs)
-    np.testing.assert_array_equal(a.inputs, cases.info("correlated_features").build(
-        cases.info("correlated_features"), seed=0, cache=Cache(None)).inputs)
+    np.testing.assert_array_equal(
+        a.inputs,
+        cases.info("correlated_features").build(cases.info("correlated_features"), seed=0, cache=Cache(None)).inputs,
+    )
 
 
 def test_correlated_passes_interventional_explainers_and_fails_noise():
@@ -176,8 +180,10 @@ def test_correlated_attribution_subtest_catches_per_row_credit():
 @pytest.fixture(scope="module")
 def digits_cases(tmp_path_factory):
     cache = Cache(tmp_path_factory.mktemp("xai-digits"))
-    built = {name: cases.info(name).build(cases.info(name), seed=0, cache=cache)
-             for name in ("digits_data_dummy", "digits_function_dummy")}
+    built = {
+        name: cases.info(name).build(cases.info(name), seed=0, cache=cache)
+        for name in ("digits_data_dummy", "digits_function_dummy")
+    }
     return built, cache
 
 
@@ -213,7 +219,7 @@ def finite_difference_gradient(inputs, predict, target):
     target = np.broadcast_to(target, (n,))[:, None, None]  # one class per row, or one for all
     up = predict((inputs[:, None, :] + steps).reshape(-1, d)).reshape(n, d, -1)
     down = predict((inputs[:, None, :] - steps).reshape(-1, d)).reshape(n, d, -1)
-    return (np.take_along_axis(up - down, target, axis=2)[..., 0] / (2 * eps))
+    return np.take_along_axis(up - down, target, axis=2)[..., 0] / (2 * eps)
 
 
 def test_digits_data_dummy_separates_data_referenced_from_gradient_methods(digits_cases):
@@ -376,8 +382,16 @@ def test_roc_auc_matches_scikit_learn_with_ties():
 
 
 def test_plugin_runs_the_interaction_suite_and_skips_explainers_without_interactions(pytester):
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-rs", "-k", "detect_interaction",
-                                "--xai-explainer=pytest_xai.explainers:archdetect",
-                                "--xai-explainer=pytest_xai.explainers:random")
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-rs",
+        "-k",
+        "detect_interaction",
+        "--xai-explainer=pytest_xai.explainers:archdetect",
+        "--xai-explainer=pytest_xai.explainers:random",
+    )
     result.assert_outcomes(passed=5, skipped=5)
     result.stdout.fnmatch_lines(["*interaction_detection on detect_interaction0: explainer returned no interactions*"])

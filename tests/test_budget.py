@@ -77,8 +77,9 @@ def test_a_budget_too_small_for_the_case_is_a_skip_naming_the_fix():
 
     rng = np.random.default_rng(0)
     with pytest.raises(NotApplicable, match="--xai-budget"):
-        ex.shap_kernel(rng.normal(size=(10, 300)), Counting(np.ones(300)), rng.normal(size=(20, 300)), None, 0,
-                       budget=10_000)
+        ex.shap_kernel(
+            rng.normal(size=(10, 300)), Counting(np.ones(300)), rng.normal(size=(20, 300)), None, 0, budget=10_000
+        )
 
 
 def test_captum_sampling_adapters_spend_at_most_their_budget():
@@ -101,7 +102,8 @@ def test_captum_sampling_adapters_spend_at_most_their_budget():
 def test_the_budget_reaches_explainers_that_ask_for_it(pytester, monkeypatch):
     seen = pytester.path / "budget.txt"
     monkeypatch.setenv("BUDGET_SEEN", str(seen))
-    pytester.makepyfile(probe_mod="""
+    pytester.makepyfile(
+        probe_mod="""
         import os
         import numpy as np
 
@@ -109,12 +111,15 @@ def test_the_budget_reaches_explainers_that_ask_for_it(pytester, monkeypatch):
             with open(os.environ["BUDGET_SEEN"], "w") as out:
                 out.write(repr(budget))
             return np.zeros(inputs.shape)
-    """)
+    """
+    )
     pytester.syspathinsert()
     # in-process (no limit) with the default, in a worker process with the option, and a case's own
-    for args, case, expected in ((("--xai-timeout=0",), "symmetry and cough_and_fever and not 10_90", budgets.DEFAULT),
-                                 (("--xai-budget=2e4",), "symmetry and cough_and_fever and not 10_90", 20_000),
-                                 ((), "stress_nb_features", 500_000)):
+    for args, case, expected in (
+        (("--xai-timeout=0",), "symmetry and cough_and_fever and not 10_90", budgets.DEFAULT),
+        (("--xai-budget=2e4",), "symmetry and cough_and_fever and not 10_90", 20_000),
+        ((), "stress_nb_features", 500_000),
+    ):
         result = pytester.runpytest_subprocess(*QUIET, "-k", case, "--xai-explainer=probe_mod:explain", *args)
         assert seen.read_text() == repr(expected)
     result.stdout.fnmatch_lines(["xai: budget=5e+06 model evaluations per call unless a case declares less"])
@@ -136,8 +141,16 @@ def test_checks_sharing_an_explanation_share_an_xdist_worker(pytester):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_plain="import pytest\n@pytest.mark.parametrize('i', range(6))\ndef test_p(i):\n    pass\n")
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "-n", "2", "-k", "gaussian_linear_rho or test_p", "test_plain.py",
-                                           f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}")
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-n",
+        "2",
+        "-k",
+        "gaussian_linear_rho or test_p",
+        "test_plain.py",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+    )
     result.assert_outcomes(passed=6 + 4 * 5)
     records = json.loads(report.read_text())["results"]
     computed = [r["case"] for r in records if not r["cached"]]

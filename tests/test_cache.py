@@ -203,6 +203,7 @@ def test_builders_always_receive_a_cache(tmp_path):
 def test_an_entry_copied_over_another_keys_file_is_rebuilt(tmp_path):
     """Issue 29: the metadata held name, builder and checksum but not the key's parameters, so seed
     1's entry copied over seed 0's file was served for seed 0 without a word."""
+
     def build(seed):
         return {"x": np.random.default_rng(seed).normal(size=4)}
 

@@ -44,7 +44,9 @@ def test_corrupt_xgboost_model_is_rebuilt_and_verified(tmp_path):
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, pytest_xai.plugin; heavy = {'numpy', 'torch', 'shap', 'lime', 'xgboost', 'captum', "
-            "'sklearn', 'matplotlib', 'chess'} & set(sys.modules); print(sorted(heavy))")
+    code = (
+        "import sys, pytest_xai.plugin; heavy = {'numpy', 'torch', 'shap', 'lime', 'xgboost', 'captum', "
+        "'sklearn', 'matplotlib', 'chess'} & set(sys.modules); print(sorted(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,13 +14,32 @@ from pytest_xai import NotApplicable
 from pytest_xai.explainers import captum as explainers
 
 METHODS = [
-    "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",
-    "guided_gradcam_first_conv", "guided_gradcam_last_conv", "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling", "captum_kernel_shap",
-    "captum_lime", "lrp_z", "lrp_alpha1beta0",
+    "saliency",
+    "input_x_gradient",
+    "integrated_gradients",
+    "smoothgrad",
+    "deeplift",
+    "guided_backprop",
+    "guided_gradcam_first_conv",
+    "guided_gradcam_last_conv",
+    "occlusion",
+    "feature_ablation",
+    "feature_permutation",
+    "shapley_value_sampling",
+    "captum_kernel_shap",
+    "captum_lime",
+    "lrp_z",
+    "lrp_alpha1beta0",
 ]
 # Methods whose attribution of a linear model f(x) = w.x + b is exactly w * (x - baseline).
-EXACT_ON_LINEAR = ["integrated_gradients", "deeplift", "occlusion", "feature_ablation",
-                   "shapley_value_sampling", "captum_kernel_shap"]
+EXACT_ON_LINEAR = [
+    "integrated_gradients",
+    "deeplift",
+    "occlusion",
+    "feature_ablation",
+    "shapley_value_sampling",
+    "captum_kernel_shap",
+]
 GRADIENT_ON_LINEAR = ["saliency", "smoothgrad", "guided_backprop"]
 WITHOUT_BASELINE = ["input_x_gradient", "lrp_z"]  # w * x
 
@@ -82,8 +101,18 @@ def test_a_zero_baseline_is_used_when_the_case_has_none(linear):
     np.testing.assert_allclose(explainers.integrated_gradients(x, model, baseline=None), w * x, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["integrated_gradients", "deeplift", "occlusion", "shapley_value_sampling",
-                                  "input_x_gradient", "saliency", "lrp_z"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "integrated_gradients",
+        "deeplift",
+        "occlusion",
+        "shapley_value_sampling",
+        "input_x_gradient",
+        "saliency",
+        "lrp_z",
+    ],
+)
 def test_classification_target_selects_the_class(name):
     torch.manual_seed(1)
     model = torch.nn.Linear(4, 3).eval()
@@ -121,7 +150,10 @@ def test_deeplift_keeps_captums_error_for_a_relu_module_used_twice():
 def relu_net(bias: bool):
     torch.manual_seed(3)
     return torch.nn.Sequential(
-        torch.nn.Linear(6, 8, bias=bias), torch.nn.ReLU(), torch.nn.Linear(8, 4, bias=bias), torch.nn.ReLU(),
+        torch.nn.Linear(6, 8, bias=bias),
+        torch.nn.ReLU(),
+        torch.nn.Linear(8, 4, bias=bias),
+        torch.nn.ReLU(),
         torch.nn.Linear(4, 1, bias=False),
     ).eval()
 

@@ -94,8 +94,13 @@ def _zoo(member, case, reference_key="shapley"):
     from pytest_xai import metrics
     from pytest_xai.explainers import degenerate
 
-    return degenerate.apply(member, case.truth[reference_key], case.inputs,
-                            metrics.outputs(case.predict, case.inputs, case.target), case.background)
+    return degenerate.apply(
+        member,
+        case.truth[reference_key],
+        case.inputs,
+        metrics.outputs(case.predict, case.inputs, case.target),
+        case.background,
+    )
 
 
 @pytest.mark.parametrize("name", ["x0_plus_x1_uniform_stat_dep", "x0_plus_x1_non_uniform_stat_indep"])

@@ -25,8 +25,7 @@ SCHOLARS = "r1bqkb1r/pppp1Qpp/2n2n2/4p3/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 0 4"
 BACK_RANK = "3R2k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"
 CAPTURABLE = "4k3/8/8/8/8/8/4q3/4K3 w - - 0 1"
 NOT_CAPTURABLE = "4k3/8/8/8/8/8/8/r3K3 w - - 0 1"
-RECONSTRUCTION = [(START, 0), (FOOLS, 2), (SCHOLARS, 2), (BACK_RANK, 2), (CAPTURABLE, 1),
-                  (NOT_CAPTURABLE, 1)]
+RECONSTRUCTION = [(START, 0), (FOOLS, 2), (SCHOLARS, 2), (BACK_RANK, 2), (CAPTURABLE, 1), (NOT_CAPTURABLE, 1)]
 
 
 def sq(name: str) -> int:
@@ -83,8 +82,9 @@ def test_start_position_masks_by_hand():
     # black attacks all of rank 6, its own rank 7 and 8 pieces defended from behind
     assert chess.SquareSet(m0) & chess.SquareSet(chess.BB_RANK_6) == chess.SquareSet(chess.BB_RANK_6)
     assert not m0 >> sq("e1") & 1
-    assert m1 == int(chess.SquareSet(chess.BB_RANK_2 | chess.BB_RANK_3 | chess.BB_RANK_4)
-                     | chess.SquareSet(bits("b1", "g1")))
+    assert m1 == int(
+        chess.SquareSet(chess.BB_RANK_2 | chess.BB_RANK_3 | chess.BB_RANK_4) | chess.SquareSet(bits("b1", "g1"))
+    )
     assert m2 == bits("d1", "f1", "d2", "e2", "f2")
 
 
@@ -328,8 +328,9 @@ def test_csv_roundtrip(tmp_path, positions):
 def test_csv_headerless_and_reordered_columns(tmp_path):
     masks = cc.masks_of(chess.Board(CAPTURABLE))
     (tmp_path / "a.csv").write_text(f"{CAPTURABLE},1,{masks[0]},{masks[1]},{masks[2]}\n")
-    (tmp_path / "b.csv").write_text("Label,MASK2,mask1,mask0,FEN,extra\n"
-                                    f"1,{masks[2]},{masks[1]},{masks[0]},{CAPTURABLE},x\n")
+    (tmp_path / "b.csv").write_text(
+        f"Label,MASK2,mask1,mask0,FEN,extra\n1,{masks[2]},{masks[1]},{masks[0]},{CAPTURABLE},x\n"
+    )
     for name in ("a.csv", "b.csv"):
         rows, _problems = cc.read_csv(tmp_path / name, strict=True)
         assert rows["label"].tolist() == [1] and tuple(int(rows[f"mask{k}"][0]) for k in range(3)) == masks
@@ -387,9 +388,12 @@ def test_distances_match_scipy():
 
     rng = np.random.default_rng(1)
     maps, masks = rng.uniform(size=(5, 8, 8)), rng.uniform(size=(5, 8, 8)) < 0.3
-    for metric, ref in [("correlation", distance.correlation), ("cosine", distance.cosine),
-                        ("chebyshev", distance.chebyshev),
-                        ("euclidean", lambda u, v: distance.euclidean(u, v) / 8)]:
+    for metric, ref in [
+        ("correlation", distance.correlation),
+        ("cosine", distance.cosine),
+        ("chebyshev", distance.chebyshev),
+        ("euclidean", lambda u, v: distance.euclidean(u, v) / 8),
+    ]:
         d, reasons = cc.distances(maps, masks, metric)
         want = [ref(a.ravel(), m.ravel().astype(float)) for a, m in zip(maps, masks)]
         assert np.allclose(d, want) and (reasons == "").all()
@@ -510,7 +514,9 @@ def test_cnn_case_below_the_gate_is_not_applicable(tmp_path, monkeypatch):
     card = tmp_path / "card.json"
     card.write_text(json.dumps({"accuracy_per_class": {"no_check": 0.99, "check": 0.95, "checkmate": 0.9}}))
     monkeypatch.setattr(cc.models, "CNN_CARD", card)
-    with pytest.raises(NotApplicable, match=r"model below quality gate: held-out accuracy 0\.9467 < 0\.99 .*check 0\.9500"):
+    with pytest.raises(
+        NotApplicable, match=r"model below quality gate: held-out accuracy 0\.9467 < 0\.99 .*check 0\.9500"
+    ):
         cc.chess_cnn_check(cases.info("chess_cnn_check"), seed=0, cache=Cache(None))
     assert "below the 0.99 gate" in cc.report_header()
 
@@ -583,7 +589,9 @@ def test_chess_cases_declare_square_groups_and_the_contract_passes_them():
     got = contract.run(contract.Explainer("g", "g", explain, ("inputs", "groups")), case, seed=0)
     np.testing.assert_array_equal(got.attributions[0], groups)
     ungrouped = dataclasses.replace(case, meta={})
-    assert contract.arguments(contract.Explainer("g", "g", explain, ("inputs", "groups")), ungrouped, 0)["groups"] is None
+    assert (
+        contract.arguments(contract.Explainer("g", "g", explain, ("inputs", "groups")), ungrouped, 0)["groups"] is None
+    )
 
 
 def test_feature_occlusion_by_squares_empties_whole_squares_and_finds_mates():
@@ -599,8 +607,7 @@ def test_feature_occlusion_by_squares_empties_whole_squares_and_finds_mates():
     emptied = x[:1].copy()
     emptied[0, :, r, f] = 0
     assert out[row, 0, r, f] == pytest.approx(1.0 - case.predict(emptied)[0, case.target])
-    full = baselines.feature_occlusion(case.inputs, case.predict, case.baseline, case.target,
-                                       groups=cc.square_groups())
+    full = baselines.feature_occlusion(case.inputs, case.predict, case.baseline, case.target, groups=cc.square_groups())
     assert cc.ngt(full, case).passed
     with pytest.raises(ValueError, match=r"groups must be an int array shaped like one input \(12, 8, 8\)"):
         baselines.feature_occlusion(x, case.predict, case.baseline, case.target, groups=np.zeros((8, 8), int))

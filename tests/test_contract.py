@@ -44,15 +44,18 @@ def test_dict_output_with_importance_and_interactions(case):
     assert result.importance.tolist() == [1.0, 1.0] and result.interactions.shape == (2, 2)
 
 
-@pytest.mark.parametrize("output, message", [
-    ({"attributions": np.zeros((4, 2)), "interactions": np.eye(3)}, "interactions of shape (3, 3)"),
-    ({"values": 1}, "expected 'attributions'"),
-    (np.zeros((4, 2), dtype=complex), "dtype complex128"),
-    (np.zeros((4, 2), dtype=bool), "dtype bool"),
-    (np.zeros((4, 2), dtype="timedelta64[s]"), "dtype timedelta64[s]"),  # issue 29: numpy calls it an integer
-    (np.ma.masked_array(np.ones((4, 2)), mask=[[1, 0]] * 4), "masked array with 4 masked value(s)"),  # was dropped
-    (np.full((4, 2), 1e308), "so large (up to 1e+308) that their sum overflows"),  # was "attribution by 0"
-])
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ({"attributions": np.zeros((4, 2)), "interactions": np.eye(3)}, "interactions of shape (3, 3)"),
+        ({"values": 1}, "expected 'attributions'"),
+        (np.zeros((4, 2), dtype=complex), "dtype complex128"),
+        (np.zeros((4, 2), dtype=bool), "dtype bool"),
+        (np.zeros((4, 2), dtype="timedelta64[s]"), "dtype timedelta64[s]"),  # issue 29: numpy calls it an integer
+        (np.ma.masked_array(np.ones((4, 2)), mask=[[1, 0]] * 4), "masked array with 4 masked value(s)"),  # was dropped
+        (np.full((4, 2), 1e308), "so large (up to 1e+308) that their sum overflows"),  # was "attribution by 0"
+    ],
+)
 def test_invalid_outputs_are_explained(case, output, message):
     with pytest.raises(ExplainerError, match=None) as info:
         contract.coerce(output, case)
@@ -109,12 +112,20 @@ def test_a_reference_spec_is_checked_without_importing_its_library():
     import subprocess
     import sys
 
-    code = ("import sys; from pytest_xai import contract; "
-            "e = contract.check_without_import('pytest_xai.explainers:shap_kernel'); "
-            "print(e.name, 'shap' in sys.modules, e.wants[:2], 'shap' in sys.modules, e.func.__module__)")
+    code = (
+        "import sys; from pytest_xai import contract; "
+        "e = contract.check_without_import('pytest_xai.explainers:shap_kernel'); "
+        "print(e.name, 'shap' in sys.modules, e.wants[:2], 'shap' in sys.modules, e.func.__module__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["shap_kernel", "False", "('inputs',", "'predict')", "True",
-                                   "pytest_xai.explainers.shap"]
+    assert done.stdout.split() == [
+        "shap_kernel",
+        "False",
+        "('inputs',",
+        "'predict')",
+        "True",
+        "pytest_xai.explainers.shap",
+    ]
 
 
 def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(monkeypatch, tmp_path):
@@ -125,9 +136,14 @@ def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(
     (tmp_path / "mine.py").write_text("def explain(inputs):\n    return inputs\n")
     assert contract.check_without_import(f"{tmp_path / 'mine.py'}:explain").wants == ("inputs",)  # loaded
     real = contract.importlib.util.find_spec
-    monkeypatch.setattr(contract.importlib.util, "find_spec", lambda name, *a: None if name == "lime" else real(name, *a))
-    with pytest.raises(SpecError, match=r"No module named 'lime'\n\(install the extra it needs, e.g. pip install "
-                                         r"'pytest-xai\[lime\]'\)"):
+    monkeypatch.setattr(
+        contract.importlib.util, "find_spec", lambda name, *a: None if name == "lime" else real(name, *a)
+    )
+    with pytest.raises(
+        SpecError,
+        match=r"No module named 'lime'\n\(install the extra it needs, e.g. pip install "
+        r"'pytest-xai\[lime\]'\)",
+    ):
         contract.check_without_import("pytest_xai.explainers:lime_tabular", option="ini xai_explainers")
 
 

@@ -26,9 +26,11 @@ def test_boolean_units_cases_have_no_background_as_documented():
 
 def test_mean_score_counts_only_scored_tests():
     """A user's test that passes without a check has no score: it is no 0 in the mean (was 0.167)."""
-    records = [Record(explainer="e", status="PASS", row="t.py::test_plain"),
-               Record(explainer="e", status="FAIL", score=0.5, check="symmetry", row="symmetry[c]"),
-               Record(explainer="e", status="ERROR", score=0.0, check="dummy", row="dummy[c]")]
+    records = [
+        Record(explainer="e", status="PASS", row="t.py::test_plain"),
+        Record(explainer="e", status="FAIL", score=0.5, check="symmetry", row="symmetry[c]"),
+        Record(explainer="e", status="ERROR", score=0.0, check="dummy", row="dummy[c]"),
+    ]
     overall = report.summary(records)["e"]["overall"]
     assert overall["mean_score"] == 0.25 and overall["passed"] == 1  # the error counts as 0, the unscored not at all
     assert report.summary(records[:1])["e"]["overall"]["mean_score"] is None

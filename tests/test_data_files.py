@@ -21,11 +21,14 @@ def test_csv_records_number_lines_from_where_a_record_starts(tmp_path):
     assert list(csv_records(path)) == [(1, ["a", "b"]), (2, []), (3, ["1", "two\nlines"]), (5, ["3", "4"])]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b'a,b\n1,2\n"' + LONG.encode() + b"\n", r"x\.csv, line 3: a field is longer than 131,072 characters"),
-    (b'a,b\n1,2\n3,"' + b"y\n" * 70_000, r"x\.csv, line 3: a field .* \(read up to line \d+\).* never closed"),
-    (b"a,b\n1,2\n3,\xff\n", r"x\.csv: not a UTF-8 text file \(invalid start byte at line 3\)"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'a,b\n1,2\n"' + LONG.encode() + b"\n", r"x\.csv, line 3: a field is longer than 131,072 characters"),
+        (b'a,b\n1,2\n3,"' + b"y\n" * 70_000, r"x\.csv, line 3: a field .* \(read up to line \d+\).* never closed"),
+        (b"a,b\n1,2\n3,\xff\n", r"x\.csv: not a UTF-8 text file \(invalid start byte at line 3\)"),
+    ],
+)
 def test_csv_records_errors_name_file_and_line(tmp_path, content, message):
     path = tmp_path / "x.csv"
     path.write_bytes(content)
@@ -50,10 +53,13 @@ def chess_family():
     return family
 
 
-@pytest.mark.parametrize(("tail", "message"), [
-    ('"' + LONG + "\n", r"chess_positions\.csv, line 3: a field is longer than 131,072 characters"),
-    (LONG + "\n", r"chess_positions\.csv, line 3: a field is longer"),
-])
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        ('"' + LONG + "\n", r"chess_positions\.csv, line 3: a field is longer than 131,072 characters"),
+        (LONG + "\n", r"chess_positions\.csv, line 3: a field is longer"),
+    ],
+)
 def test_chess_csv_with_an_oversized_field(tmp_path, chess_family, tail, message):
     path = tmp_path / chess_family.USER_CSV
     rows = chess_family.generate_positions(1, seed=3)
@@ -83,13 +89,20 @@ def test_chess_csv_that_is_not_utf8_or_has_a_bom(tmp_path, chess_family):
 # ------------------------------------------------------------------------------------ COMPAS CSV
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda lines: lines[:2] + ['"' + LONG] + lines[2:], r"line 3: a field is longer than 131,072 characters"),
-    (lambda lines: lines[:2] + [lines[2].replace(",41,", ",nan,", 1)] + lines[3:],
-     r"line 3, column 'age': 'nan' is not a number"),
-    (lambda lines: lines[:2] + [lines[2].replace(",41,", ",inf,", 1)] + lines[3:],
-     r"line 3, column 'age': 'inf' is not a number"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda lines: lines[:2] + ['"' + LONG] + lines[2:], r"line 3: a field is longer than 131,072 characters"),
+        (
+            lambda lines: lines[:2] + [lines[2].replace(",41,", ",nan,", 1)] + lines[3:],
+            r"line 3, column 'age': 'nan' is not a number",
+        ),
+        (
+            lambda lines: lines[:2] + [lines[2].replace(",41,", ",inf,", 1)] + lines[3:],
+            r"line 3, column 'age': 'inf' is not a number",
+        ),
+    ],
+)
 def test_compas_csv_errors_name_file_and_line(tmp_path, edit, message):
     path = tmp_path / fooling.COMPAS_FILE
     path.write_text("\n".join(edit(TINY.read_text().splitlines())) + "\n")
@@ -118,11 +131,14 @@ def imdb_copy(root: Path, annotation: bytes) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("annotation", "message"), [
-    (b"[" * 100_000, "JSON nested too deeply"),
-    (b'{"1": ["a", ' + b"1" * 5000 + b"]}", r"invalid JSON \(Exceeds the limit"),
-    (b'{"1": ["a", 0.5],\n "2": ["g\xf6od", 1]}', r"not UTF-8 text \(invalid start byte at line 2"),
-])
+@pytest.mark.parametrize(
+    ("annotation", "message"),
+    [
+        (b"[" * 100_000, "JSON nested too deeply"),
+        (b'{"1": ["a", ' + b"1" * 5000 + b"]}", r"invalid JSON \(Exceeds the limit"),
+        (b'{"1": ["a", 0.5],\n "2": ["g\xf6od", 1]}', r"not UTF-8 text \(invalid start byte at line 2"),
+    ],
+)
 def test_human_annotation_files_that_are_not_json(tmp_path, annotation, message):
     path = imdb_copy(tmp_path, annotation)
     loaded = human.load_texts(tmp_path)  # skipped and counted, the load goes on

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_xai.files import REPORT_FAILED
-from pytest_xai.isolate import THREAD_VARIABLES
 from pytest_xai.runner import LEVELS, resolve_thresholds
+from pytest_xai.zygote import THREAD_VARIABLES
 from tests.test_plugin import QUIET, REF, hostile, run
 
 TOY = "cough_and_fever-"  # symmetry[cough_and_fever-*]: one fast test per explainer
@@ -38,8 +38,13 @@ def test_threshold_precedence_over_all_six_levels(strongest):
     """Each level wins over every weaker one and loses to every stronger one."""
     given = {level: {"rtol": float(i)} for i, level in enumerate(LEVELS) if i >= strongest}
     values, sources = resolve_thresholds(
-        given.get("default", {"rtol": 5.0}) | {"other": 9.0}, call=given.get("call"), marker=given.get("marker"),
-        command_line=given.get("command line"), ini=given.get("ini"), case=given.get("case"))
+        given.get("default", {"rtol": 5.0}) | {"other": 9.0},
+        call=given.get("call"),
+        marker=given.get("marker"),
+        command_line=given.get("command line"),
+        ini=given.get("ini"),
+        case=given.get("case"),
+    )
     assert values == {"rtol": float(strongest), "other": 9.0}
     assert sources == {"rtol": LEVELS[strongest], "other": "default"}
 
@@ -61,8 +66,14 @@ def test_the_users_threshold_wins_over_the_cases_own(pytester):
     """A case that declares its own threshold (rtol 0.3) no longer overrides the command line."""
     pytester.makeconftest(OWN_THRESHOLD_CASE)
     report = pytester.path / "r.json"
-    pytester.runpytest_subprocess(*QUIET, "-k", "own_threshold", f"--xai-explainer={REF}:exact_shapley",
-                                  f"--xai-report={report}", "--xai-threshold=symmetry.rtol=0.2")
+    pytester.runpytest_subprocess(
+        *QUIET,
+        "-k",
+        "own_threshold",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        "--xai-threshold=symmetry.rtol=0.2",
+    )
     (rec,) = _report(report)["results"]
     assert (rec["threshold"], rec["threshold_sources"]) == (0.2, {"rtol": "command line"})
 
@@ -107,8 +118,14 @@ def test_threaded_explainers_and_models_get_their_real_verdict(pytester, monkeyp
     pytester.makeconftest(XGBOOST_USER_CASE)
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(
-        *QUIET, "-k", "user_xgboost_default_threads or cough_and_fever-", f"--xai-report={report}",
-        "--xai-explainer=kmeans_mod:kernel_shap_kmeans", f"--xai-explainer={REF}:shap_tree", "--xai-timeout=60")
+        *QUIET,
+        "-k",
+        "user_xgboost_default_threads or cough_and_fever-",
+        f"--xai-report={report}",
+        "--xai-explainer=kmeans_mod:kernel_shap_kmeans",
+        f"--xai-explainer={REF}:shap_tree",
+        "--xai-timeout=60",
+    )
     results = {(r["case"], r["explainer"]): r for r in _report(report)["results"]}
     assert result.ret in (0, 1), result.stdout.str()
     assert not [r for r in results.values() if r["status"] == "TIMEOUT"], result.stdout.str()
@@ -161,23 +178,35 @@ def test_verdicts_do_not_depend_on_machine_load(pytester):
 # ------------------------------------------------------------------ explainers that go rogue
 
 
-@pytest.mark.parametrize(("name", "message", "kind"), [
-    ("raises_poisoned_message", "raised _PoisonedError: poisoned message", "raised"),
-    ("raises_unprintable", "raised _UnprintableError: <text unavailable: converting it raised RuntimeError>",
-     "raised"),
-    ("exits_process", "its worker process exited with status 0 before replying", "crash"),
-    ("raises_system_exit", "raised SystemExit", "raised"),
-    ("raises_keyboard_interrupt", "raised KeyboardInterrupt", "raised"),
-    ("forges_result", "a forged or stale message", "crash"),
-    ("prepared_exits", "its worker process exited with status 0", "crash"),
-    ("prepared_sleeps", "was idle", "timeout"),
-    ("huge_message", "characters cut", "raised"),
-])
+@pytest.mark.parametrize(
+    ("name", "message", "kind"),
+    [
+        ("raises_poisoned_message", "raised _PoisonedError: poisoned message", "raised"),
+        (
+            "raises_unprintable",
+            "raised _UnprintableError: <text unavailable: converting it raised RuntimeError>",
+            "raised",
+        ),
+        ("exits_process", "its worker process exited with status 0 before replying", "crash"),
+        ("raises_system_exit", "raised SystemExit", "raised"),
+        ("raises_keyboard_interrupt", "raised KeyboardInterrupt", "raised"),
+        ("forges_result", "a forged or stale message", "crash"),
+        ("prepared_exits", "its worker process exited with status 0", "crash"),
+        ("prepared_sleeps", "was idle", "timeout"),
+        ("huge_message", "characters cut", "raised"),
+    ],
+)
 def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, name, message, kind):
     """Each route fails its own test only: the run goes on, exits 1, and writes its report."""
     report = pytester.path / "r.json"
-    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=3",
-                 f"--xai-report={report}", k=TOY)
+    result = run(
+        pytester,
+        hostile(name),
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=3",
+        f"--xai-report={report}",
+        k=TOY,
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
     results = _by_explainer(_report(report))
@@ -190,8 +219,13 @@ def test_an_explainer_cannot_end_the_run_or_reach_other_explainers(pytester, nam
 def test_prepare_that_changes_its_process_reaches_no_other_explainer(pytester):
     """np.seterr, os.chdir and environment changes in prepare stay in that explainer's worker."""
     report = pytester.path / "r.json"
-    result = run(pytester, hostile("prepared_changes_the_process"), f"--xai-explainer={REF}:exact_shapley",
-                 f"--xai-report={report}", k=TOY)
+    result = run(
+        pytester,
+        hostile("prepared_changes_the_process"),
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        k=TOY,
+    )
     result.assert_outcomes(passed=1, failed=1)  # its own zeros fail symmetry; exact Shapley passes
     assert os.getcwd() == str(pytester.path) and "XAI_HOSTILE" not in os.environ
     import numpy as np
@@ -213,16 +247,29 @@ def test_a_grandchild_holding_the_result_channel_does_not_cause_a_timeout(pytest
 def test_a_mutated_case_model_reaches_no_other_explainer(pytester, timeout):
     """In workers and in-process (where each call gets its own copy of the case)."""
     report = pytester.path / "r.json"
-    result = run(pytester, hostile("mutates_model"), f"--xai-explainer={REF}:exact_shapley",
-                 f"--xai-timeout={timeout}", f"--xai-report={report}", k=TOY)
+    result = run(
+        pytester,
+        hostile("mutates_model"),
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-timeout={timeout}",
+        f"--xai-report={report}",
+        k=TOY,
+    )
     result.assert_outcomes(passed=1, failed=1)
     assert _by_explainer(_report(report))["exact_shapley"]["status"] == "PASS"
 
 
 def test_in_process_mode_says_so_and_survives_exits_and_interrupts(pytester):
     report = pytester.path / "r.json"
-    result = run(pytester, hostile("raises_system_exit"), hostile("raises_keyboard_interrupt"),
-                 f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=0", f"--xai-report={report}", k=TOY)
+    result = run(
+        pytester,
+        hostile("raises_system_exit"),
+        hostile("raises_keyboard_interrupt"),
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=0",
+        f"--xai-report={report}",
+        k=TOY,
+    )
     result.stdout.fnmatch_lines(["xai: seed=0, timeout=none: calls run IN-PROCESS, without isolation*"])
     result.assert_outcomes(passed=1, failed=2)
     assert _report(report)["options"]["isolation"] == "in-process (no isolation)"
@@ -268,10 +315,12 @@ def _alive(pid: int) -> bool:
 #: ``python -m pytest`` with SIGINT and SIGTERM at Python's defaults and unblocked, however this
 #: pytest was started: a background job or a CI runner ignores SIGINT, an ignored disposition
 #: survives exec, and Python leaves it ignored (the inner pytest then never saw the signal).
-PYTEST_WITH_DEFAULT_SIGNALS = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                               "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
-                               "signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM)); "
-                               "import pytest; sys.exit(pytest.console_main())")
+PYTEST_WITH_DEFAULT_SIGNALS = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM)); "
+    "import pytest; sys.exit(pytest.console_main())"
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -284,9 +333,25 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
     # which imports hypothesis at the terminal summary (1-4 s on a loaded machine), only ours is timed.
     with printed.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-c", PYTEST_WITH_DEFAULT_SIGNALS, *QUIET, "-p",
-             "no:hypothesispytest", "-k", TOY, hostile("sleeps_forever"), "--xai-timeout=600", f"--xai-report={report}"],
-            cwd=pytester.path, stdout=out, stderr=out)
+            [
+                sys.executable,
+                "-X",
+                "faulthandler",
+                "-c",
+                PYTEST_WITH_DEFAULT_SIGNALS,
+                *QUIET,
+                "-p",
+                "no:hypothesispytest",
+                "-k",
+                TOY,
+                hostile("sleeps_forever"),
+                "--xai-timeout=600",
+                f"--xai-report={report}",
+            ],
+            cwd=pytester.path,
+            stdout=out,
+            stderr=out,
+        )
     deadline = time.monotonic() + 120
     while not any(len(_descendants(child)) for child in _descendants(proc.pid)):  # zygote -> worker
         assert time.monotonic() < deadline and proc.poll() is None, "the worker never started"
@@ -306,8 +371,10 @@ def test_a_signal_to_pytest_stops_a_hung_explainer_and_leaves_no_process(pyteste
             masks = ["it ended just after the wait"]
         proc.send_signal(signal.SIGABRT)
         proc.wait(timeout=30)
-        pytest.fail(f"pytest did not end within 60 s of the signal; {masks}; its processes: {tree}; it printed:\n"
-                    f"{printed.read_text(errors='replace')[-20000:]}")
+        pytest.fail(
+            f"pytest did not end within 60 s of the signal; {masks}; its processes: {tree}; it printed:\n"
+            f"{printed.read_text(errors='replace')[-20000:]}"
+        )
     assert code == pytest.ExitCode.INTERRUPTED, printed.read_text(errors="replace")[-5000:]
     print(f"{signal.Signals(signum).name}: pytest ended {time.monotonic() - sent:.2f} s after the signal")
     assert _report(report)["exitstatus"] == pytest.ExitCode.INTERRUPTED
@@ -319,8 +386,9 @@ def test_sanity_checks_reexplain_randomised_models_in_the_worker(pytester):
     """The worker finds its own copy of each randomised model (cascade, random floor, memoriser)."""
     pytest.importorskip("captum")
     report = pytester.path / "r.json"
-    pytester.runpytest("-p", "no:randomly", "-k", "randomisation", f"--xai-explainer={REF}:saliency",
-                       f"--xai-report={report}")
+    pytester.runpytest(
+        "-p", "no:randomly", "-k", "randomisation", f"--xai-explainer={REF}:saliency", f"--xai-report={report}"
+    )
     results = _report(report)["results"]
     assert sorted(r["check"] for r in results) == ["data_randomisation", "model_randomisation"]
     assert {r["status"] for r in results} == {"PASS"}, [r["detail"] for r in results]
@@ -365,7 +433,8 @@ def test_a_second_ctrl_c_while_a_background_job_finishes_leaves_the_turns_intact
 def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
     """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,
     so it cannot kill it; closing its request channel lets the worker read EOF and end."""
-    from pytest_xai.isolate import Worker, Zygote
+    from pytest_xai.isolate import Worker
+    from pytest_xai.zygote import Zygote
 
     forked = []
 
@@ -399,8 +468,11 @@ def test_hooks_are_case_fields_and_a_hand_made_case_reaches_the_worker_without_t
 
     X = np.random.default_rng(0).normal(size=(40, 3))
     first, second = (LinearRegression().fit(X, X @ w) for w in ([1.0, 2.0, 0.0], [0.0, -1.0, 3.0]))
-    case = dataclasses.replace(pytest_xai.make_case(X[:5], model=first, background=X[:8]), draw=lambda *a: None,
-                               swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict))
+    case = dataclasses.replace(
+        pytest_xai.make_case(X[:5], model=first, background=X[:8]),
+        draw=lambda *a: None,
+        swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict),
+    )
     runner = Runner(seed=0, limits=Limits(cpu=60, wall=120), cache=Cache(None), data_dir=None)
     explainer = contract.load(f"{REF}:exact_shapley")
     try:
@@ -439,8 +511,11 @@ def test_reexplain_memoises_other_models_and_the_other_seed_but_repeats_the_same
     X = np.random.default_rng(0).normal(size=(40, 3))
     first, second = (LinearRegression().fit(X, X @ w) for w in ([1.0, 2.0, 0.0], [0.0, -1.0, 3.0]))
     case = pytest_xai.make_case(X[:5], model=first, background=X[:8])
-    case = dataclasses.replace(case, meta={**case.meta, "random_models": (second,)},
-                               swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict))
+    case = dataclasses.replace(
+        case,
+        meta={**case.meta, "random_models": (second,)},
+        swap_model=lambda c, model: dataclasses.replace(c, model=model, predict=model.predict),
+    )
     runner = Runner(seed=0, limits=None, cache=Cache(None), data_dir=None)
     explainer = Explainer("counted", "tests:counted", counted, ("inputs", "predict", "seed"))
     runner.explain(explainer, case)
@@ -460,15 +535,23 @@ def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
     """The report's folder turned into a file during the run: the run says so and exits 6."""
     out = pytester.path / "out"
     out.mkdir()
-    pytester.makepyfile(test_breaks=f"""
+    pytester.makepyfile(
+        test_breaks=f"""
         import shutil
 
         def test_passes_and_breaks_the_report_folder(xai_explainer):
             shutil.rmtree({str(out)!r})
             open({str(out)!r}, "w").close()
-    """)
-    result = run(pytester, "test_breaks.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
-                 f"--xai-report={out / 'r.json'}", tabular=False)
+    """
+    )
+    result = run(
+        pytester,
+        "test_breaks.py",
+        "--xai-no-suite",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={out / 'r.json'}",
+        tabular=False,
+    )
     assert result.ret == REPORT_FAILED
     assert "could not write the JSON report" in result.stderr.str()
 
@@ -476,13 +559,21 @@ def test_a_report_that_cannot_be_written_at_the_end_never_exits_0(pytester):
 def test_reports_agree_with_pytest(pytester):
     """Rows are keyed by test (a user test named like a suite test keeps its own row), a user test
     that passes without xai_check is a PASS, and each JUnit property appears once."""
-    pytester.makepyfile(test_user="""
+    pytester.makepyfile(
+        test_user="""
         def test_symmetry(xai_explainer, xai_case, xai_explain):
             xai_explain(xai_explainer, xai_case("cough_and_fever"))
-    """)
+    """
+    )
     report, junit = pytester.path / "r.json", pytester.path / "junit.xml"
-    result = run(pytester, "test_user.py", f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}",
-                 f"--junitxml={junit}", k="symmetry")
+    result = run(
+        pytester,
+        "test_user.py",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        f"--junitxml={junit}",
+        k="symmetry",
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["symmetry[[]cough_and_fever[]] *PASS 1.000*", "test_user.py::test_symmetry *PASS*"])
     user = next(r for r in _report(report)["results"] if r["nodeid"].startswith("test_user.py"))
@@ -496,18 +587,20 @@ def test_reports_agree_with_pytest(pytester):
 
 def test_benchmark_does_not_warn_on_a_memoised_explanation(pytester):
     pytest.importorskip("pytest_benchmark")
-    pytester.makepyfile(test_bench_user="""
+    pytester.makepyfile(
+        test_bench_user="""
         def test_first(xai_explainer, xai_case, xai_explain, benchmark):
             xai_explain(xai_explainer, xai_case("cough_and_fever"))
 
         def test_second_shares_the_call(xai_explainer, xai_case, xai_explain, benchmark):
             xai_explain(xai_explainer, xai_case("cough_and_fever"))
-    """)
-    result = run(pytester, "test_bench_user.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
-                 tabular=False)
+    """
+    )
+    result = run(
+        pytester, "test_bench_user.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley", tabular=False
+    )
     result.assert_outcomes(passed=2)
     assert "not used" not in result.stdout.str() + result.stderr.str()
-
 
 
 PREFETCHED_CASES = """
@@ -549,7 +642,7 @@ def test_the_next_case_is_built_while_the_test_thread_waits_and_its_warnings_rea
     built = (pytester.path / "built.txt").read_text().splitlines()  # the plugin's builds, then the worker's
     assert built[:2] == ["prefetch_first MainThread", "prefetch_second pytest-xai background"]
     out = result.stdout.str()
-    summary = out[out.index("warnings summary"):]
+    summary = out[out.index("warnings summary") :]
     second = summary.index("dummy[prefetch_second-exact_shapley]")
     assert "UserWarning: built prefetch_second" in summary[second:]
     assert "UserWarning: built prefetch_second" not in summary[:second]
@@ -579,7 +672,10 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), case)
     assert sent[0]["case"] == "units_boolean_and"
     assert {k: sent[0]["next"][k] for k in ("case", "case_seed", "cache_root")} == {
-        "case": "detect_interaction0", "case_seed": sent[0]["case_seed"], "cache_root": None}
+        "case": "detect_interaction0",
+        "case_seed": sent[0]["case_seed"],
+        "cache_root": None,
+    }
 
     runner.upcoming = "no_such_case"  # a name that is no registered case: nothing to build ahead
     runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), cases.get("units_boolean_or"))
@@ -617,19 +713,35 @@ def test_under_xdist_the_costliest_groups_of_the_last_run_come_first(pytester):
     from pytest_xai.plugin import _costliest_first
 
     pytester.makepyfile(test_user="def test_mine():\n    pass\n")
-    items, _ = pytester.inline_genitems("test_user.py", "-p", "no:randomly", "-k", "cough_and_fever or a_and_b_or_c or test_mine",
-                                        f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random")
+    items, _ = pytester.inline_genitems(
+        "test_user.py",
+        "-p",
+        "no:randomly",
+        "-k",
+        "cough_and_fever or a_and_b_or_c or test_mine",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-explainer={REF}:random",
+    )
     names = [item.name for item in items]
-    costs = {"a_and_b_or_c-exact_shapley": 9.0, "cough_and_fever_10_90-random": 5.0, "cough_and_fever-random": 1.0,
-             "cough_and_fever-exact_shapley": 3.0}
+    costs = {
+        "a_and_b_or_c-exact_shapley": 9.0,
+        "cough_and_fever_10_90-random": 5.0,
+        "cough_and_fever-random": 1.0,
+        "cough_and_fever-exact_shapley": 3.0,
+    }
     _costliest_first(items, costs)
     ordered = [item.name for item in items]
     assert ordered.index("test_mine") == names.index("test_mine")
     suite = [n for n in ordered if n != "test_mine"]
     assert suite[0] == "ranking[a_and_b_or_c-exact_shapley]"
-    expected = {"a_and_b_or_c-exact_shapley": 9.0, "a_and_b_or_c-random": 9.0, "cough_and_fever_10_90-random": 5.0,
-                "cough_and_fever_10_90-exact_shapley": 5.0, "cough_and_fever-exact_shapley": 3.0,
-                "cough_and_fever-random": 1.0}
+    expected = {
+        "a_and_b_or_c-exact_shapley": 9.0,
+        "a_and_b_or_c-random": 9.0,
+        "cough_and_fever_10_90-random": 5.0,
+        "cough_and_fever_10_90-exact_shapley": 5.0,
+        "cough_and_fever-exact_shapley": 3.0,
+        "cough_and_fever-random": 1.0,
+    }
     cost = [expected.get(n.partition("[")[2].rstrip("]"), 0.0) for n in suite]  # -k also picks other cases
     assert cost == sorted(cost, reverse=True) and cost.count(0.0) == len(suite) - len(expected)
     unchanged = [item.name for item in items]
@@ -699,8 +811,15 @@ def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zy
     parents, workers = pytester.path / "parents.txt", pytester.path / "workers.txt"
     monkeypatch.setenv("XAI_PARENTS", str(parents))
     monkeypatch.setenv("XAI_WORKERS", str(workers))
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "cough_and_fever or a_and_b_or_c",
-                                           f"--xai-explainer={pytester.path / 'recorder.py'}:explain")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "-k",
+        "cough_and_fever or a_and_b_or_c",
+        f"--xai-explainer={pytester.path / 'recorder.py'}:explain",
+    )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     rows = [line.split() for line in parents.read_text().splitlines()]
     assert {row[0] for row in rows} == {"gw0", "gw1"}
@@ -709,7 +828,9 @@ def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zy
     started = sorted(line.split() for line in workers.read_text().splitlines())
     # torch and the case families imported (by the zygote), shap not: this explainer does not use it
     assert started == [["gw0", *zygotes, "True", "False", "True"], ["gw1", *zygotes, "True", "False", "True"]], (
-        started, zygotes)
+        started,
+        zygotes,
+    )
     with pytest.raises(ProcessLookupError):  # gone with the run
         os.kill(int(zygotes.pop()), 0)
 
@@ -723,8 +844,16 @@ def test_xdist_workers_fork_before_the_zygote_imports_the_explainers_library(pyt
     workers = pytester.path / "workers.txt"
     monkeypatch.setenv("XAI_WORKERS", str(workers))
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "symmetry and cough_and_fever",
-                                           f"--xai-explainer={REF}:shap_kernel", f"--xai-report={report}")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "-k",
+        "symmetry and cough_and_fever",
+        f"--xai-explainer={REF}:shap_kernel",
+        f"--xai-report={report}",
+    )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
     assert [line.split()[2:4] for line in workers.read_text().splitlines()] == [["True", "False"]] * 2
     assert [r["status"] for r in _report(report)["results"]] == ["PASS"]
@@ -736,9 +865,27 @@ def test_forked_xdist_workers_do_not_warn_that_pytest_xai_cannot_be_rewritten(tm
     it is installed in place, as it is here and in CI; a wheel's metadata lists it too)."""
     pytest.importorskip("xdist")
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "-o", f"cache_dir={tmp_path}",
-                           "-k", "symmetry and cough_and_fever", f"--xai-explainer={REF}:exact_shapley"],
-                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:randomly",
+            "-n",
+            "2",
+            "-o",
+            f"cache_dir={tmp_path}",
+            "-k",
+            "symmetry and cough_and_fever",
+            f"--xai-explainer={REF}:exact_shapley",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout and "PytestAssertRewriteWarning" not in done.stdout, done.stdout[-2000:]
 
@@ -751,7 +898,7 @@ def pytest_configure(config):
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
             args = cmdline.read().decode().split("\\0")[:-1]
         with open(os.environ["XAI_ZYGOTE_ARGS"], "w") as out:
-            out.write(" ".join(args[args.index("--zygote"):]))
+            out.write(" ".join(args[args.index("pytest_xai.zygote"):]))
 """
 
 
@@ -768,11 +915,12 @@ def test_the_zygote_preloads_other_explainer_libraries_only_for_a_user_explainer
     monkeypatch.setenv("XAI_ZYGOTE_ARGS", str(args))
     monkeypatch.setenv("XAI_PARENTS", str(pytester.path / "parents.txt"))
     spec = f"{pytester.path / 'recorder.py'}:explain" if user else f"{REF}:exact_shapley"
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", "2", "-k", "symmetry and cough_and_fever",
-                                           f"--xai-explainer={spec}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-n", "2", "-k", "symmetry and cough_and_fever", f"--xai-explainer={spec}"
+    )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     zygote = args.read_text().split()
-    later = zygote[len(zygote) - zygote[::-1].index("--"):]  # NOW... -- BEFORE_FORK... -- LATER...
+    later = zygote[len(zygote) - zygote[::-1].index("--") :]  # NOW... -- BEFORE_FORK... -- LATER...
     assert "torch" in zygote and ("shap" in later) == user, zygote
 
 
@@ -783,8 +931,17 @@ def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
     pytester.makeconftest(WORKER_RECORDER)
     workers = pytester.path / "workers.txt"
     monkeypatch.setenv("XAI_WORKERS", str(workers))
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "--dist", "load", "--tx", f"popen//python={sys.executable}",
-                                           "-k", "cough_and_fever", f"--xai-explainer={REF}:random")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "--dist",
+        "load",
+        "--tx",
+        f"popen//python={sys.executable}",
+        "-k",
+        "cough_and_fever",
+        f"--xai-explainer={REF}:random",
+    )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     ((_, _, torch, _, _),) = [line.split() for line in workers.read_text().splitlines()]
     assert torch == "False"  # a fresh python: nothing preloaded
@@ -796,7 +953,7 @@ def bare_zygote():
     import socket
     import tempfile
 
-    from pytest_xai.isolate import Zygote
+    from pytest_xai.zygote import Zygote
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(os.path.join(tempfile.mkdtemp(prefix="xai-test-zygote-"), "socket"))
@@ -807,9 +964,14 @@ def bare_zygote():
 
 
 def _forked_python(address: str, code: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pytest_xai.xdist_worker", address, "-u", "-c", code, "an", "arg"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest_xai.xdist_worker", address, "-u", "-c", code, "an", "arg"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 FORKED = """
@@ -839,8 +1001,7 @@ def test_forked_workers_draw_different_numbers_from_numpys_global_generator(bare
     """numpy, imported by the zygote, seeded its global generator once; each fork gets its own, as
     a new process would (unseeded tests would otherwise draw the same numbers in every xdist worker)."""
     code = "import numpy as np; print(np.random.random())"
-    draws = {_forked_python(bare_zygote.listening, code).communicate("", timeout=60)[0]
-             for _ in range(2)}
+    draws = {_forked_python(bare_zygote.listening, code).communicate("", timeout=60)[0] for _ in range(2)}
     assert len(draws) == 2, draws
 
 

@@ -202,8 +202,21 @@ def test_in_process_calls_count_too_and_a_memoised_call_keeps_its_count():
     assert runner.explain(explainer, case) == (outcome, True)
 
 
-@pytest.mark.parametrize(("n", "text"), [(0, "0"), (950, "950"), (1000, "1k"), (4100, "4.1k"), (12_000, "12k"),
-                                         (999.6, "1k"), (999_999, "1M"), (3_400_000, "3.4M"), (5_000_000, "5M"), (None, "")])
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0"),
+        (950, "950"),
+        (1000, "1k"),
+        (4100, "4.1k"),
+        (12_000, "12k"),
+        (999.6, "1k"),
+        (999_999, "1M"),
+        (3_400_000, "3.4M"),
+        (5_000_000, "5M"),
+        (None, ""),
+    ],
+)
 def test_compact(n, text):
     assert compact(n) == text
 
@@ -218,20 +231,35 @@ def test_a_call_over_its_budget_says_so():
 
 
 def _rec(explainer: str, row: str, evaluations: int | None, **kw) -> Record:
-    return Record(nodeid=f"t::{row}[{explainer}]", row=row, explainer=explainer, category="fidelity",
-                  check=row.partition("[")[0], status=kw.pop("status", "PASS"), score=1.0, seconds=0.25,
-                  evaluations=evaluations, **kw)
+    return Record(
+        nodeid=f"t::{row}[{explainer}]",
+        row=row,
+        explainer=explainer,
+        category="fidelity",
+        check=row.partition("[")[0],
+        status=kw.pop("status", "PASS"),
+        score=1.0,
+        seconds=0.25,
+        evaluations=evaluations,
+        **kw,
+    )
 
 
 def test_the_table_and_the_aggregates_show_evaluations_per_call():
-    records = [_rec("kernel", "a[x]", 4100), _rec("kernel", "b[x]", 4100, cached=True),  # one call, two checks
-               _rec("kernel", "a[y]", 11_900), _rec("kernel", "c[y]", None, status="ERROR"),
-               _rec("tree", "a[x]", 0)]
+    records = [
+        _rec("kernel", "a[x]", 4100),
+        _rec("kernel", "b[x]", 4100, cached=True),  # one call, two checks
+        _rec("kernel", "a[y]", 11_900),
+        _rec("kernel", "c[y]", None, status="ERROR"),
+        _rec("tree", "a[x]", 0),
+    ]
     summary = report.summary(records)
     assert summary["kernel"]["overall"]["mean_evaluations"] == (4100 + 11_900) / 2  # per call, errors left out
     lines = report.table(records, ["kernel", "tree"])
-    assert any(line.startswith("a[x]") and "PASS 1.000 0.25s 4.1k ev" in line and "PASS 1.000 0.25s 0 ev" in line
-               for line in lines)
+    assert any(
+        line.startswith("a[x]") and "PASS 1.000 0.25s 4.1k ev" in line and "PASS 1.000 0.25s 0 ev" in line
+        for line in lines
+    )
     assert any(line.startswith("overall") and "0.25s 8k ev/call" in line for line in lines)
     old = _rec("kernel", "a[x]", None)  # a report written before evaluations existed
     assert report.table([old])[2].split()[-1] == "0.25s"
@@ -257,14 +285,16 @@ def test_the_gate_compares_evaluations_by_a_factor():
     assert grown == ["model evaluations grew from 1000 (baseline) to 2500 (now), x2.5, over the factor 2"]
     assert not baseline.regressions(_rec("e", "a[x]", 2000), before, tol=0.05, evaluations_factor=2.0)
     assert not baseline.regressions(_rec("e", "a[x]", 2500), before, tol=0.05, evaluations_factor=None)  # off
-    assert not baseline.regressions(_rec("e", "a[x]", 2500), _rec("e", "a[x]", None), tol=0.05,
-                                    evaluations_factor=2.0)  # an older baseline: nothing to compare
+    assert not baseline.regressions(
+        _rec("e", "a[x]", 2500), _rec("e", "a[x]", None), tol=0.05, evaluations_factor=2.0
+    )  # an older baseline: nothing to compare
     started = baseline.regressions(_rec("e", "a[x]", 10), _rec("e", "a[x]", 0), tol=0.05, evaluations_factor=2.0)
     assert started == ["model evaluations grew from 0 (baseline) to 10 (now), over the factor 2"]
 
 
-@pytest.mark.parametrize(("value", "expected"), [("2", 2.0), (1, 1.0), ("1.5", 1.5), ("0", None), ("off", None),
-                                                 (" OFF ", None)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("2", 2.0), (1, 1.0), ("1.5", 1.5), ("0", None), ("off", None), (" OFF ", None)]
+)
 def test_evaluations_factor_option(value, expected):
     from pytest_xai.options import check_evaluations_factor
 
@@ -283,8 +313,17 @@ def test_a_bad_evaluations_factor_is_refused(value):
 
 #: The reference explainers that call the model, on the one cough_and_fever test (its xgboost model
 #: and its torch twin, which the captum adapters receive).
-CALLERS = ("exact_shapley", "shap_kernel", "shap_permutation", "lime_tabular", "feature_occlusion",
-           "feature_ablation", "shapley_value_sampling", "captum_kernel_shap", "integrated_gradients")
+CALLERS = (
+    "exact_shapley",
+    "shap_kernel",
+    "shap_permutation",
+    "lime_tabular",
+    "feature_occlusion",
+    "feature_ablation",
+    "shapley_value_sampling",
+    "captum_kernel_shap",
+    "integrated_gradients",
+)
 ONE = ("-k", "symmetry and cough_and_fever and not 10_90")
 
 
@@ -300,8 +339,7 @@ def test_every_verdict_carries_the_same_evaluations_in_every_run_serial_or_n2(py
     runs = {}
     for label, extra in (("first", ()), ("second", ()), ("n2", ("-n", "2"))):
         out, xml = pytester.path / f"{label}.json", pytester.path / f"{label}.xml"
-        result = pytester.runpytest_subprocess(*QUIET, *ONE, *specs, f"--xai-report={out}", f"--junitxml={xml}",
-                                               *extra)
+        result = pytester.runpytest_subprocess(*QUIET, *ONE, *specs, f"--xai-report={out}", f"--junitxml={xml}", *extra)
         assert result.ret in (0, 1), result.stdout.str()
         runs[label] = _evaluations(out)
         junit = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}
@@ -317,8 +355,9 @@ def test_checks_sharing_one_call_share_its_evaluations_and_the_aggregate_counts_
     out = pytester.path / "r.json"
     case = cases.get("gaussian_linear_rho50")
     (n, d), m = case.inputs.shape, len(case.background)
-    result = pytester.runpytest(*QUIET, "-k", "gaussian_linear_rho50", f"--xai-explainer={REF}:exact_shapley",
-                                f"--xai-report={out}")
+    result = pytester.runpytest(
+        *QUIET, "-k", "gaussian_linear_rho50", f"--xai-explainer={REF}:exact_shapley", f"--xai-report={out}"
+    )
     result.assert_outcomes(passed=4)
     doc = json.loads(out.read_text())
     assert [r["evaluations"] for r in doc["results"]] == [n * 2**d * m] * 4
@@ -348,8 +387,9 @@ def test_checks_that_re_explain_record_the_first_call_only_as_their_seconds_do(p
     test's evaluations are those of the one explanation its checks share: 12 x 2^4 x 10."""
     pytester.makeconftest(RE_EXPLAINED)
     out = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "-k", "my_model", f"--xai-explainer={REF}:exact_shapley",
-                                           f"--xai-report={out}")
+    result = pytester.runpytest_subprocess(
+        *QUIET, "-k", "my_model", f"--xai-explainer={REF}:exact_shapley", f"--xai-report={out}"
+    )
     result.assert_outcomes(passed=2)
     assert [r["evaluations"] for r in json.loads(out.read_text())["results"]] == [12 * 2**4 * 10] * 2
 
@@ -382,12 +422,16 @@ def test_the_gate_flags_a_test_whose_evaluations_grew_past_the_factor(pytester):
     report_path = pytester.path / "now.json"
     result = pytester.runpytest(*args, f"--xai-baseline={base}", f"--xai-report={report_path}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "xai: baseline * tolerance 0.05, model evaluations factor 2",
-        ("*regressed against the baseline*: model evaluations grew from 64 (baseline) to 184 (now), x2.88, over the "
-         "factor 2*"),
-        "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000 *s 64 ev*FAIL 1.000 *s 184 ev*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "xai: baseline * tolerance 0.05, model evaluations factor 2",
+            (
+                "*regressed against the baseline*: model evaluations grew from 64 (baseline) to 184 (now), x2.88, "
+                "over the factor 2*"
+            ),
+            "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000 *s 64 ev*FAIL 1.000 *s 184 ev*",
+        ]
+    )
     doc = json.loads(report_path.read_text())
     assert doc["baseline"]["evaluations_factor"] == 2.0 and "model evaluations grew" in doc["results"][0]["regression"]
     for off in ("--xai-baseline-evaluations-factor=0", "--xai-baseline-evaluations-factor=off"):
@@ -408,8 +452,9 @@ def test_a_call_over_its_budget_says_so_in_the_detail(pytester):
     pytester.syspathinsert()
     (pytester.path / "spend.txt").write_text("30")  # 64 + 30 x 40 = 1,264 rows
     out = pytester.path / "r.json"
-    result = pytester.runpytest(*QUIET, *ONE, "--xai-explainer=spender:explain", "--xai-budget=1000",
-                                f"--xai-report={out}")
+    result = pytester.runpytest(
+        *QUIET, *ONE, "--xai-explainer=spender:explain", "--xai-budget=1000", f"--xai-report={out}"
+    )
     result.assert_outcomes(passed=1)
     (rec,) = json.loads(out.read_text())["results"]
     assert rec["evaluations"] == 1264

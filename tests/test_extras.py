@@ -36,8 +36,7 @@ def test_each_module_is_installed_by_the_extra_that_names_it():
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     providers = metadata.packages_distributions()
     for module, extra in extras.EXTRAS.items():
-        names = {req.split(";")[0].split(">")[0].split("=")[0].split("[")[0].strip().lower()
-                 for req in optional[extra]}
+        names = {req.split(";")[0].split(">")[0].split("=")[0].split("[")[0].strip().lower() for req in optional[extra]}
         dists = {d.lower() for d in providers.get(module, [])}
         assert dists & names, f"{module} (from {sorted(dists)}) is not in the extra {extra!r}: {optional[extra]}"
 
@@ -54,11 +53,15 @@ def test_missing_follows_the_cause_and_ignores_other_import_errors():
     wrapped = ImportError("the chess cases need python-chess")
     wrapped.__cause__ = hidden
     assert extras.missing(wrapped) == "chess"
-    assert extras.skip_reason("case x", wrapped) == 'case x needs chess, which is not installed: pip install "pytest-xai[chess]"'
+    assert (
+        extras.skip_reason("case x", wrapped)
+        == 'case x needs chess, which is not installed: pip install "pytest-xai[chess]"'
+    )
 
 
-@pytest.mark.parametrize("hidden", ["torch", "chess", "torch,captum,lime,chess"],
-                         ids=["no-torch", "no-chess", "shap-extra-only"])
+@pytest.mark.parametrize(
+    "hidden", ["torch", "chess", "torch,captum,lime,chess"], ids=["no-torch", "no-chess", "shap-extra-only"]
+)
 def test_smoke_gate_skips_what_needs_a_hidden_library(pytester, monkeypatch, hidden):
     """With torch (or chess, or all but the [shap] extra docs/ci.md installs) hidden, the smoke tests
     that need it SKIP with the install line, in the terminal and the JSON report; none FAILs with a
@@ -68,11 +71,21 @@ def test_smoke_gate_skips_what_needs_a_hidden_library(pytester, monkeypatch, hid
     monkeypatch.setenv("PYTHONPATH", f"{site}:{ROOT}")
     monkeypatch.setenv("XAI_HIDE", hidden)
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "-m", "xai_smoke", "-rs", f"--xai-report={report}",
-                                           "--xai-explainer=pytest_xai.explainers:exact_shapley")
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-m",
+        "xai_smoke",
+        "-rs",
+        f"--xai-report={report}",
+        "--xai-explainer=pytest_xai.explainers:exact_shapley",
+    )
     assert "ModuleNotFoundError" not in result.stdout.str()
-    needs = {"units_weighted_features": "torch", "sanity_digits_mlp": "torch", "additive_mlp": "torch",
-             "chess_oracle_check": "chess"}
+    needs = {
+        "units_weighted_features": "torch",
+        "sanity_digits_mlp": "torch",
+        "additive_mlp": "torch",
+        "chess_oracle_check": "chess",
+    }
     recs = {r["case"]: r for r in json.loads(report.read_text())["results"]}
     for case, module in needs.items():
         if module not in hidden.split(","):
@@ -80,7 +93,11 @@ def test_smoke_gate_skips_what_needs_a_hidden_library(pytester, monkeypatch, hid
         line = f'pip install "pytest-xai[{module}]"'
         assert recs[case]["status"] == "SKIP", recs[case]
         assert f"needs {module}" in recs[case]["detail"] and line in recs[case]["detail"], recs[case]["detail"]
-        result.stdout.fnmatch_lines([(f'SKIPPED*needs {module}, which is not installed: '
-                                     f'pip install "pytest-xai[[]{module}[]]"')])
-    assert not [r for r in recs.values() if r["status"] in ("FAIL", "ERROR")
-                and any(m in (r["detail"] or "") for m in hidden.split(","))]
+        result.stdout.fnmatch_lines(
+            [(f'SKIPPED*needs {module}, which is not installed: pip install "pytest-xai[[]{module}[]]"')]
+        )
+    assert not [
+        r
+        for r in recs.values()
+        if r["status"] in ("FAIL", "ERROR") and any(m in (r["detail"] or "") for m in hidden.split(","))
+    ]

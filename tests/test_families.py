@@ -36,8 +36,8 @@ def test_every_built_in_family_is_declared_once_with_a_smoke_test_that_exists():
         info = cases.info(case)
         assert info.family == name and check in info.checks, name
     pairs = cases.smoke()
-    assert [f.smoke for f in built_in.values()] == pairs[:len(built_in)]  # one per family, first
-    assert len({case for _, case in pairs[:len(built_in)]}) == len(built_in)
+    assert [f.smoke for f in built_in.values()] == pairs[: len(built_in)]  # one per family, first
+    assert len({case for _, case in pairs[: len(built_in)]}) == len(built_in)
 
 
 def test_header_lines_come_from_the_declarations():
@@ -73,8 +73,11 @@ def test_bad_declarations_are_refused_with_what_to_give(declared):
     with pytest.raises(ValueError, match=r"family 'tabular' is registered twice \(pytest_xai.cases.tabular and "):
         pytest_xai.Family("tabular")
     pytest_xai.Family("lost", smoke=("symmetry", "no_such_case"))
-    with pytest.raises(ValueError, match=r"family 'lost' .* names the smoke test symmetry\[no_such_case\], but no "
-                                         r"case 'no_such_case' is registered"):
+    with pytest.raises(
+        ValueError,
+        match=r"family 'lost' .* names the smoke test symmetry\[no_such_case\], but no "
+        r"case 'no_such_case' is registered",
+    ):
         cases.smoke()
     declared.pop("lost")
     pytest_xai.Family("thief", smoke=("symmetry", "cough_and_fever"))
@@ -82,7 +85,7 @@ def test_bad_declarations_are_refused_with_what_to_give(declared):
         cases.smoke()
 
 
-ENTRY_POINT_FAMILY = '''
+ENTRY_POINT_FAMILY = """
 import numpy as np
 import pytest_xai
 
@@ -113,7 +116,7 @@ def shipped_one(seed):
 @FAMILY.case(checks=["determinism"])
 def shipped_two(seed):
     return _case(seed)
-'''
+"""
 
 
 def test_an_entry_point_family_gets_its_header_line_and_smoke_test(pytester, monkeypatch):

@@ -52,8 +52,14 @@ def shap_case():
 
 
 def kwargs(case, seed=3):
-    return {"inputs": case.inputs, "predict": case.predict, "background": case.background, "target": case.target,
-            "feature_names": case.feature_names, "seed": seed}
+    return {
+        "inputs": case.inputs,
+        "predict": case.predict,
+        "background": case.background,
+        "target": case.target,
+        "feature_names": case.feature_names,
+        "seed": seed,
+    }
 
 
 # ------------------------------------------------------------------------------------ generator
@@ -172,8 +178,9 @@ def test_an_ineffective_attack_errors_instead_of_passing():
 
 def test_exact_shapley_is_not_fooled_by_the_lime_scaffold(lime_case):
     """Substitutions of background values stay on the data lattice, so they reach f."""
-    result = score(baselines.exact_shapley(lime_case.inputs, lime_case.predict, lime_case.background,
-                                           lime_case.target), lime_case)
+    result = score(
+        baselines.exact_shapley(lime_case.inputs, lime_case.predict, lime_case.background, lime_case.target), lime_case
+    )
     assert result.passed and result.value == pytest.approx(1.0) and result.params["race_top"] == 1.0
 
 
@@ -215,13 +222,16 @@ def test_every_substitution_explainer_is_fooled_when_the_background_is_the_attac
 def test_tiny_propublica_file_gets_slacks_preprocessing():
     X, y = fooling.load_compas(TINY, seed=0, min_rows=1)
     # 10 invented people; 5 pass the filters (days_b_screening_arrest, is_recid, 'O', score_text, blanks)
-    np.testing.assert_array_equal(X[:, :9], [
-        [23, 1, 4, 1, 1, 0, 0, 1, 1],
-        [41, 0, 0, 0, 0, 1, 1, 0, 0],
-        [35, 0, 2, 10, 1, 0, 0, 1, 0],
-        [52, 1, 11, 1, 0, 1, 0, 1, 1],
-        [19, 1, 1, 1, 1, 0, 1, 0, 0],
-    ])
+    np.testing.assert_array_equal(
+        X[:, :9],
+        [
+            [23, 1, 4, 1, 1, 0, 0, 1, 1],
+            [41, 0, 0, 0, 0, 1, 1, 0, 0],
+            [35, 0, 2, 10, 1, 0, 0, 1, 0],
+            [52, 1, 11, 1, 0, 1, 0, 1, 1],
+            [19, 1, 1, 1, 1, 0, 1, 0, 0],
+        ],
+    )
     np.testing.assert_array_equal(y, [0, 1, 1, 0, 1])
     assert set(np.unique(X[:, 9])) <= {0.0, 1.0}
 
@@ -229,8 +239,13 @@ def test_tiny_propublica_file_gets_slacks_preprocessing():
 def test_loader_agrees_with_slacks_pandas_code_on_the_tiny_file():
     pd = pytest.importorskip("pandas")
     df = pd.read_csv(TINY, index_col=0)
-    df = df.loc[(df["days_b_screening_arrest"] <= 30) & (df["days_b_screening_arrest"] >= -30)
-                & (df["is_recid"] != -1) & (df["c_charge_degree"] != "O") & df["score_text"].notna()]
+    df = df.loc[
+        (df["days_b_screening_arrest"] <= 30)
+        & (df["days_b_screening_arrest"] >= -30)
+        & (df["is_recid"] != -1)
+        & (df["c_charge_degree"] != "O")
+        & df["score_text"].notna()
+    ]
     df["length_of_stay"] = (pd.to_datetime(df["c_jail_out"]) - pd.to_datetime(df["c_jail_in"])).dt.days
     X = pd.get_dummies(df[["age", "two_year_recid", "c_charge_degree", "sex", "priors_count", "length_of_stay"]])
     X["race"] = (df["race"] == "African-American").astype(int)
@@ -245,15 +260,25 @@ def _broken(tmp_path, edit):
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda lines: [lines[0].replace(",race,", ",ethnicity,")] + lines[1:], r"line 1 \(header\): missing column\(s\) race"),
-    (lambda lines: lines[:1] + [lines[1].replace("2013-05-08 22:10:05", "08/05/2013")] + lines[2:],
-     r"line 2, column 'c_jail_in': '08/05/2013' is not a date"),
-    (lambda lines: lines[:2] + [lines[2].replace(",41,", ",forty-one,", 1)] + lines[3:],
-     r"line 3, column 'age': 'forty-one' is not a number"),
-    (lambda lines: lines[:3] + [lines[3][:40]] + lines[4:], r"line 4: \d+ fields, the header has 53"),
-    (lambda lines: lines, r"5 rows remain after the filters .* needs at least 1000"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda lines: [lines[0].replace(",race,", ",ethnicity,")] + lines[1:],
+            r"line 1 \(header\): missing column\(s\) race",
+        ),
+        (
+            lambda lines: lines[:1] + [lines[1].replace("2013-05-08 22:10:05", "08/05/2013")] + lines[2:],
+            r"line 2, column 'c_jail_in': '08/05/2013' is not a date",
+        ),
+        (
+            lambda lines: lines[:2] + [lines[2].replace(",41,", ",forty-one,", 1)] + lines[3:],
+            r"line 3, column 'age': 'forty-one' is not a number",
+        ),
+        (lambda lines: lines[:3] + [lines[3][:40]] + lines[4:], r"line 4: \d+ fields, the header has 53"),
+        (lambda lines: lines, r"5 rows remain after the filters .* needs at least 1000"),
+    ],
+)
 def test_malformed_files_name_the_file_line_and_fix(tmp_path, edit, message):
     path = _broken(tmp_path, edit)
     with pytest.raises(ValueError, match=message) as info:
@@ -294,16 +319,20 @@ def test_shap_exact_and_permutation_match_exact_shapley(name):
     np.testing.assert_allclose(exact, truth, atol=1e-9 * scale)
     permutation = shap_permutation(case.inputs, case.predict, case.background, case.target, seed=3)
     np.testing.assert_allclose(permutation, truth, atol=0.02 * scale)
-    np.testing.assert_array_equal(permutation, shap_permutation(case.inputs, case.predict, case.background,
-                                                                case.target, seed=3))
+    np.testing.assert_array_equal(
+        permutation, shap_permutation(case.inputs, case.predict, case.background, case.target, seed=3)
+    )
 
 
 def test_shap_partition_passes_symmetry_ranking_and_dummy_checks():
     pytest.importorskip("shap")
     from pytest_xai.explainers.shap import shap_partition
 
-    for check, name in [("symmetry", "cough_and_fever"), ("ranking", "a_and_b_or_c"),
-                        ("dummy", "counterexample_dummy_axiom")]:
+    for check, name in [
+        ("symmetry", "cough_and_fever"),
+        ("ranking", "a_and_b_or_c"),
+        ("dummy", "counterexample_dummy_axiom"),
+    ]:
         case = cases.get(name)
         attributions = shap_partition(case.inputs, case.predict, case.background, case.target)
         assert attributions.shape == case.inputs.shape
@@ -317,14 +346,14 @@ def test_shap_adapters_explain_the_target_class_and_skip_images(lime_case):
 
     small = replace(lime_case, inputs=lime_case.inputs[:2], background=lime_case.background[:5])
     exact = shap_exact(small.inputs, small.predict, small.background, 1)
-    np.testing.assert_allclose(exact, baselines.exact_shapley(small.inputs, small.predict, small.background, 1),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        exact, baselines.exact_shapley(small.inputs, small.predict, small.background, 1), atol=1e-12
+    )
     images = np.zeros((2, 1, 4, 4))
     for adapter in (shap_exact, shap_permutation, shap_partition):
         extra = {"seed": 0} if adapter is shap_permutation else {}
         with pytest.raises(NotApplicable, match="tabular"):
             adapter(images, small.predict, images, 0, **extra)
-
 
 
 def test_zoo_members_fail_unless_declared(lime_case):

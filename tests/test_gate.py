@@ -33,17 +33,25 @@ def _rec(status, score=None, regression=None):
     return Record(status=status, score=score, regression=regression)
 
 
-@pytest.mark.parametrize(("now", "before", "known", "regression"), [
-    (_rec("FAIL", 0.6), _rec("FAIL", 0.6), True, None),                  # failing then, no worse: known
-    (_rec("FAIL", 0.58), _rec("FAIL", 0.6), True, None),                 # within the tolerance 0.05
-    (_rec("FAIL", 0.4), _rec("FAIL", 0.6), False, "score dropped from 0.600"),  # worse beyond it
-    (_rec("FAIL", 0.9), _rec("PASS", 0.9), False, "verdict PASS in the baseline, FAIL now"),
-    (_rec("ERROR", 0.0), _rec("PASS", 1.0), False, "verdict PASS in the baseline, ERROR now"),
-    (_rec("TIMEOUT"), _rec("TIMEOUT"), True, None),                      # timed out then too
-    (_rec("ERROR", 0.0), _rec("ERROR", 0.0), True, None),
-    (_rec("FAIL", 0.5), None, False, gate.NEW_FAILURE),                  # not in the baseline
-    (_rec("FAIL", 0.9, regression="score dropped from 1.000"), _rec("PASS", 1.0), False, "score dropped from 1.000"),
-])
+@pytest.mark.parametrize(
+    ("now", "before", "known", "regression"),
+    [
+        (_rec("FAIL", 0.6), _rec("FAIL", 0.6), True, None),  # failing then, no worse: known
+        (_rec("FAIL", 0.58), _rec("FAIL", 0.6), True, None),  # within the tolerance 0.05
+        (_rec("FAIL", 0.4), _rec("FAIL", 0.6), False, "score dropped from 0.600"),  # worse beyond it
+        (_rec("FAIL", 0.9), _rec("PASS", 0.9), False, "verdict PASS in the baseline, FAIL now"),
+        (_rec("ERROR", 0.0), _rec("PASS", 1.0), False, "verdict PASS in the baseline, ERROR now"),
+        (_rec("TIMEOUT"), _rec("TIMEOUT"), True, None),  # timed out then too
+        (_rec("ERROR", 0.0), _rec("ERROR", 0.0), True, None),
+        (_rec("FAIL", 0.5), None, False, gate.NEW_FAILURE),  # not in the baseline
+        (
+            _rec("FAIL", 0.9, regression="score dropped from 1.000"),
+            _rec("PASS", 1.0),
+            False,
+            "score dropped from 1.000",
+        ),
+    ],
+)
 def test_judge(now, before, known, regression):
     reasons = [] if before is None else baseline.regressions(now, before, tol=0.05)
     got_known, got_regression = gate.judge(now, before, reasons)
@@ -54,25 +62,29 @@ def test_judge(now, before, known, regression):
 A, B = "t.py::a", "t.py::b"
 
 
-@pytest.mark.parametrize(("mode", "status", "failures", "known", "code"), [
-    ("verdict", 1, [(A, "call")], [A], 1),                     # the default gate: any failure is red
-    ("regression", 1, [(A, "call")], [A], 0),                  # only known failures: green
-    ("regression", 1, [(A, "call"), (B, "call")], [A], 1),     # one regression (or a non-xai failure)
-    ("regression", 1, [(A, "setup")], [A], 0),                 # a case that failed to build, as before
-    ("regression", 1, [(A, "call"), (A, "teardown")], [A], 1),  # a teardown error is never known
-    ("regression", 0, [], [], 0),
-    ("regression", 1, [], [], 1),                              # red for a reason the gate does not see
-    ("regression", 2, [(A, "call")], [A], 2),                  # interrupted stays interrupted
-    ("regression", 4, [], [], 4),                              # usage errors stand
-    ("verdict", 0, [], [], 0),
-])
+@pytest.mark.parametrize(
+    ("mode", "status", "failures", "known", "code"),
+    [
+        ("verdict", 1, [(A, "call")], [A], 1),  # the default gate: any failure is red
+        ("regression", 1, [(A, "call")], [A], 0),  # only known failures: green
+        ("regression", 1, [(A, "call"), (B, "call")], [A], 1),  # one regression (or a non-xai failure)
+        ("regression", 1, [(A, "setup")], [A], 0),  # a case that failed to build, as before
+        ("regression", 1, [(A, "call"), (A, "teardown")], [A], 1),  # a teardown error is never known
+        ("regression", 0, [], [], 0),
+        ("regression", 1, [], [], 1),  # red for a reason the gate does not see
+        ("regression", 2, [(A, "call")], [A], 2),  # interrupted stays interrupted
+        ("regression", 4, [], [], 4),  # usage errors stand
+        ("verdict", 0, [], [], 0),
+    ],
+)
 def test_exit_code(mode, status, failures, known, code):
     assert gate.exit_code(mode, status, failures, known) == code
 
 
 def test_regression_gate_needs_a_baseline_and_a_known_mode(pytester):
-    result = pytester.runpytest(*QUIET, "--collect-only", "--xai-explainer=pytest_xai.explainers:random",
-                                "--xai-gate=regression")
+    result = pytester.runpytest(
+        *QUIET, "--collect-only", "--xai-explainer=pytest_xai.explainers:random", "--xai-gate=regression"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--xai-gate=regression compares with a baseline: add --xai-baseline=PATH*"])
     pytester.makeini("[pytest]\nxai_gate = regressions\n")
@@ -99,21 +111,32 @@ def test_known_failures_pass_the_gate_and_a_regression_fails_it(pytester, xdist)
     same = run(*args, f"--junitxml={junit}")
     same.assert_outcomes(passed=1, failed=1)  # the known failure is still reported as a failed test
     assert same.ret == pytest.ExitCode.OK
-    same.stdout.fnmatch_lines(["fooling[[]compas_shap_scaffold[]]*FAIL 0.* KNOWN*",
-                               "xai gate: regression against *: 0 regressed or new failure(s), 1 known failure(s)*"])
+    same.stdout.fnmatch_lines(
+        [
+            "fooling[[]compas_shap_scaffold[]]*FAIL 0.* KNOWN*",
+            "xai gate: regression against *: 0 regressed or new failure(s), 1 known failure(s)*",
+        ]
+    )
     doc = json.loads(now.read_text())
     assert doc["gate"] == "regression" and doc["exitstatus"] == 0
     fooling = next(r for r in doc["results"] if r["check"] == "fooling")
     assert fooling["status"] == "FAIL" and fooling["known_failure"] is True and fooling["regression"] is None
-    props = {(tc.get("name"), p.get("name")): p.get("value")
-             for tc in ET.parse(junit).iter("testcase") for p in tc.iter("property")}
+    props = {
+        (tc.get("name"), p.get("name")): p.get("value")
+        for tc in ET.parse(junit).iter("testcase")
+        for p in tc.iter("property")
+    }
     assert props[("fooling[compas_shap_scaffold-explain]", "xai_known_failure")] == "True"
 
     (pytester.path / "noise.txt").write_text("2")  # the explainer got worse: symmetry now fails
     worse = run(*args, "--xai-gate=regression")
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
-    worse.stdout.fnmatch_lines(["symmetry[[]cough_and_fever[]]*FAIL 0.* REGRESSED*",
-                                "REGRESSION*symmetry[[]cough_and_fever[]]*verdict PASS in the baseline, FAIL now*"])
+    worse.stdout.fnmatch_lines(
+        [
+            "symmetry[[]cough_and_fever[]]*FAIL 0.* REGRESSED*",
+            "REGRESSION*symmetry[[]cough_and_fever[]]*verdict PASS in the baseline, FAIL now*",
+        ]
+    )
     doc = json.loads(now.read_text())
     symmetry = next(r for r in doc["results"] if r["check"] == "symmetry")
     assert symmetry["known_failure"] is False and "verdict PASS in the baseline, FAIL now" in symmetry["regression"]

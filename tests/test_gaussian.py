@@ -64,12 +64,16 @@ def test_conditional_mean_matches_the_spec_formula():
     np.testing.assert_allclose(batch, [expected, expected])
 
 
-@pytest.mark.parametrize("dist", [
-    g.Gaussian.equicorrelated(4, 0.6),
-    g.Gaussian(np.zeros(3), [[2.0, 0.5, 0.2], [0.5, 1.0, -0.3], [0.2, -0.3, 1.5]]),
-    g.GaussianMixture([g.Gaussian.equicorrelated(4, 0.5, mean=m) for m in (-1.0, 1.0)], [0.3, 0.7]),
-    g.Multinomial(20, (0.2, 0.3, 0.1, 0.4)),
-], ids=["equicorrelated", "general", "mixture", "multinomial"])
+@pytest.mark.parametrize(
+    "dist",
+    [
+        g.Gaussian.equicorrelated(4, 0.6),
+        g.Gaussian(np.zeros(3), [[2.0, 0.5, 0.2], [0.5, 1.0, -0.3], [0.2, -0.3, 1.5]]),
+        g.GaussianMixture([g.Gaussian.equicorrelated(4, 0.5, mean=m) for m in (-1.0, 1.0)], [0.3, 0.7]),
+        g.Multinomial(20, (0.2, 0.3, 0.1, 0.4)),
+    ],
+    ids=["equicorrelated", "general", "mixture", "multinomial"],
+)
 def test_conditional_samples_fix_x_S_and_have_the_exact_conditional_mean(dist):
     rng = np.random.default_rng(0)
     x = dist.sample(1, rng)[0]
@@ -121,14 +125,18 @@ def test_piecewise_constant_bins_with_the_xb5_bug_fixed():
 
 def test_nonlinear_and_piecewise_linear_labels_follow_their_formulas():
     X = np.array([[0.5, -2.0, 3.0, 1.0, 7.0], [-1.0, -1.0, -1.0, 0.0, 0.5]])
-    np.testing.assert_allclose(g.NonlinearAdditive()(X), np.sin(X[:, 0]) + np.abs(X[:, 1]) + X[:, 2] ** 2
-                               + np.exp(-X[:, 3]))
+    np.testing.assert_allclose(
+        g.NonlinearAdditive()(X), np.sin(X[:, 0]) + np.abs(X[:, 1]) + X[:, 2] ** 2 + np.exp(-X[:, 3])
+    )
     pl = g.PiecewiseLinear(W5, W5[::-1])
     np.testing.assert_allclose(pl(X), [X[0] @ W5, X[1] @ W5[::-1]])
 
 
-@pytest.mark.parametrize("label", [g.NonlinearAdditive(), g.PiecewiseConstant(), g.PiecewiseLinear(W5, W5[::-1])],
-                         ids=lambda label: type(label).__name__)
+@pytest.mark.parametrize(
+    "label",
+    [g.NonlinearAdditive(), g.PiecewiseConstant(), g.PiecewiseLinear(W5, W5[::-1])],
+    ids=lambda label: type(label).__name__,
+)
 def test_gaussian_expectations_of_labels_match_sampling(label):
     dist = g.Gaussian.equicorrelated(5, 0.3, mean=[0.2, -0.4, 0.6, 0.1, -0.3])
     X = dist.sample(100000, np.random.default_rng(3))
@@ -183,8 +191,11 @@ def test_observational_and_interventional_agree_for_independent_features():
     dist = g.Gaussian.equicorrelated(5, 0.0)
     X = dist.sample(20, np.random.default_rng(2))
     for label in (g.Linear(W5), g.NonlinearAdditive()):
-        np.testing.assert_allclose(g.exact_shapley(label, dist, X, "observational"),
-                                   g.exact_shapley(label, dist, X, "interventional"), atol=1e-10)
+        np.testing.assert_allclose(
+            g.exact_shapley(label, dist, X, "observational"),
+            g.exact_shapley(label, dist, X, "interventional"),
+            atol=1e-10,
+        )
 
 
 def test_observational_values_credit_an_unused_correlated_feature_interventional_do_not():
@@ -219,14 +230,16 @@ def test_exact_shapley_matches_monte_carlo_with_common_random_numbers(dist, labe
 
 def test_exact_shapley_refuses_too_many_features():
     with pytest.raises(ValueError, match="d <= 14"):
-        g.exact_shapley(g.Linear(tuple(range(15))), g.Gaussian.equicorrelated(15, 0.1), np.zeros((1, 15)),
-                        "interventional")
+        g.exact_shapley(
+            g.Linear(tuple(range(15))), g.Gaussian.equicorrelated(15, 0.1), np.zeros((1, 15)), "interventional"
+        )
 
 
 def test_nonlinear_labels_need_gaussian_conditionals():
     with pytest.raises(ValueError, match="only under Gaussian conditionals"):
-        g.exact_shapley(g.NonlinearAdditive(), g.Multinomial(20, (0.2, 0.3, 0.1, 0.1, 0.3)), np.zeros((1, 5)),
-                        "observational")
+        g.exact_shapley(
+            g.NonlinearAdditive(), g.Multinomial(20, (0.2, 0.3, 0.1, 0.1, 0.3)), np.zeros((1, 5)), "observational"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,8 +266,7 @@ def test_label_cases_are_complete_deterministic_and_exact(name):
     fx = case.predict(case.inputs)
     for key in ("shapley_interventional", "shapley_observational"):
         assert case.truth[key].shape == case.inputs.shape
-        ef = g.coalition_values(case.model, case.meta["distribution"], case.inputs[:1],
-                                key.split("_")[1])[0, 0]
+        ef = g.coalition_values(case.model, case.meta["distribution"], case.inputs[:1], key.split("_")[1])[0, 0]
         np.testing.assert_allclose(case.truth[key].sum(axis=1), fx - ef, atol=1e-9)  # efficiency
 
 
@@ -272,8 +284,9 @@ def test_trained_case_truth_is_cached_and_reloaded(tmp_path):
     for key in first.truth:
         np.testing.assert_array_equal(first.truth[key], second.truth[key])
     assert first.meta["train_r2"] > 0.95
-    np.testing.assert_allclose(first.truth["shapley_interventional"],
-                               shapley.interventional(first.predict, first.inputs, first.background))
+    np.testing.assert_allclose(
+        first.truth["shapley_interventional"], shapley.interventional(first.predict, first.inputs, first.background)
+    )
 
 
 @pytest.mark.parametrize("name", ["gaussian_linear_regression_rho50", "gaussian_nonlinear_additive_mlp_rho50"])
@@ -281,19 +294,32 @@ def test_trained_cases_fit_well_and_satisfy_efficiency(name):
     case = cases.get(name)
     assert case.meta["train_r2"] > 0.95
     phi = case.truth["shapley_interventional"]
-    np.testing.assert_allclose(phi.sum(axis=1), case.predict(case.inputs) - case.predict(case.background).mean(),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        phi.sum(axis=1), case.predict(case.inputs) - case.predict(case.background).mean(), atol=1e-8
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Checks: a correct explainer passes, seeded noise fails
 
 
-CHECK_CASES = ["gaussian_linear_rho0", "gaussian_linear_rho99", "gaussian_nonlinear_additive_rho50",
-               "gaussian_piecewise_constant_rho50", "gaussian_piecewise_linear_rho50", "gaussian_mixture_linear",
-               "multinomial_linear", "gaussian_piecewise_constant_tree_rho50", "gaussian_nonlinear_additive_mlp_rho50"]
-GAUSSIAN_CHECKS = {"gt_shapley": g.gt_shapley, "faithfulness": g.faithfulness, "monotonicity": g.monotonicity,
-          "infidelity": g.infidelity}
+CHECK_CASES = [
+    "gaussian_linear_rho0",
+    "gaussian_linear_rho99",
+    "gaussian_nonlinear_additive_rho50",
+    "gaussian_piecewise_constant_rho50",
+    "gaussian_piecewise_linear_rho50",
+    "gaussian_mixture_linear",
+    "multinomial_linear",
+    "gaussian_piecewise_constant_tree_rho50",
+    "gaussian_nonlinear_additive_mlp_rho50",
+]
+GAUSSIAN_CHECKS = {
+    "gt_shapley": g.gt_shapley,
+    "faithfulness": g.faithfulness,
+    "monotonicity": g.monotonicity,
+    "infidelity": g.infidelity,
+}
 
 
 def _run(check_name, attributions, case):
@@ -365,8 +391,13 @@ def _corrupt(case, member):
     from pytest_xai import metrics
     from pytest_xai.explainers import degenerate
 
-    return degenerate.apply(member, case.truth["shapley_interventional"], case.inputs,
-                            metrics.outputs(case.predict, case.inputs, case.target), case.background)
+    return degenerate.apply(
+        member,
+        case.truth["shapley_interventional"],
+        case.inputs,
+        metrics.outputs(case.predict, case.inputs, case.target),
+        case.background,
+    )
 
 
 @pytest.mark.parametrize("name", ["gaussian_linear_rho0", "gaussian_nonlinear_additive_rho50"])
@@ -406,8 +437,10 @@ def test_monotonicity_of_a_constant_map_is_not_won_by_the_dummies_coming_last(na
         assert not score.passed and ("undefined for every point" in score.detail or score.value == 0.0)
 
 
-@pytest.mark.parametrize("name", ["gaussian_linear_rho0", "gaussian_linear_rho25", "gaussian_linear_rho50",
-                                  "gaussian_linear_regression_rho50"])
+@pytest.mark.parametrize(
+    "name",
+    ["gaussian_linear_rho0", "gaussian_linear_rho25", "gaussian_linear_rho50", "gaussian_linear_regression_rho50"],
+)
 def test_faithfulness_fails_the_input_itself_and_sign_errors(name):
     """|w| against |Delta| passed the input itself (0.54 to 0.57) and -phi on the linear cases."""
     case = cases.get(name)

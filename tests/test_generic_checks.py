@@ -21,8 +21,12 @@ NEW = ("completeness", "determinism", "batch_invariance", "max_sensitivity")
 #: (``make_case(reference=False)``; faithfulness 0.67 for a per-row offset, 0.96 and 0.81 for 30 % and
 #: 100 % noise; monotonicity 0.72 for 30 % noise).  Calibrated on the reference (the default), or on
 #: exact Shapley values (the gaussian cases), the checks reject them.
-ABSOLUTE_BAR_ADMITS = {("faithfulness", "row_offset"), ("faithfulness", "noisy_30"), ("faithfulness", "noisy_100"),
-                       ("monotonicity", "noisy_30")}
+ABSOLUTE_BAR_ADMITS = {
+    ("faithfulness", "row_offset"),
+    ("faithfulness", "noisy_30"),
+    ("faithfulness", "noisy_100"),
+    ("monotonicity", "noisy_30"),
+}
 #: What the calibrated checks admit on the toy case: 30 % noise on its 16 x 5 values keeps faithfulness
 #: at 0.955 against the reference's 0.974 (seed 0; 0.90 to 0.94 on seeds 1 to 5); infidelity and
 #: monotonicity reject it, and so does gt_shapley on larger cases.
@@ -38,15 +42,15 @@ def f(X):
 def toy():
     cases.infos()
     rng = np.random.default_rng(0)
-    return pytest_xai.make_case(rng.normal(size=(16, 5)), predict=f, background=rng.normal(size=(16, 5)),
-                                name="toy")
+    return pytest_xai.make_case(rng.normal(size=(16, 5)), predict=f, background=rng.normal(size=(16, 5)), name="toy")
 
 
 @pytest.fixture(scope="module")
 def toy_without_reference():
     rng = np.random.default_rng(0)
-    return pytest_xai.make_case(rng.normal(size=(16, 5)), predict=f, background=rng.normal(size=(16, 5)),
-                                name="toy", reference=False)
+    return pytest_xai.make_case(
+        rng.normal(size=(16, 5)), predict=f, background=rng.normal(size=(16, 5)), name="toy", reference=False
+    )
 
 
 def score(name, explain, case, seed=0, **extra):
@@ -107,9 +111,15 @@ def batch_normalised(inputs, predict, background, target):
     return exact / np.abs(exact).max()
 
 
-@pytest.mark.parametrize(("name", "broken"), [("determinism", unseeded), ("max_sensitivity", fragile),
-                                              ("batch_invariance", batch_normalised),
-                                              ("completeness", batch_normalised)])
+@pytest.mark.parametrize(
+    ("name", "broken"),
+    [
+        ("determinism", unseeded),
+        ("max_sensitivity", fragile),
+        ("batch_invariance", batch_normalised),
+        ("completeness", batch_normalised),
+    ],
+)
 def test_broken_explainers_fail(toy, name, broken):
     result = score(name, broken, toy)
     assert not result.passed, result.detail
@@ -124,8 +134,9 @@ def test_completeness_needs_a_claim_and_knows_the_baseline_form(toy):
     A = contract.run(contract.load(REF), toy).attributions
     with pytest.raises(NotApplicable, match="does not claim completeness"):
         checks.CHECKS["completeness"].func(A, toy, rtol=0.01)
-    linear = pytest_xai.make_case(toy.inputs, predict=lambda X: np.asarray(X) @ [1.0, -2.0, 0.5, 0.0, 3.0],
-                                  baseline=np.zeros(5))
+    linear = pytest_xai.make_case(
+        toy.inputs, predict=lambda X: np.asarray(X) @ [1.0, -2.0, 0.5, 0.0, 3.0], baseline=np.zeros(5)
+    )
     ig = linear.inputs * np.array([1.0, -2.0, 0.5, 0.0, 3.0])  # exact IG of a linear model from 0
     assert generic.completeness(ig, linear, claim="baseline", rtol=1e-9).passed
     assert not generic.completeness(ig + 0.1, linear, claim="baseline", rtol=0.01).passed
@@ -145,8 +156,13 @@ def _diabetes(estimator):
     X, y = load_diabetes(return_X_y=True)
     X = X[:, :6]
     model = estimator.fit(X[:300], y[:300])
-    return pytest_xai.make_case(X[300:316], model=model, background=X[:16], train=(X[:300], y[:300]),
-                                randomise=lambda m, seed: _shuffled_leaves(m, seed))
+    return pytest_xai.make_case(
+        X[300:316],
+        model=model,
+        background=X[:16],
+        train=(X[:300], y[:300]),
+        randomise=lambda m, seed: _shuffled_leaves(m, seed),
+    )
 
 
 def _shuffled_leaves(model, seed):
@@ -230,5 +246,4 @@ def test_units_networks_accept_float32_input():
     out = case.torch_model(x32)
     out.sum().backward()
     assert x32.grad.dtype == torch.float32
-    np.testing.assert_allclose(out.detach().numpy(), case.torch_model(torch.as_tensor(x)).detach().numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), case.torch_model(torch.as_tensor(x)).detach().numpy(), rtol=1e-6)

@@ -73,8 +73,9 @@ def test_lime_image_over_groups_recovers_the_group_effects(images):
 
 
 def test_lime_image_on_two_dimensional_images_and_per_channel_groups_are_refused(images):
-    out = grouped.lime_image(images[:, 0], lambda x: additive(np.stack([x, 0 * x], 1)), None, 1, 0,
-                             1_000_000, QUADRANTS)
+    out = grouped.lime_image(
+        images[:, 0], lambda x: additive(np.stack([x, 0 * x], 1)), None, 1, 0, 1_000_000, QUADRANTS
+    )
     assert out.shape == (3, 4, 4)
     per_channel = np.stack([QUADRANTS, QUADRANTS + 4])
     with pytest.raises(NotApplicable, match="segments are spatial"):
@@ -82,7 +83,9 @@ def test_lime_image_on_two_dimensional_images_and_per_channel_groups_are_refused
 
 
 def test_a_budget_below_g_plus_one_samples_per_point_is_not_applicable(images):
-    with pytest.raises(NotApplicable, match=r"KernelSHAP needs .* over the budget of 10 \(raise it with --xai-budget\)"):
+    with pytest.raises(
+        NotApplicable, match=r"KernelSHAP needs .* over the budget of 10 \(raise it with --xai-budget\)"
+    ):
         grouped.kernel_shap(images, additive, None, 1, 0, 10, np.broadcast_to(QUADRANTS, (2, 4, 4)))
 
 

@@ -33,8 +33,16 @@ def test_a_module_that_exits_hangs_or_raises_at_import_fails_only_its_own_tests(
         pytester.makepyfile(**{name: source + "\ndef explain(inputs):\n    return inputs\n"})
     report = pytester.path / "r.json"
     specs = [f"--xai-explainer={name}:explain" for name in IMPORTS]
-    result = pytester.runpytest_subprocess(*QUIET, *xdist, *TOY, *specs, f"--xai-explainer={REF}:exact_shapley",
-                                           "--xai-timeout=2", f"--xai-report={report}", timeout=240)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        *xdist,
+        *TOY,
+        *specs,
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=2",
+        f"--xai-report={report}",
+        timeout=240,
+    )
     result.assert_outcomes(passed=1, failed=len(IMPORTS))
     assert result.ret == 1
     results = _by_explainer(report)
@@ -57,9 +65,17 @@ def test_an_explainer_that_kills_or_stops_the_zygote_loses_no_other_result(pytes
     if xdist:
         pytest.importorskip("xdist")
     report, html = pytester.path / "r.json", pytester.path / "r.html"
-    result = pytester.runpytest_subprocess(*QUIET, *xdist, *FOUR, hostile(attack), f"--xai-explainer={REF}:exact_shapley",
-                                           "--xai-timeout=20", f"--xai-report={report}", f"--xai-html={html}",
-                                           timeout=200)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        *xdist,
+        *FOUR,
+        hostile(attack),
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=20",
+        f"--xai-report={report}",
+        f"--xai-html={html}",
+        timeout=200,
+    )
     results = json.loads(report.read_text())["results"]
     healthy = [r["status"] for r in results if r["explainer"] == "exact_shapley"]
     assert healthy == ["PASS"] * 4, result.stdout.str()[-3000:]
@@ -86,9 +102,15 @@ def test_a_worker_stopped_from_outside_while_idle_fails_its_next_call_at_once(py
     """Before: the next call waited 600 s and said it "did not finish loading"."""
     pytester.makepyfile(test_stopped=STOPPED_WORKER)
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "test_stopped.py", "--xai-no-suite",
-                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
-                                           f"--xai-report={report}", timeout=120)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "test_stopped.py",
+        "--xai-no-suite",
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=60",
+        f"--xai-report={report}",
+        timeout=120,
+    )
     result.assert_outcomes(passed=1, failed=1)
     (second,) = [r for r in json.loads(report.read_text())["results"] if "second" in r["nodeid"]]
     assert second["status"] == "TIMEOUT" and "was stopped (SIGSTOP)" in second["error"], second
@@ -114,9 +136,15 @@ def test_a_case_builder_that_raises_is_named_in_the_report_and_tracebacks_start_
     traceback started with three frames of the plugin (worker, contract)."""
     pytester.makepyfile(test_builder=BUILDER_RAISES)
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "test_builder.py", "-k", "broken_case or (symmetry and "
-                                           "cough_and_fever and not 10_90)", hostile("raises"),
-                                           f"--xai-report={report}", timeout=120)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "test_builder.py",
+        "-k",
+        "broken_case or (symmetry and cough_and_fever and not 10_90)",
+        hostile("raises"),
+        f"--xai-report={report}",
+        timeout=120,
+    )
     result.assert_outcomes(failed=2)
     results = {r["test"]: r for r in json.loads(report.read_text())["results"]}
     built = results["test_uses_the_broken_case"]
@@ -131,9 +159,15 @@ def test_a_case_builder_that_raises_is_named_in_the_report_and_tracebacks_start_
 def test_a_truncated_reply_is_named_as_such_not_as_idle(pytester):
     """Issue 29: part of a message, then nothing, was reported as "was idle" after the time limit."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, *TOY, hostile("sends_a_truncated_reply"),
-                                           f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=60",
-                                           f"--xai-report={report}", timeout=120)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        *TOY,
+        hostile("sends_a_truncated_reply"),
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=60",
+        f"--xai-report={report}",
+        timeout=120,
+    )
     result.assert_outcomes(passed=1, failed=1)
     rec = _by_explainer(report)["sends_a_truncated_reply"]
     assert rec["kind"] == "crash" and "bytes of a result, then nothing" in rec["error"], rec["error"]

@@ -47,12 +47,27 @@ def test_pareto_front_keeps_the_explainers_nothing_beats():
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--window-size=1400,1800", *args], capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1800",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine: .ci/run installs Debian's chromium; "
-                                             "locally `apt-get install chromium`")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on this machine: .ci/run installs Debian's chromium; locally `apt-get install chromium`",
+)
 def test_html_report_renders_in_headless_chromium(pytester, tmp_path):
     """The report of the README's main job when ``.ci/run`` names it (``XAI_HTML_REPORT``), else that
     of a small run: loaded in chromium, its script ran (rows counted, charts drawn) and the

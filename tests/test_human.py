@@ -73,8 +73,9 @@ def _save(path: Path, array: np.ndarray, mode: str) -> None:
     Image.fromarray(array, mode=mode).save(path, quality=95)  # JPEG noise < 0.05 at quality 95
 
 
-def _image_copy(root: Path, originals: str, weighted: str, segmentation: str, h: np.ndarray,
-                s: np.ndarray, ids=("cat4", "tree2")) -> None:
+def _image_copy(
+    root: Path, originals: str, weighted: str, segmentation: str, h: np.ndarray, s: np.ndarray, ids=("cat4", "tree2")
+) -> None:
     rng = np.random.default_rng(0)
     for key in ids:
         suffix = ".JPG" if key == "tree2" else ".jpg"  # the public copy has tree2.JPG
@@ -92,11 +93,15 @@ def masks():
     return data["weighted"][0], data["segmentation"][0]
 
 
-@pytest.mark.parametrize("layout", [
-    ("Image", "org_img", "human_attention_mask", "object_segmentation_mask"),
-    ("Image/ImageNet", "original images", "human attention mask", "object segmentation mask"),
-    ("Image/ImageNet", "original_images", "human_attention_mask", "object_segmentation_mask"),
-], ids=["current", "old-spaces", "old-underscores"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ("Image", "org_img", "human_attention_mask", "object_segmentation_mask"),
+        ("Image/ImageNet", "original images", "human attention mask", "object segmentation mask"),
+        ("Image/ImageNet", "original_images", "human_attention_mask", "object_segmentation_mask"),
+    ],
+    ids=["current", "old-spaces", "old-underscores"],
+)
 def test_load_images_reads_every_folder_spelling_and_ignores_unknown_folders(tmp_path, masks, layout):
     h, s = masks
     level, *folders = layout
@@ -161,10 +166,12 @@ def test_load_texts_reads_the_fixture_files_and_counts_the_malformed_one():
     imdb = by_id["7"]
     assert imdb.source == "imdb" and imdb.label == "pos"
     assert dict(zip(imdb.tokens, imdb.weights)) == pytest.approx(
-        {"This": 0, "film": 0.5, "is": 0, "simply": 0, "wonderful,": 1.0, "and": 0, "the": 0, "cast": 0,
-         "superb.": 0})
-    assert imdb.problems == ("key 9: stored token 'great' but the review has 'is'",
-                             "key 40: index past the end of the review (10 tokens)")
+        {"This": 0, "film": 0.5, "is": 0, "simply": 0, "wonderful,": 1.0, "and": 0, "the": 0, "cast": 0, "superb.": 0}
+    )
+    assert imdb.problems == (
+        "key 9: stored token 'great' but the review has 'is'",
+        "key 40: index past the end of the review (10 tokens)",
+    )
     (skipped,) = loaded.skipped
     assert skipped.path.name == "8.json" and "invalid JSON at line 2 column 15" in skipped.reason
 
@@ -181,12 +188,15 @@ def test_load_texts_skips_newsgroups_annotations_without_the_users_articles():
     assert "pass newsgroups=" in reasons["1001.json"] and "8.json" in reasons
 
 
-@pytest.mark.parametrize("obj, message", [
-    ({"x1": ["a", 1.0]}, "key 'x1' is not a token index"),
-    ({"1": ["a"]}, r"key '1': \['a'\] is not a \[token, weight\] pair"),
-    ({"1": ["a", 2.0]}, r"key '1': weight 2.0 is not a number in \[0, 1\]"),
-    ([["a", 1.0]], "expected an object keyed by token index"),
-])
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"x1": ["a", 1.0]}, "key 'x1' is not a token index"),
+        ({"1": ["a"]}, r"key '1': \['a'\] is not a \[token, weight\] pair"),
+        ({"1": ["a", 2.0]}, r"key '1': weight 2.0 is not a number in \[0, 1\]"),
+        ([["a", 1.0]], "expected an object keyed by token index"),
+    ],
+)
 def test_parse_imdb_names_the_bad_key(obj, message):
     with pytest.raises(human.BenchmarkFormatError, match=message):
         human.parse_imdb(obj, "a b c", id="1", label="pos", where="f.json")
@@ -255,8 +265,12 @@ def test_shapes_oracle_background_pixels_have_exactly_zero_effect():
     oracle = human.ShapesOracle()
     out = oracle.predict(x)
     rng = np.random.default_rng(0)
-    for replacement in (np.zeros_like(x), rng.uniform(0.0, human.GATE[0], x.shape),
-                        rng.uniform(human.GATE[1], 1.0, x.shape), x[::-1]):
+    for replacement in (
+        np.zeros_like(x),
+        rng.uniform(0.0, human.GATE[0], x.shape),
+        rng.uniform(human.GATE[1], 1.0, x.shape),
+        x[::-1],
+    ):
         changed = np.where(s, x, np.where(human.gate(replacement), 0.0, replacement))
         assert np.array_equal(oracle.predict(changed), out)
     # changing an object pixel does change the output, so the equality above is not vacuous
@@ -462,8 +476,15 @@ def test_an_explanation_that_selects_nothing_fails_with_a_reason(built):
 
 def test_check_parameters_are_explicit_and_reported(built):
     case = built["human_text_tfidf"]
-    score = run_check("human_precision", reference(case), case, selection_threshold=0.5, aggregate="macro",
-                      mask="segmentation", policy="positive")
+    score = run_check(
+        "human_precision",
+        reference(case),
+        case,
+        selection_threshold=0.5,
+        aggregate="macro",
+        mask="segmentation",
+        policy="positive",
+    )
     assert score.passed and score.value == 1.0
     assert score.params["selection"] == "â >= 0.5" and score.params["aggregate"] == "macro"
     assert "macro precision 1.000" in score.detail and "a+" in score.detail
@@ -478,8 +499,10 @@ def test_a_constant_map_scores_what_random_does_not_everything(built, name):
     """Ties at the cut used to select every feature: a constant map had recall 1.0 on all three cases."""
     case = built[name]
     valid = case.truth.get("valid", np.ones(case.inputs.shape, dtype=bool))
-    for constant in (np.ones(case.inputs.shape), np.repeat(case.predict(case.inputs)[:, :1], case.inputs[0].size,
-                                                           axis=1).reshape(case.inputs.shape)):
+    for constant in (
+        np.ones(case.inputs.shape),
+        np.repeat(case.predict(case.inputs)[:, :1], case.inputs[0].size, axis=1).reshape(case.inputs.shape),
+    ):
         for check in HUMAN_CHECKS:
             score = run_check(check, constant, case)
             assert not score.passed, (check, score.detail)

@@ -40,7 +40,8 @@ def test_merge_of_two_shards_equals_the_unsharded_report(pytester, xdist):
         parts.append(pytester.path / f"shard{k}.json")
         html = (f"--xai-html={pytester.path / 'shard0.html'}",) if extra else ()  # --xai-html under -n 2 too
         run(*QUIET, *SPECS, "-k", expression, f"--xai-report={parts[-1]}", *extra, *html).assert_outcomes(
-            passed=2, failed=2)
+            passed=2, failed=2
+        )
     merged, html = pytester.path / "all.json", pytester.path / "all.html"
     done = _cli("merge", *map(str, parts), "-o", str(merged), "--html", str(html))
     assert done.returncode == 0, done.stderr

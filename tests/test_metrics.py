@@ -29,8 +29,9 @@ def sigmoid_on_x0(X):
 
 def test_result_excludes_undefined_points_from_mean_and_counts_them():
     # Baseline 0 and x = 1: the effects Delta are W = (3, 2, 1); the middle attribution row is constant.
-    r = M.faithfulness(linear, np.ones((3, 3)), [[1.0, 2.0, 3.0], [5.0, 5.0, 5.0], [3.0, 2.0, 1.0]], np.zeros(3),
-                       absolute=False)
+    r = M.faithfulness(
+        linear, np.ones((3, 3)), [[1.0, 2.0, 3.0], [5.0, 5.0, 5.0], [3.0, 2.0, 1.0]], np.zeros(3), absolute=False
+    )
     assert r.n_undefined == 1 and math.isnan(r.values[1])
     assert r.reasons == {1: "attribution is constant: correlation undefined"}
     assert r.values[[0, 2]] == pytest.approx([-1.0, 1.0]) and r.mean == pytest.approx(0.0)
@@ -101,11 +102,14 @@ def test_signed_faithfulness_uses_the_signed_output_drop():
     assert M.faithfulness(linear, X, np.abs(phi), np.zeros(3), absolute=False).values[0] < 0
 
 
-@pytest.mark.parametrize("attributions,expected", [
-    ([3.0, 2.0, 1.0], 1.0),   # gains 3, 2, 1: both steps non-increasing
-    ([1.0, 2.0, 3.0], 0.0),   # order 2, 1, 0: gains 1, 2, 3
-    ([2.0, 3.0, 1.0], 0.5),   # order 1, 0, 2: gains 2, 3, 1 (XB-1 would read 3, 2, 1 -> 1.0)
-])
+@pytest.mark.parametrize(
+    "attributions,expected",
+    [
+        ([3.0, 2.0, 1.0], 1.0),  # gains 3, 2, 1: both steps non-increasing
+        ([1.0, 2.0, 3.0], 0.0),  # order 2, 1, 0: gains 1, 2, 3
+        ([2.0, 3.0, 1.0], 0.5),  # order 1, 0, 2: gains 2, 3, 1 (XB-1 would read 3, 2, 1 -> 1.0)
+    ],
+)
 def test_monotonicity_by_hand_in_insertion_order(attributions, expected):
     X = np.ones((1, 3))
     r = M.monotonicity(linear, X, [attributions], np.zeros(3))
@@ -218,13 +222,15 @@ def test_precomputed_effects_give_the_same_faithfulness_and_infidelity():
     background = np.random.default_rng(2).standard_normal((10, 3))
     A = np.random.default_rng(3).standard_normal((6, 3))
     delta = M.single_removal_effects(linear, X, background)
-    np.testing.assert_array_equal(M.faithfulness(linear, X, A, background, absolute=False, centred=False).values,
-                                  M.faithfulness(linear, X, A, background, absolute=False, centred=False,
-                                                 effects=delta).values)
+    np.testing.assert_array_equal(
+        M.faithfulness(linear, X, A, background, absolute=False, centred=False).values,
+        M.faithfulness(linear, X, A, background, absolute=False, centred=False, effects=delta).values,
+    )
     effects = M.subset_removal_effects(linear, X, background, n_perturb=20)
-    np.testing.assert_array_equal(M.infidelity(linear, X, A, background, n_perturb=20, relative=True).values,
-                                  M.infidelity(linear, X, A, background, n_perturb=20, relative=True,
-                                               effects=effects).values)
+    np.testing.assert_array_equal(
+        M.infidelity(linear, X, A, background, n_perturb=20, relative=True).values,
+        M.infidelity(linear, X, A, background, n_perturb=20, relative=True, effects=effects).values,
+    )
 
 
 def test_uncentred_faithfulness_sees_a_per_row_offset_that_pearson_forgives():

@@ -19,27 +19,32 @@ KNOWN = {"symmetry": {"rtol": 0.05}, "ranking": {"max_rank": 0.0}, "gt_shapley":
 
 def strict_loads(text: str):
     """json.loads that refuses NaN/Infinity, as strict parsers (JavaScript, jq, Go) do."""
+
     def refuse(token):
         raise ValueError(f"non-standard JSON token {token}")
+
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ("ranking.max_rank=inf", None),
-    ("symmetry.rtol=0", None),
-    ("symmetry.rtol=inf", "inf is only allowed for max_* thresholds"),
-    ("gt_shapley.min_corr=inf", "needs 0 (the loosest lower bound)"),
-    ("symmetry.rtol=nan", "nan is not a threshold"),
-    ("ranking.max_rank=-1", "-1 is negative"),
-    ("ranking.max_rank=-inf", "is negative"),
-    ("symetry.rtol=1", "did you mean 'symmetry'"),
-    ("symmetry.tol=1", "has no threshold 'tol'"),
-    ("symmetry.rtol=x", "'x' is not a number"),
-    ("symmetry", "expected CHECK.PARAM=VALUE"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("ranking.max_rank=inf", None),
+        ("symmetry.rtol=0", None),
+        ("symmetry.rtol=inf", "inf is only allowed for max_* thresholds"),
+        ("gt_shapley.min_corr=inf", "needs 0 (the loosest lower bound)"),
+        ("symmetry.rtol=nan", "nan is not a threshold"),
+        ("ranking.max_rank=-1", "-1 is negative"),
+        ("ranking.max_rank=-inf", "is negative"),
+        ("symetry.rtol=1", "did you mean 'symmetry'"),
+        ("symmetry.tol=1", "has no threshold 'tol'"),
+        ("symmetry.rtol=x", "'x' is not a number"),
+        ("symmetry", "expected CHECK.PARAM=VALUE"),
+    ],
+)
 def test_thresholds(entry, message):
     if message is None:
-        (check, params), = options.parse_thresholds([entry], "--xai-threshold", KNOWN).items()
+        ((check, params),) = options.parse_thresholds([entry], "--xai-threshold", KNOWN).items()
         assert entry.startswith(check) and len(params) == 1
         return
     with pytest.raises(OptionError, match=re.escape(message)) as raised:
@@ -49,8 +54,12 @@ def test_thresholds(entry, message):
 
 def test_timeout_and_seed():
     assert options.check_timeout("120.0", "ini xai_timeout") == 120.0 and options.check_timeout(0) == 0
-    for bad, message in (("inf", "give 0 to run explainers in-process"), (float("nan"), "must be a finite"),
-                         (-1.0, "must be a finite"), ("soon", "not a number")):
+    for bad, message in (
+        ("inf", "give 0 to run explainers in-process"),
+        (float("nan"), "must be a finite"),
+        (-1.0, "must be a finite"),
+        ("soon", "not a number"),
+    ):
         with pytest.raises(OptionError, match=message):
             options.check_timeout(bad)
     assert options.check_seed("7", "ini xai_seed") == 7 and options.check_seed(0) == 0
@@ -76,9 +85,18 @@ def test_report_path_and_data_dir(tmp_path):
 
 
 def test_report_json_is_strict_for_any_value(tmp_path):
-    doc = {"threshold": math.inf, "scores": [math.nan, -math.inf, np.float64("nan"), np.float32(0.5)],
-           "array": np.array([1.0, np.inf]), "count": np.int64(3), "flag": np.bool_(True),
-           (1, 2): {3}, 1.5: "float key", math.inf: "inf key", "path": tmp_path, "nested": {"deep": [math.inf]}}
+    doc = {
+        "threshold": math.inf,
+        "scores": [math.nan, -math.inf, np.float64("nan"), np.float32(0.5)],
+        "array": np.array([1.0, np.inf]),
+        "count": np.int64(3),
+        "flag": np.bool_(True),
+        (1, 2): {3},
+        1.5: "float key",
+        math.inf: "inf key",
+        "path": tmp_path,
+        "nested": {"deep": [math.inf]},
+    }
     doc["self"] = doc
     path = tmp_path / "out" / "r.json"
     report.write_json(path, doc)

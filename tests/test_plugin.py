@@ -34,7 +34,7 @@ def hostile(name: str) -> str:
         ("nocolon", "expected 'module:function'"),
         ("no_such_module_xyz:f", "module 'no_such_module_xyz' not found"),
         ("pytest_xai.explainers:exact_shaply", "did you mean exact_shapley"),
-        ("pytest_xai.plugin:DEFAULT_TIMEOUT", "not a callable explainer"),
+        ("pytest_xai.plugin.settings:DEFAULT_TIMEOUT", "not a callable explainer"),
         ("missing/file.py:f", "does not exist"),
         ("pytest_xai.plugin:derive_seed", "parameter 'base' is not one the contract provides"),
     ],
@@ -56,17 +56,26 @@ def test_under_xdist_a_bad_spec_stops_the_controller_before_any_worker(pytester,
     result = pytester.runpytest_subprocess(*QUIET, "-n", "2", f"--xai-explainer={spec}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert ("did you mean shap_kernel" if "shap" in spec else "did you mean explain") in result.stderr.str()
-    assert "Traceback" not in result.stderr.str() + result.stdout.str() and "bringing up nodes" not in result.stdout.str()
+    assert (
+        "Traceback" not in result.stderr.str() + result.stdout.str() and "bringing up nodes" not in result.stdout.str()
+    )
 
 
 @pytest.mark.parametrize(("timeout", "imported"), [("60", False), ("0", True)])
 def test_only_the_process_that_calls_an_explainer_imports_its_library(pytester, timeout, imported):
     """shap is imported by the explainer's worker, not by the plugin's process (3.7 s there, at
     configure); in-process mode (``--xai-timeout=0``) imports it at its first call."""
-    pytester.makeconftest("import sys\n\ndef pytest_sessionfinish(session):\n"
-                          "    print('SHAP_IMPORTED', 'shap' in sys.modules)\n")
-    result = pytester.runpytest_subprocess(*QUIET, "-s", f"--xai-explainer={REF}:shap_kernel",
-                                           f"--xai-timeout={timeout}", "-k", "gt_shapley and gaussian_linear_rho50")
+    pytester.makeconftest(
+        "import sys\n\ndef pytest_sessionfinish(session):\n    print('SHAP_IMPORTED', 'shap' in sys.modules)\n"
+    )
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-s",
+        f"--xai-explainer={REF}:shap_kernel",
+        f"--xai-timeout={timeout}",
+        "-k",
+        "gt_shapley and gaussian_linear_rho50",
+    )
     result.assert_outcomes(passed=1)
     assert f"SHAP_IMPORTED {imported}" in result.stdout.str()
 
@@ -76,9 +85,11 @@ def test_the_plugin_freezes_the_heap_at_exit_after_a_last_collection():
     import subprocess
     import sys
 
-    code = ("import atexit, gc; from pytest_xai.plugin import _quick_teardown; "
-            "atexit.register(lambda: print(gc.get_freeze_count() > 1000)); "  # runs after the handler registered next
-            "_quick_teardown()")
+    code = (
+        "import atexit, gc; from pytest_xai.plugin import _quick_teardown; "
+        "atexit.register(lambda: print(gc.get_freeze_count() > 1000)); "  # runs after the handler registered next
+        "_quick_teardown()"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True"]
 
@@ -113,10 +124,15 @@ def test_bad_threshold_and_timeout_are_usage_errors(pytester):
 
 
 def test_suite_ids_markers_and_selection(pytester):
-    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", "--strict-markers",
-                 tabular=False)
-    result.stdout.fnmatch_lines(["*::dummy[[]counterexample_dummy_axiom-exact_shapley[]]",  # family modules by name
-                                 "*::symmetry[[]cough_and_fever-exact_shapley[]]"])
+    result = run(
+        pytester, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", "--strict-markers", tabular=False
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*::dummy[[]counterexample_dummy_axiom-exact_shapley[]]",  # family modules by name
+            "*::symmetry[[]cough_and_fever-exact_shapley[]]",
+        ]
+    )
     assert result.ret == pytest.ExitCode.OK
     selected = run(pytester, f"--xai-explainer={REF}:exact_shapley", "-m", "xai_dummy")
     assert selected.parseoutcomes()["passed"] == 1 and "failed" not in selected.parseoutcomes()
@@ -146,16 +162,18 @@ def test_without_explainers_the_plugin_stays_out_of_the_way(pytester):
 def test_theory_verdicts_and_table(pytester):
     result = run(pytester, f"--xai-explainer={REF}:exact_shapley", hostile("zeros"), hostile("swapped_features"))
     result.assert_outcomes(passed=4, failed=8)
-    result.stdout.fnmatch_lines([
-        "*xai scores*",
-        "test*exact_shapley*zeros*swapped_features*",
-        "dummy[[]counterexample_dummy_axiom[]]*PASS 1.000*FAIL*FAIL*",
-        "ranking[[]a_and_b_or_c[]]*PASS 1.000*FAIL*FAIL*",
-        # Swapping two symmetric features keeps the mirror symmetry, but the credit no longer moves
-        # with the feature that is switched on: it explains nothing (the explains_nothing guard).
-        "symmetry[[]cough_and_fever[]]*PASS 1.000*FAIL 0.000*FAIL 0.000*",
-        "overall*4/4, 1.000*0/4*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*xai scores*",
+            "test*exact_shapley*zeros*swapped_features*",
+            "dummy[[]counterexample_dummy_axiom[]]*PASS 1.000*FAIL*FAIL*",
+            "ranking[[]a_and_b_or_c[]]*PASS 1.000*FAIL*FAIL*",
+            # Swapping two symmetric features keeps the mirror symmetry, but the credit no longer moves
+            # with the feature that is switched on: it explains nothing (the explains_nothing guard).
+            "symmetry[[]cough_and_fever[]]*PASS 1.000*FAIL 0.000*FAIL 0.000*",
+            "overall*4/4, 1.000*0/4*",
+        ]
+    )
 
 
 # ------------------------------------------------------------------------------- bad explainers
@@ -176,8 +194,9 @@ BAD = {  # name: (message, error kind)
 @pytest.mark.parametrize("name", BAD)
 def test_bad_explainer_fails_only_its_own_tests(pytester, name):
     report = pytester.path / "report.json"
-    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}",
-                 k="cough_and_fever-")
+    result = run(
+        pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", f"--xai-report={report}", k="cough_and_fever-"
+    )
     result.assert_outcomes(passed=1, failed=1)
     message, kind = BAD[name]
     result.stdout.fnmatch_lines([f"*explainer '{name}' on case 'cough_and_fever': *{message}*"])
@@ -199,16 +218,25 @@ def test_not_applicable_skips_with_the_reason(pytester):
     result.stdout.fnmatch_lines(["*this explainer only handles images*"])
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("sleeps_forever", "*was idle: it used 0.* CPU seconds in *, so it sleeps, waits or is deadlocked*"),
-    ("spins_in_c", "*used 1.* CPU seconds, over the limit of 1.5 (a slow explainer*"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("sleeps_forever", "*was idle: it used 0.* CPU seconds in *, so it sleeps, waits or is deadlocked*"),
+        ("spins_in_c", "*used 1.* CPU seconds, over the limit of 1.5 (a slow explainer*"),
+    ],
+)
 def test_time_limit_stops_a_hanging_explainer(pytester, name, message):
     """A GIL-holding C loop is stopped by its CPU time, a sleep by being idle; both are TIMEOUTs,
     which have no verdict, and the other explainer is not affected."""
     report = pytester.path / "report.json"
-    result = run(pytester, hostile(name), f"--xai-explainer={REF}:exact_shapley", "--xai-timeout=1.5",
-                 f"--xai-report={report}", k="cough_and_fever-")
+    result = run(
+        pytester,
+        hostile(name),
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-timeout=1.5",
+        f"--xai-report={report}",
+        k="cough_and_fever-",
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([message, "*TIMEOUT*PASS 1.000*", "*overall*TIMEOUT*1/1, 1.000*"])
     doc = json.loads(report.read_text())
@@ -222,8 +250,14 @@ def test_time_limit_stops_a_hanging_explainer(pytester, name, message):
 
 def test_json_report_and_junit_properties(pytester):
     report, junit = pytester.path / "out" / "xai.json", pytester.path / "junit.xml"
-    result = run(pytester, f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random",
-                 f"--xai-report={report}", f"--junitxml={junit}", "--xai-seed=7")
+    result = run(
+        pytester,
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-explainer={REF}:random",
+        f"--xai-report={report}",
+        f"--junitxml={junit}",
+        "--xai-seed=7",
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = json.loads(report.read_text())
     assert doc["schema"] == "pytest-xai/report" and doc["version"] == 1 and doc["seed"] == 7
@@ -252,7 +286,8 @@ def test_scores_identical_serially_and_with_xdist(pytester):
 
 
 def test_threshold_precedence(pytester):
-    pytester.makepyfile(test_prec="""
+    pytester.makepyfile(
+        test_prec="""
         import pytest
 
         @pytest.mark.xai_symmetry(rtol=0.9)
@@ -263,10 +298,41 @@ def test_threshold_precedence(pytester):
         def test_command_line(xai_explainer, xai_case, xai_explain, xai_check):
             case = xai_case("cough_and_fever")
             assert xai_check("symmetry", xai_explain(xai_explainer, case), case).threshold == 0.5
-    """)
-    result = run(pytester, "test_prec.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley",
-                 "--xai-threshold=symmetry.rtol=0.5")
+    """
+    )
+    result = run(
+        pytester,
+        "test_prec.py",
+        "--xai-no-suite",
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-threshold=symmetry.rtol=0.5",
+    )
     result.assert_outcomes(passed=2)
+
+
+def test_an_unknown_marker_keyword_fails_the_test_naming_the_checks_thresholds(pytester):
+    """Issue 32: a misspelt marker keyword (``rtoll=``) was silently ignored, and the default judged.
+    Like pytest-benchmark's marker, an unknown keyword is refused, naming the check's thresholds."""
+    pytester.makepyfile(
+        test_misspelt="""
+        import pytest
+
+        @pytest.mark.xai_symmetry(rtoll=0.9)
+        def test_misspelt(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            xai_check("symmetry", xai_explain(xai_explainer, case), case)
+
+        @pytest.mark.xai_symmetry(rtol=0.9)
+        def test_spelt_right(xai_explainer, xai_case, xai_explain, xai_check):
+            case = xai_case("cough_and_fever")
+            assert xai_check("symmetry", xai_explain(xai_explainer, case), case).threshold == 0.9
+    """
+    )
+    result = run(pytester, "test_misspelt.py", "--xai-no-suite", f"--xai-explainer={REF}:exact_shapley")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*xai_symmetry got unknown keyword rtoll; its thresholds are rtol (did you mean rtol?)*"]
+    )
 
 
 def test_user_fixture_without_explainer_skips_with_a_hint(pytester):
@@ -304,14 +370,20 @@ def test_every_check_marker_is_registered(pytester):
 
 def test_category_option_and_aggregates(pytester):
     report = pytester.path / "r.json"
-    run(pytester, f"--xai-explainer={REF}:exact_shapley", "--xai-category=stability", f"--xai-report={report}",
-        tabular=False)
+    run(
+        pytester,
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-category=stability",
+        f"--xai-report={report}",
+        tabular=False,
+    )
     doc = json.loads(report.read_text())
     assert doc["results"] and {r["category"] for r in doc["results"]} == {"stability"}
     assert set(doc["summary"]["exact_shapley"]["categories"]) == {"stability"}
 
-    run_all = run(pytester, f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random",
-                  f"--xai-report={report}")
+    run_all = run(
+        pytester, f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:random", f"--xai-report={report}"
+    )
     run_all.stdout.fnmatch_lines(["fidelity: passed/ran, mean score*4/4, 1.000*", "overall*4/4, 1.000*"])
     doc = json.loads(report.read_text())
     random_results = [r for r in doc["results"] if r["explainer"] == "random"]
@@ -367,7 +439,8 @@ def test_pictures_of_the_worst_example_next_to_the_report(pytester, selection):
 
 
 def test_prepare_runs_once_per_worker_before_its_first_call(pytester):
-    pytester.makepyfile(prepared_mod="""
+    pytester.makepyfile(
+        prepared_mod="""
         import numpy as np
 
         READY = []
@@ -379,7 +452,8 @@ def test_prepare_runs_once_per_worker_before_its_first_call(pytester):
             return exact_shapley(inputs, predict, background, target)
 
         explain.prepare = lambda: READY.append(True)
-    """)
+    """
+    )
     pytester.syspathinsert()
     run(pytester, "--xai-explainer=prepared_mod:explain").assert_outcomes(passed=4)
 
@@ -388,7 +462,8 @@ def test_library_errors_fail_one_test_and_keep_the_library_message(pytester):
     """DeepLift on a ReLU module used twice: captum's own message reaches the user, and a model
     without gradients is skipped with the reason."""
     pytest.importorskip("captum")
-    pytester.makepyfile(test_torch_user="""
+    pytester.makepyfile(
+        test_torch_user="""
         import numpy as np
         import torch
         from pytest_xai import Case
@@ -416,27 +491,35 @@ def test_library_errors_fail_one_test_and_keep_the_library_message(pytester):
 
         def test_no_gradients(xai_explainer, xai_explain):
             xai_explain(xai_explainer, case(Frozen().eval()))
-    """)
+    """
+    )
     result = run(pytester, "test_torch_user.py", "--xai-no-suite", f"--xai-explainer={REF}:deeplift", "-rs")
     result.assert_outcomes(failed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*explainer 'deeplift' on case 'torch_user': raised RuntimeError:*used more than once*",
-                                 "*not differentiable with respect to its inputs*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*explainer 'deeplift' on case 'torch_user': raised RuntimeError:*used more than once*",
+            "*not differentiable with respect to its inputs*",
+        ]
+    )
 
 
 # --------------------------------------------------------- issue 16: bad options and non-finite values
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--xai-seed=-1",), "--xai-seed=-1: out of range; give an integer from 0 to 2147483647"),
-    (("--xai-timeout=inf",), "--xai-timeout=inf: no infinite limit; give 0"),
-    (("--xai-timeout=nan",), "--xai-timeout=nan: must be a finite number of seconds >= 0"),
-    (("--xai-threshold=symmetry.rtol=inf",), "inf is only allowed for max_* thresholds (gate off)"),
-    (("--xai-threshold=ranking.max_rank=nan",), "'ranking.max_rank=nan': nan is not a threshold"),
-    (("--xai-threshold=ranking.max_rank=-1",), "-1 is negative; thresholds are >= 0"),
-    (("--xai-report=.",), "--xai-report=.: is a directory; give a file name"),
-    (("--xai-report=afile/xai.json",), "afile is a file, not a directory"),
-    (("--xai-data-dir=dat",), "--xai-data-dir=dat: no such directory (misspelled?)"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--xai-seed=-1",), "--xai-seed=-1: out of range; give an integer from 0 to 2147483647"),
+        (("--xai-timeout=inf",), "--xai-timeout=inf: no infinite limit; give 0"),
+        (("--xai-timeout=nan",), "--xai-timeout=nan: must be a finite number of seconds >= 0"),
+        (("--xai-threshold=symmetry.rtol=inf",), "inf is only allowed for max_* thresholds (gate off)"),
+        (("--xai-threshold=ranking.max_rank=nan",), "'ranking.max_rank=nan': nan is not a threshold"),
+        (("--xai-threshold=ranking.max_rank=-1",), "-1 is negative; thresholds are >= 0"),
+        (("--xai-report=.",), "--xai-report=.: is a directory; give a file name"),
+        (("--xai-report=afile/xai.json",), "afile is a file, not a directory"),
+        (("--xai-data-dir=dat",), "--xai-data-dir=dat: no such directory (misspelled?)"),
+    ],
+)
 def test_bad_option_values_are_usage_errors_before_the_run(pytester, args, message):
     (pytester.path / "afile").write_text("not a directory")
     result = run(pytester, f"--xai-explainer={REF}:random", *args)
@@ -446,10 +529,12 @@ def test_bad_option_values_are_usage_errors_before_the_run(pytester, args, messa
 
 
 def test_bad_ini_values_are_usage_errors(pytester):
-    for ini, message in (("xai_seed = -3", "ini xai_seed='-3': out of range"),
-                         ("xai_timeout = inf", "ini xai_timeout='inf': no infinite limit"),
-                         ("xai_data_dir = nowhere", "ini xai_data_dir=" + str(pytester.path / "nowhere")),
-                         ("xai_thresholds = dummy.rtol=-0.5", "ini xai_thresholds 'dummy.rtol=-0.5': -0.5 is negative")):
+    for ini, message in (
+        ("xai_seed = -3", "ini xai_seed='-3': out of range"),
+        ("xai_timeout = inf", "ini xai_timeout='inf': no infinite limit"),
+        ("xai_data_dir = nowhere", "ini xai_data_dir=" + str(pytester.path / "nowhere")),
+        ("xai_thresholds = dummy.rtol=-0.5", "ini xai_thresholds 'dummy.rtol=-0.5': -0.5 is negative"),
+    ):
         pytester.makeini(f"[pytest]\n{ini}\n")
         result = run(pytester, f"--xai-explainer={REF}:random")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, ini
@@ -463,8 +548,13 @@ def test_an_inf_threshold_keeps_the_report_strict_json_and_the_run_green(pyteste
     report = pytester.path / "out" / "xai.json"
     previous = os.umask(0o022)
     try:
-        result = run(pytester, f"--xai-explainer={REF}:exact_shapley", "--xai-threshold=ranking.max_rank=inf",
-                     f"--xai-report={report}", k="ranking")
+        result = run(
+            pytester,
+            f"--xai-explainer={REF}:exact_shapley",
+            "--xai-threshold=ranking.max_rank=inf",
+            f"--xai-report={report}",
+            k="ranking",
+        )
     finally:
         os.umask(previous)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # before: rc 1, no report, all tests passed
@@ -479,8 +569,14 @@ def test_a_malformed_data_file_fails_its_cases_with_one_message(pytester):
     data = pytester.mkdir("data")
     (data / "compas-scores-two-years.csv").write_bytes(b"id,age,race\n1,23,Caucasian\n2,\xe9\xe9,Other\n")
     (data / "chess_positions.csv").write_text('fen,label,mask0,mask1,mask2\n"' + "x" * 140_000 + "\n")
-    result = run(pytester, f"--xai-explainer={REF}:random", f"--xai-data-dir={data}", "-rf",
-                 k="compas_lime_scaffold or chess_oracle_mate", tabular=False)
+    result = run(
+        pytester,
+        f"--xai-explainer={REF}:random",
+        f"--xai-data-dir={data}",
+        "-rf",
+        k="compas_lime_scaffold or chess_oracle_mate",
+        tabular=False,
+    )
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert f"case chess_oracle_mate: {data / 'chess_positions.csv'}, line 2: a field is longer than 131,072" in out

@@ -12,28 +12,72 @@ from pytest_xai.__main__ import main
 from pytest_xai.record import Record
 
 #: A record as version-1 reports wrote it before ``kind`` (every other field as they were).
-OLD = {"nodeid": "xai_suite.py::symmetry[cough_and_fever-shap]", "row": "symmetry[cough_and_fever]",
-       "test": "symmetry", "explainer": "shap", "case": "cough_and_fever", "family": "tabular",
-       "category": "fidelity", "check": "symmetry", "outcome": "passed", "status": "PASS", "score": 0.98,
-       "threshold": 0.05, "threshold_sources": {"rtol": "default"}, "passed": True, "seconds": 0.5,
-       "cpu_seconds": 0.4, "cached": False, "seed": 7, "detail": "ok", "error": None, "duration": 0.6,
-       "picture": None, "repeat": None, "flaky": False, "regression": None}
+OLD = {
+    "nodeid": "xai_suite.py::symmetry[cough_and_fever-shap]",
+    "row": "symmetry[cough_and_fever]",
+    "test": "symmetry",
+    "explainer": "shap",
+    "case": "cough_and_fever",
+    "family": "tabular",
+    "category": "fidelity",
+    "check": "symmetry",
+    "outcome": "passed",
+    "status": "PASS",
+    "score": 0.98,
+    "threshold": 0.05,
+    "threshold_sources": {"rtol": "default"},
+    "passed": True,
+    "seconds": 0.5,
+    "cpu_seconds": 0.4,
+    "cached": False,
+    "seed": 7,
+    "detail": "ok",
+    "error": None,
+    "duration": 0.6,
+    "picture": None,
+    "repeat": None,
+    "flaky": False,
+    "regression": None,
+}
 
 
 def _old_report(*records: dict) -> dict:
-    return {"schema": "pytest-xai/report", "version": 1, "created": "2026-01-01T00:00:00+00:00", "seed": 0,
-            "options": {"thresholds": {}}, "versions": {"python": "3.11"}, "machine": {}, "exitstatus": 1,
-            "summary": {}, "results": list(records)}
+    return {
+        "schema": "pytest-xai/report",
+        "version": 1,
+        "created": "2026-01-01T00:00:00+00:00",
+        "seed": 0,
+        "options": {"thresholds": {}},
+        "versions": {"python": "3.11"},
+        "machine": {},
+        "exitstatus": 1,
+        "summary": {},
+        "results": list(records),
+    }
 
 
 def test_properties_round_trip_as_builtin_values():
-    rec = Record(explainer="shap", case="c", check="symmetry", score=np.float32(0.5), passed=True, cached=False,
-                 seed=np.int64(3), threshold_sources={"rtol": "default"})
+    rec = Record(
+        explainer="shap",
+        case="c",
+        check="symmetry",
+        score=np.float32(0.5),
+        passed=True,
+        cached=False,
+        seed=np.int64(3),
+        threshold_sources={"rtol": "default"},
+    )
     properties = rec.to_properties()
     assert all(k.startswith("xai_") and type(v) in (str, float, int, bool, dict) for k, v in properties)
     back = Record.from_properties("t.py::test[shap]", "passed", 0.25, properties + [("other", 1), ("xai_nope", 2)])
     assert (back.explainer, back.score, back.seed, back.status, back.kind, back.row) == (
-        "shap", 0.5, 3, "PASS", None, "t.py::test[shap]")
+        "shap",
+        0.5,
+        3,
+        "PASS",
+        None,
+        "t.py::test[shap]",
+    )
     assert Record.from_properties("t.py::test", "passed", 0.0, [("xai_score", 1.0)]) is None  # no explainer
 
 
@@ -43,14 +87,26 @@ def test_the_error_kind_decides_timeout_or_error():
         return Record.from_properties("n", "failed", 1.0, rec.to_properties()).status
 
     assert {kind: status(kind) for kind in ("timeout", "crash", "invalid", "raised")} == {
-        "timeout": "TIMEOUT", "crash": "ERROR", "invalid": "ERROR", "raised": "ERROR"}
+        "timeout": "TIMEOUT",
+        "crash": "ERROR",
+        "invalid": "ERROR",
+        "raised": "ERROR",
+    }
     words = Record(explainer="e", passed=False, error="did not return within the wall-clock backstop")
     assert Record.from_properties("n", "failed", 1.0, words.to_properties()).status == "FAIL"  # no word matching
 
 
 def test_reports_written_before_the_kind_field_merge_render_and_gate(tmp_path):
-    timeout = {**OLD, "nodeid": OLD["nodeid"].replace("shap", "lime"), "explainer": "lime", "outcome": "failed",
-               "status": "TIMEOUT", "score": None, "passed": False, "error": "stopped"}
+    timeout = {
+        **OLD,
+        "nodeid": OLD["nodeid"].replace("shap", "lime"),
+        "explainer": "lime",
+        "outcome": "failed",
+        "status": "TIMEOUT",
+        "score": None,
+        "passed": False,
+        "error": "stopped",
+    }
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text(json.dumps(_old_report(OLD)))
     second.write_text(json.dumps(_old_report(timeout)))
@@ -64,8 +120,15 @@ def test_reports_written_before_the_kind_field_merge_render_and_gate(tmp_path):
     gate = baseline.Gate(str(first), {})
     assert gate.regressions(("symmetry[cough_and_fever]", "shap"), "symmetry", 0.90, 0.5)  # dropped by 0.08
     assert not gate.regressions(("symmetry[cough_and_fever]", "shap"), "symmetry", 0.97, 0.5)
-    now = Record(nodeid=OLD["nodeid"], row=OLD["row"], explainer="shap", check="symmetry", status="ERROR",
-                 kind="raised", score=0.0)
+    now = Record(
+        nodeid=OLD["nodeid"],
+        row=OLD["row"],
+        explainer="shap",
+        check="symmetry",
+        status="ERROR",
+        kind="raised",
+        score=0.0,
+    )
     (regression,) = gate.diff([now])["regressions"]
     assert regression["reasons"][0] == "verdict PASS in the baseline, ERROR now"
     assert merge.merge([("a", _old_report(OLD))])["results"][0]["status"] == "PASS"

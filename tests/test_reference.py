@@ -29,6 +29,7 @@ def test_exact_path_agrees_with_enumeration_and_shapiq_to_1e_9():
     assert ref.method == "exact" and ref.max_error == 0.0 and ref.evaluations == 4 * 2**d * 11
     np.testing.assert_allclose(ref.values, shapley.interventional(f, X, B), atol=1e-9, rtol=0)
     for r, x in enumerate(X):
+
         def game(coalitions, x=x):
             hybrid = np.where(np.asarray(coalitions, bool)[:, None, :], x[None, None, :], B[None])
             return f(hybrid.reshape(-1, d)).reshape(len(coalitions), len(B)).mean(axis=1)
@@ -81,11 +82,15 @@ def test_per_row_targets_groups_and_the_baseline_game():
     targets = np.array([0, 1, 1, 0])
     ref = reference.compute(proba, X, B, target=targets)
     for r in range(4):
-        np.testing.assert_allclose(ref.values[r], shapley.interventional(proba, X[r:r + 1], B, int(targets[r]))[0],
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            ref.values[r], shapley.interventional(proba, X[r : r + 1], B, int(targets[r]))[0], atol=1e-12
+        )
     baseline = np.zeros(d)
-    np.testing.assert_allclose(reference.compute(g, X, baseline[None], convention="baseline").values,
-                               shapley.interventional(g, X, baseline[None]), atol=1e-12)
+    np.testing.assert_allclose(
+        reference.compute(g, X, baseline[None], convention="baseline").values,
+        shapley.interventional(g, X, baseline[None]),
+        atol=1e-12,
+    )
     groups = np.array([0, 0, 1, 1, 2, 2])
     grouped = reference.compute(g, X, B, groups=groups)
 
@@ -94,16 +99,25 @@ def test_per_row_targets_groups_and_the_baseline_game():
 
     Xg, Bg = X[:, ::2], B[:, ::2]
     X2, B2 = np.repeat(Xg, 2, axis=1), np.repeat(Bg, 2, axis=1)
-    np.testing.assert_allclose(reference.compute(g, X2, B2, groups=groups).values,
-                               np.repeat(shapley.interventional(pairs, Xg, Bg), 2, axis=1), atol=1e-12)
+    np.testing.assert_allclose(
+        reference.compute(g, X2, B2, groups=groups).values,
+        np.repeat(shapley.interventional(pairs, Xg, Bg), 2, axis=1),
+        atol=1e-12,
+    )
     assert grouped.values.shape == X.shape and (grouped.values[:, 0] == grouped.values[:, 1]).all()
 
 
 def _case(seed=0, **kwargs):
     rng = np.random.default_rng(seed)
     f = _network(5, seed)
-    return pytest_xai.make_case(rng.normal(size=(6, 5)), predict=f, background=rng.normal(size=(8, 5)),
-                                baseline=np.zeros(5), name="ref_case", **kwargs)
+    return pytest_xai.make_case(
+        rng.normal(size=(6, 5)),
+        predict=f,
+        background=rng.normal(size=(8, 5)),
+        baseline=np.zeros(5),
+        name="ref_case",
+        **kwargs,
+    )
 
 
 def test_for_case_is_memoised_per_case_and_says_why_there_is_none():

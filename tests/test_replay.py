@@ -57,17 +57,20 @@ def _registers(check):
 @pytest.mark.parametrize("name", list(REPLAYS))
 def test_the_mutant_is_caught_and_its_fixed_counterpart_passes(outcomes, name):
     outcome = _outcome(outcomes, name)
-    lines = [f"{v.test}: mutant {'-' if v.mutant is None else v.mutant.passed} ({v.skipped or v.mutant.detail}); "
-             f"fixed {'-' if v.fixed is None else v.fixed.passed} ({v.skipped or v.fixed.detail})"
-             for v in outcome.verdicts]
+    lines = [
+        f"{v.test}: mutant {'-' if v.mutant is None else v.mutant.passed} ({v.skipped or v.mutant.detail}); "
+        f"fixed {'-' if v.fixed is None else v.fixed.passed} ({v.skipped or v.fixed.detail})"
+        for v in outcome.verdicts
+    ]
     assert all(v.skipped is None for v in outcome.verdicts), lines
     assert outcome.fixed_passes, "the fixed counterpart must pass every test of its bug:\n" + "\n".join(lines)
     if REPLAYS[name].uncaught is None:
         assert outcome.caught, "the suite no longer catches this bug:\n" + "\n".join(lines)
     else:
         assert len(REPLAYS[name].uncaught) > 80
-        assert not outcome.caught_by, (f"{name} is now caught by {outcome.caught_by}: remove its `uncaught` "
-                                       "reason\n" + "\n".join(lines))
+        assert not outcome.caught_by, (
+            f"{name} is now caught by {outcome.caught_by}: remove its `uncaught` reason\n" + "\n".join(lines)
+        )
 
 
 def test_an_exactness_check_on_high_order_interactions_would_catch_the_kernel_weights():
@@ -148,8 +151,9 @@ def test_our_max_sensitivity_re_explains_perturbed_inputs_with_the_case_groups()
 
     reexplain = reexplainer(explain, case)
     info = checks.CHECKS["max_sensitivity"]
-    score = info.func(explain(case.inputs, case.predict, case.baseline, groups), case, reexplain=reexplain,
-                      **info.thresholds)
+    score = info.func(
+        explain(case.inputs, case.predict, case.baseline, groups), case, reexplain=reexplain, **info.thresholds
+    )
     assert score.passed, score.detail
     assert len(seen) == 5 and all(g == groups.tolist() for g in seen), seen
 
@@ -158,8 +162,10 @@ def test_our_infidelity_is_scale_free_and_the_raw_form_is_not():
     case = _linear()
     truth = case.truth["shapley_interventional"]
     for normalize, same in ((True, True), (False, False)):
-        a, b = (metrics.infidelity(case.predict, case.inputs, w, perturbation="gaussian", normalize=normalize).mean
-                for w in (truth, 100 * truth))
+        a, b = (
+            metrics.infidelity(case.predict, case.inputs, w, perturbation="gaussian", normalize=normalize).mean
+            for w in (truth, 100 * truth)
+        )
         assert np.isclose(a, b) is np.bool_(same), (normalize, a, b)
 
 
@@ -191,8 +197,9 @@ def test_captum_infidelity_equals_ours_on_the_same_draws():
         I = torch.as_tensor(np.tile(noise, (len(X), 1)))
         return I, inputs - I
 
-    theirs = captum_metrics.infidelity(_torch_forward(case), perturb, torch.as_tensor(X), torch.as_tensor(A),
-                                       n_perturb_samples=k, normalize=True)
+    theirs = captum_metrics.infidelity(
+        _torch_forward(case), perturb, torch.as_tensor(X), torch.as_tensor(A), n_perturb_samples=k, normalize=True
+    )
     np.testing.assert_allclose(theirs.numpy(), ours.values, rtol=1e-9)
     assert min(ours.params["beta"]) > 0  # no clipping at 0, where ours differs by design
 
@@ -217,8 +224,9 @@ def test_captum_sensitivity_max_equals_our_replay_metric_on_the_same_draws():
     def perturb(inputs):  # each input repeated k times, consecutively
         return torch.as_tensor(moved.reshape(-1, X.shape[1]))
 
-    theirs = captum_metrics.sensitivity_max(explanation_func, torch.as_tensor(X), perturb_func=perturb,
-                                            n_perturb_samples=k)
+    theirs = captum_metrics.sensitivity_max(
+        explanation_func, torch.as_tensor(X), perturb_func=perturb, n_perturb_samples=k
+    )
     ours = replay.sensitivity_max(explain, X, groups, [moved[:, j] for j in range(k)])
     np.testing.assert_allclose(theirs.numpy(), ours, rtol=1e-9)
 
@@ -241,8 +249,14 @@ def test_quantus_monotonicity_scores_noise_as_monotone_as_our_replay_of_its_bug_
         return case.predict(np.asarray(x))
 
     metric = quantus.Monotonicity(perturb_baseline="black", disable_warnings=True, display_progressbar=False)
-    theirs = metric(model=Linear().eval(), x_batch=X[:, None, :], y_batch=np.zeros(len(X), dtype=int),
-                    a_batch=noise[:, None, :], device="cpu", channel_first=True)
+    theirs = metric(
+        model=Linear().eval(),
+        x_batch=X[:, None, :],
+        y_batch=np.zeros(len(X), dtype=int),
+        a_batch=noise[:, None, :],
+        device="cpu",
+        channel_first=True,
+    )
     replayed = replay.quantus_monotonicity(predict, X, noise, np.zeros(X.shape[1]))
     np.testing.assert_array_equal(np.asarray(theirs, dtype=float), replayed)
     assert replayed.all()

@@ -20,8 +20,15 @@ def test_a_lone_surrogate_in_an_error_loses_no_report(pytester):
     """The HTML report used to be written first, unguarded, and raise UnicodeEncodeError: no JSON,
     no HTML, no table."""
     out = pytester.path / "out"
-    result = run(pytester, *TOY, hostile("raises_lone_surrogate"), f"--xai-explainer={REF}:exact_shapley",
-                 f"--xai-report={out / 'r.json'}", f"--xai-html={out / 'r.html'}", tabular=False)
+    result = run(
+        pytester,
+        *TOY,
+        hostile("raises_lone_surrogate"),
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={out / 'r.json'}",
+        f"--xai-html={out / 'r.html'}",
+        tabular=False,
+    )
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
     doc = json.loads((out / "r.json").read_text(encoding="utf-8"))
@@ -36,15 +43,25 @@ def test_a_writer_that_fails_does_not_stop_the_others_and_the_exit_code_says_so(
     """The HTML path became a directory during the run: the JSON report and the baseline are still
     written (first), the failure is named, and the run exits REPORT_FAILED although every test passed."""
     out = pytester.path / "out"
-    pytester.makepyfile(test_breaks=f"""
+    pytester.makepyfile(
+        test_breaks=f"""
         import os
 
         def test_passes_and_takes_the_html_path(xai_explainer):
-            os.makedirs({str(out / 'r.html')!r})
-    """)
-    result = run(pytester, "test_breaks.py", "-k", f"passes_and_takes or ({TOY[1]})", f"--xai-explainer={REF}:exact_shapley",
-                 f"--xai-report={out / 'r.json'}", f"--xai-save-baseline={out / 'b.json'}",
-                 f"--xai-html={out / 'r.html'}", tabular=False)
+            os.makedirs({str(out / "r.html")!r})
+    """
+    )
+    result = run(
+        pytester,
+        "test_breaks.py",
+        "-k",
+        f"passes_and_takes or ({TOY[1]})",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={out / 'r.json'}",
+        f"--xai-save-baseline={out / 'b.json'}",
+        f"--xai-html={out / 'r.html'}",
+        tabular=False,
+    )
     result.assert_outcomes(passed=2)
     assert result.ret == REPORT_FAILED
     assert f"could not write the HTML report {out / 'r.html'}: IsADirectoryError" in result.stderr.str()
@@ -55,20 +72,38 @@ def test_a_writer_that_fails_does_not_stop_the_others_and_the_exit_code_says_so(
 
 # ------------------------------------------------------------------ one schema, checked at load
 
-GOOD = {"nodeid": "xai_suite.py::symmetry[cough_and_fever-exact_shapley]", "row": "symmetry[cough_and_fever]",
-        "explainer": "exact_shapley", "status": "PASS", "score": 1.0, "seconds": 0.01}
+GOOD = {
+    "nodeid": "xai_suite.py::symmetry[cough_and_fever-exact_shapley]",
+    "row": "symmetry[cough_and_fever]",
+    "explainer": "exact_shapley",
+    "status": "PASS",
+    "score": 1.0,
+    "seconds": 0.01,
+}
 HOSTILE_REPORTS = [  # (what is wrong, the report's fields, the field the error names)
     ("row is a number", {"results": [{**GOOD, "row": 5}]}, "results[0].row: expected a string or null, got int 5"),
-    ("row and nodeid null", {"results": [{**GOOD, "row": None, "nodeid": None}]},
-     "results[0].nodeid: expected a string, got null"),
+    (
+        "row and nodeid null",
+        {"results": [{**GOOD, "row": None, "nodeid": None}]},
+        "results[0].nodeid: expected a string, got null",
+    ),
     ("explainer null", {"results": [GOOD, {**GOOD, "explainer": None}]}, "results[1].explainer: expected a string"),
     ("a result is a string", {"results": ["PASS"]}, "results[0]: expected an object, got str"),
     ("versions a list", {"versions": ["numpy"], "results": [GOOD]}, "report.versions: expected an object of strings"),
-    ("nested 40 deep", {"options": {"x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
-                        "results": []}, "nested deeper than 32 levels"),
+    (
+        "nested 40 deep",
+        {
+            "options": {"x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+            "results": [],
+        },
+        "nested deeper than 32 levels",
+    ),
     ("a score is text", {"results": [{**GOOD, "score": "<script>"}]}, "results[0].score: expected a number"),
-    ("summary passed is text", {"summary": {"e": {"overall": {"passed": "<b>", "ran": 1}}}, "results": []},
-     "summary.e.overall.passed: expected an integer, got str"),
+    (
+        "summary passed is text",
+        {"summary": {"e": {"overall": {"passed": "<b>", "ran": 1}}}, "results": []},
+        "summary.e.overall.passed: expected an integer, got str",
+    ),
 ]
 
 
@@ -76,37 +111,49 @@ def _hostile_report(path, fields) -> None:
     path.write_text(json.dumps({"schema": "pytest-xai/report", "version": 1, **fields}))
 
 
-@pytest.mark.parametrize(("fields", "field"), [case[1:] for case in HOSTILE_REPORTS],
-                         ids=[case[0] for case in HOSTILE_REPORTS])
+@pytest.mark.parametrize(
+    ("fields", "field"), [case[1:] for case in HOSTILE_REPORTS], ids=[case[0] for case in HOSTILE_REPORTS]
+)
 def test_a_wrong_baseline_is_a_usage_error_naming_file_and_field(pytester, fields, field):
     """Before: a TypeError sorting the diff at the end (every report lost) or an INTERNALERROR."""
     _hostile_report(pytester.path / "base.json", fields)
-    result = run(pytester, *TOY, f"--xai-explainer={REF}:exact_shapley", "--xai-baseline=base.json",
-                 "--xai-report=r.json", tabular=False)
+    result = run(
+        pytester,
+        *TOY,
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-baseline=base.json",
+        "--xai-report=r.json",
+        tabular=False,
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = [line for line in result.stderr.lines if line]
     assert line.startswith(f"ERROR: --xai-baseline=base.json: {field}") and "; write one with --xai-save-" in line
 
 
 def test_a_baseline_nested_beyond_the_parsers_limit_is_a_usage_error(pytester):
-    (pytester.path / "base.json").write_text('{"schema": "pytest-xai/report", "version": 1, "results": '
-                                             + "[" * 100_000 + "]" * 100_000 + "}")
+    (pytester.path / "base.json").write_text(
+        '{"schema": "pytest-xai/report", "version": 1, "results": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    )
     result = run(pytester, *TOY, f"--xai-explainer={REF}:exact_shapley", "--xai-baseline=base.json", tabular=False)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --xai-baseline=base.json: nested too deeply to be a report*"])
 
 
 @pytest.mark.parametrize("command", ["html", "merge"])
-@pytest.mark.parametrize(("fields", "field"), [case[1:] for case in HOSTILE_REPORTS],
-                         ids=[case[0] for case in HOSTILE_REPORTS])
+@pytest.mark.parametrize(
+    ("fields", "field"), [case[1:] for case in HOSTILE_REPORTS], ids=[case[0] for case in HOSTILE_REPORTS]
+)
 def test_merge_and_html_refuse_a_wrong_report_in_one_line(tmp_path, capsys, command, fields, field):
     """Before: a traceback (TypeError, AttributeError) from merging or rendering."""
     from pytest_xai.__main__ import main
 
     bad = tmp_path / "bad.json"
     _hostile_report(bad, fields)
-    args = ["html", str(bad), "-o", str(tmp_path / "r.html")] if command == "html" else [
-        "merge", str(bad), "-o", str(tmp_path / "all.json"), "--html", str(tmp_path / "r.html")]
+    args = (
+        ["html", str(bad), "-o", str(tmp_path / "r.html")]
+        if command == "html"
+        else ["merge", str(bad), "-o", str(tmp_path / "all.json"), "--html", str(tmp_path / "r.html")]
+    )
     with pytest.raises(SystemExit) as exit_:
         main(args)
     assert exit_.value.code == 2
@@ -140,27 +187,81 @@ def _hostile_doc(tmp_path) -> dict:
     png = _png(pictures / "ok.png")
     (pictures / "evil.png").symlink_to("/etc/passwd")
     os.mkfifo(pictures / "fifo.png")
-    result = {"row": CLOSE, "explainer": XSS, "case": ATTR, "family": ATTR, "category": CLOSE, "check": XSS,
-              "status": CLOSE, "kind": XSS, "detail": CLOSE, "error": XSS, "regression": None, "score": 0.5,
-              "threshold": 0.9, "seconds": 0.2, "passed": False}
-    shown = {"/elsewhere/ok.png": f"n0{XSS}", "/etc/passwd": "n1", "../../../../etc/passwd": "n2",
-             "evil.png": "n3", "fifo.png": "n4"}
+    result = {
+        "row": CLOSE,
+        "explainer": XSS,
+        "case": ATTR,
+        "family": ATTR,
+        "category": CLOSE,
+        "check": XSS,
+        "status": CLOSE,
+        "kind": XSS,
+        "detail": CLOSE,
+        "error": XSS,
+        "regression": None,
+        "score": 0.5,
+        "threshold": 0.9,
+        "seconds": 0.2,
+        "passed": False,
+    }
+    shown = {
+        "/elsewhere/ok.png": f"n0{XSS}",
+        "/etc/passwd": "n1",
+        "../../../../etc/passwd": "n2",
+        "evil.png": "n3",
+        "fifo.png": "n4",
+    }
     results = [{**result, "nodeid": nodeid, "picture": picture} for picture, nodeid in shown.items()]
-    results += [{**result, "nodeid": nodeid, "status": status} for nodeid, status in
-                (("n5", "PASS"), (f"n6{CLOSE}", "FAIL"))]
-    agg = {"tests": 7, "ran": 7, "skipped": 0, "passed": 1, "errors": 0, "timeouts": 0, "mean_score": 0.5,
-           "mean_seconds": 0.2}
+    results += [
+        {**result, "nodeid": nodeid, "status": status} for nodeid, status in (("n5", "PASS"), (f"n6{CLOSE}", "FAIL"))
+    ]
+    agg = {
+        "tests": 7,
+        "ran": 7,
+        "skipped": 0,
+        "passed": 1,
+        "errors": 0,
+        "timeouts": 0,
+        "mean_score": 0.5,
+        "mean_seconds": 0.2,
+    }
     passwd = base64.b64encode(Path("/etc/passwd").read_bytes()).decode()
-    return {"schema": "pytest-xai/report", "version": 1, "created": CLOSE, "seed": 0, "exitstatus": 1,
-            "versions": {XSS: CLOSE}, "machine": {CLOSE: XSS}, "options": {"explainers": [XSS], "timeout": CLOSE},
-            "summary": {XSS: {"overall": agg, "categories": {CLOSE: dict(agg)}}}, "results": results,
-            "shards": [{"path": CLOSE}], "merge_mismatches": [XSS],
-            "pictures": {"n5": passwd, f"n6{CLOSE}": base64.b64encode(png).decode()},
-            "baseline": {"path": XSS, "created": CLOSE, "seed": 0, "changed_versions": {XSS: [CLOSE, XSS]},
-                         "diff": {"regressions": [{"row": CLOSE, "explainer": XSS, "reasons": [CLOSE],
-                                                   "baseline": {"status": XSS, "score": 1.0},
-                                                   "now": {"status": CLOSE, "score": 0.5}}],
-                                  "improvements": [], "new": [], "vanished": [], "unchanged": 0}}}
+    return {
+        "schema": "pytest-xai/report",
+        "version": 1,
+        "created": CLOSE,
+        "seed": 0,
+        "exitstatus": 1,
+        "versions": {XSS: CLOSE},
+        "machine": {CLOSE: XSS},
+        "options": {"explainers": [XSS], "timeout": CLOSE},
+        "summary": {XSS: {"overall": agg, "categories": {CLOSE: dict(agg)}}},
+        "results": results,
+        "shards": [{"path": CLOSE}],
+        "merge_mismatches": [XSS],
+        "pictures": {"n5": passwd, f"n6{CLOSE}": base64.b64encode(png).decode()},
+        "baseline": {
+            "path": XSS,
+            "created": CLOSE,
+            "seed": 0,
+            "changed_versions": {XSS: [CLOSE, XSS]},
+            "diff": {
+                "regressions": [
+                    {
+                        "row": CLOSE,
+                        "explainer": XSS,
+                        "reasons": [CLOSE],
+                        "baseline": {"status": XSS, "score": 1.0},
+                        "now": {"status": CLOSE, "score": 0.5},
+                    }
+                ],
+                "improvements": [],
+                "new": [],
+                "vanished": [],
+                "unchanged": 0,
+            },
+        },
+    }
 
 
 def _embedded(text: str) -> list[bytes]:
@@ -184,11 +285,14 @@ def test_html_of_a_hostile_report_runs_no_script_and_shows_no_outside_file(tmp_p
     source.write_text(json.dumps(doc))
     merged = tmp_path / "merged"
     merged.mkdir()
-    commands = {"html": ["html", str(source), "-o", str(tmp_path / "one.html")],
-                "merge": ["merge", str(source), "-o", str(merged / "all.json"), "--html", str(merged / "all.html")]}
+    commands = {
+        "html": ["html", str(source), "-o", str(tmp_path / "one.html")],
+        "merge": ["merge", str(source), "-o", str(merged / "all.json"), "--html", str(merged / "all.html")],
+    }
     for name, args in commands.items():
-        done = subprocess.run([sys.executable, "-m", "pytest_xai", *args], capture_output=True, text=True,
-                              timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_xai", *args], capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 0, (name, done.stderr)
     passwd = Path("/etc/passwd").read_bytes()
     for html in (tmp_path / "one.html", merged / "all.html"):

@@ -54,8 +54,7 @@ def zeros(inputs):
 def explain(explainer, case, seed=0):
     import inspect
 
-    available = {"inputs": case.inputs.copy(), "model": case.torch_model, "target": case.target,
-                 "seed": seed}
+    available = {"inputs": case.inputs.copy(), "model": case.torch_model, "target": case.target, "seed": seed}
     wanted = inspect.signature(explainer).parameters
     return explainer(**{k: v for k, v in available.items() if k in wanted})
 
@@ -169,6 +168,7 @@ def test_zoo_members_that_explain_nothing_fail_and_corrupted_saliency_is_declare
     from pytest_xai.metrics import outputs
 
     for member in degenerate.MEMBERS:
+
         def explainer(inputs, model, target, seed, member=member):
             reference = saliency(inputs, model, target)
             predict = sanity.with_model(case, model).predict

@@ -25,8 +25,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def _results(path) -> dict[str, dict]:
-    return {r["nodeid"]: {k: v for k, v in r.items() if k not in TIMING}
-            for r in json.loads(path.read_text())["results"]}
+    return {
+        r["nodeid"]: {k: v for k, v in r.items() if k not in TIMING} for r in json.loads(path.read_text())["results"]
+    }
 
 
 def test_parse_and_assign():
@@ -62,8 +63,9 @@ def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cach
                 _costs(pytester, reverse=k == 2)  # a different cache for each job, as on two CI machines
             parts.append(pytester.path / f"shard{k}-{cache.replace(' ', '')}.json")
             extra = ("-p", "no:cacheprovider") if cache == "no cache" else ()
-            pytester.runpytest_subprocess(*QUIET, *extra, *SPECS, *SELECT, f"--xai-shard={k}/2",
-                                          f"--xai-report={parts[-1]}")
+            pytester.runpytest_subprocess(
+                *QUIET, *extra, *SPECS, *SELECT, f"--xai-shard={k}/2", f"--xai-report={parts[-1]}"
+            )
             doc = json.loads(parts[-1].read_text())
             assert doc["shard"] == {"k": k, "n": 2, "collected": len(expected)}
             members[cache, k] = set(_results(parts[-1]))
@@ -84,8 +86,13 @@ def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cach
     doc = json.loads((pytester.path / "shard2-cache.json").read_text())
     doc["results"] = doc["results"][1:]
     (pytester.path / "cut.json").write_text(json.dumps(doc))
-    refused = _cli("merge", str(pytester.path / "shard1-cache.json"), str(pytester.path / "cut.json"), "-o",
-                   str(pytester.path / "x.json"))
+    refused = _cli(
+        "merge",
+        str(pytester.path / "shard1-cache.json"),
+        str(pytester.path / "cut.json"),
+        "-o",
+        str(pytester.path / "x.json"),
+    )
     assert refused.returncode == 2 and "1 ran in no shard" in refused.stderr, refused.stderr
 
 
@@ -101,16 +108,18 @@ def test_pytest_split_still_partitions_under_xdist_with_a_changing_cost_cache(py
     for group in (1, 2):
         _costs(pytester, reverse=group == 2)
         part = pytester.path / f"split{group}.json"
-        pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, "--splits", "2", "--group", str(group),
-                                      f"--xai-report={part}")
+        pytester.runpytest_subprocess(
+            *QUIET, *SPECS, *SELECT, "--splits", "2", "--group", str(group), f"--xai-report={part}"
+        )
         seen += list(_results(part))
     assert sorted(seen) == sorted(expected)  # every test once: no overlap, none dropped
 
 
 def test_shard_and_splits_together_are_a_usage_error(pytester):
     pytest.importorskip("pytest_split")
-    result = pytester.runpytest("-p", "no:randomly", "--collect-only", *SPECS, "--xai-shard=1/2", "--splits", "2",
-                                "--group", "1")
+    result = pytester.runpytest(
+        "-p", "no:randomly", "--collect-only", *SPECS, "--xai-shard=1/2", "--splits", "2", "--group", "1"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--xai-shard and pytest-split's --splits both split the run: give one of them*"])
 

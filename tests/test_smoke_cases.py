@@ -11,7 +11,7 @@ from pytest_xai import cases
 
 QUIET = ("-p", "no:randomly", "-p", "no:cacheprovider", "--strict-markers")
 REF = "--xai-explainer=pytest_xai.explainers:exact_shapley"
-CONFTEST = '''
+CONFTEST = """
 import numpy as np
 import pytest_xai
 
@@ -39,16 +39,21 @@ def one_in(seed):
 @pytest_xai.register_case(checks=["faithfulness"])
 def left_out(seed):
     return _case(seed)
-'''
+"""
 
 
 def test_smoke_cases_join_the_fast_gate_and_run(pytester):
     pytester.makeconftest(CONFTEST)
     listed = pytester.runpytest(*QUIET, "--collect-only", "-q", "-m", "xai_smoke", REF)
     ids = {line.split("::")[1] for line in listed.stdout.lines if "xai_suite.py::" in line}
-    user = {i for i in ids if "-exact_shapley]" in i and i.split("[")[1].split("-")[0] in ("all_in", "one_in", "left_out")}
-    assert user == {"faithfulness[all_in-exact_shapley]", "determinism[all_in-exact_shapley]",
-                    "determinism[one_in-exact_shapley]"}
+    user = {
+        i for i in ids if "-exact_shapley]" in i and i.split("[")[1].split("-")[0] in ("all_in", "one_in", "left_out")
+    }
+    assert user == {
+        "faithfulness[all_in-exact_shapley]",
+        "determinism[all_in-exact_shapley]",
+        "determinism[one_in-exact_shapley]",
+    }
     built_in = [f for f in cases.families().values() if f.module in cases.MODULES]
     assert len(ids) == len(built_in) + 3  # the built-in gate is unchanged: one test per family
     ran = pytester.runpytest(*QUIET, "-m", "xai_smoke", "-k", "all_in or one_in", REF)

@@ -35,19 +35,31 @@ def attributions(name, case):
     return contract.run(contract.load(f"pytest_xai.explainers:{name}"), case, seed=3).attributions
 
 
-@pytest.mark.parametrize("name", ["exact_shapley", "feature_occlusion", "shap_kernel", "shap_exact",
-                                  "lime_tabular", "integrated_gradients", "captum_kernel_shap"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "exact_shapley",
+        "feature_occlusion",
+        "shap_kernel",
+        "shap_exact",
+        "lime_tabular",
+        "integrated_gradients",
+        "captum_kernel_shap",
+    ],
+)
 def test_each_row_is_explained_for_its_own_class(name):
     """Per-row targets equal explaining each class's rows with that class alone; a fixed class differs."""
     model = torch_model() if name in ("integrated_gradients", "captum_kernel_shap") else None
     targets = np.array([0, 1, 2, 1, 0, 2])
-    per_row = make_case(X, predict=softmax_predict, model=model, background=BACKGROUND, target=targets,
-                        baseline=np.zeros(4))
+    per_row = make_case(
+        X, predict=softmax_predict, model=model, background=BACKGROUND, target=targets, baseline=np.zeros(4)
+    )
     got = attributions(name, per_row)
     for label in range(3):
         rows = np.flatnonzero(targets == label)
-        alone = make_case(X[rows], predict=softmax_predict, model=model, background=BACKGROUND, target=label,
-                          baseline=np.zeros(4))
+        alone = make_case(
+            X[rows], predict=softmax_predict, model=model, background=BACKGROUND, target=label, baseline=np.zeros(4)
+        )
         expected = attributions(name, alone)
         if name == "captum_kernel_shap":  # one seeded stream of coalitions, row after row: only row 0 draws alike
             np.testing.assert_allclose(got[rows], expected, atol=3e-2)

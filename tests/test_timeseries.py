@@ -91,8 +91,9 @@ def test_kernel_shap_against_the_zero_series_fails_the_shape_case():
     waves, which the wavelet detector answers, so it credits steps outside the window."""
     case = cases.get("timeseries_shape")
     assert not score("window_precision", explained("shap_kernel", case), case).passed
-    assert score("window_precision", explained("shap_kernel", cases.get("timeseries_channel")),
-                 cases.get("timeseries_channel")).passed
+    assert score(
+        "window_precision", explained("shap_kernel", cases.get("timeseries_channel")), cases.get("timeseries_channel")
+    ).passed
 
 
 def test_a_map_that_credits_the_window_on_every_channel_fails():
@@ -106,8 +107,12 @@ def test_a_map_that_credits_the_window_on_every_channel_fails():
 @pytest.mark.parametrize("check", CHECK_NAMES)
 def test_random_constant_and_input_maps_fail(check):
     case = cases.get("timeseries_cnn")
-    for wrong in (np.random.default_rng(0).standard_normal(case.inputs.shape), np.ones(case.inputs.shape),
-                  case.inputs, np.zeros(case.inputs.shape)):
+    for wrong in (
+        np.random.default_rng(0).standard_normal(case.inputs.shape),
+        np.ones(case.inputs.shape),
+        case.inputs,
+        np.zeros(case.inputs.shape),
+    ):
         assert not score(check, wrong, case).passed
 
 
@@ -138,8 +143,16 @@ def test_integrated_gradients_gets_verdicts_on_both_new_families(pytester, tmp_p
     """The issue's done-when: the built-in suite with Integrated Gradients, -k "transformer or
     timeseries", gives verdicts on every case of both families, IG passing most."""
     report = tmp_path / "report.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "transformer or timeseries",
-                                "--xai-explainer=pytest_xai.explainers:integrated_gradients", f"--xai-report={report}")
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-k",
+        "transformer or timeseries",
+        "--xai-explainer=pytest_xai.explainers:integrated_gradients",
+        f"--xai-report={report}",
+    )
     results = json.loads(report.read_text())["results"]
     verdicts = [r for r in results if r["status"] in ("PASS", "FAIL")]
     assert len(verdicts) == len(results) == 16

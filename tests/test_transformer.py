@@ -103,8 +103,11 @@ def test_the_trained_model_passes_its_accuracy_gate_and_its_card_says_so():
     assert tiny.TRAINED_WEIGHTS.stat().st_size == card["size_bytes"]
     case = cases.get("transformer_negation")
     assert case.meta["held_out_accuracy"] == measured
-    assert (case.predict(case.inputs).argmax(axis=1) == np.isin(case.inputs, transformer.TRIGGERS).any(axis=1)
-            & ~np.isin(case.inputs, transformer.NEGATORS).any(axis=1)).all()
+    assert (
+        case.predict(case.inputs).argmax(axis=1)
+        == np.isin(case.inputs, transformer.TRIGGERS).any(axis=1)
+        & ~np.isin(case.inputs, transformer.NEGATORS).any(axis=1)
+    ).all()
 
 
 def test_a_model_below_its_gate_makes_the_case_not_applicable(monkeypatch):
@@ -152,8 +155,9 @@ def test_the_hugging_face_style_adapter_runs_unchanged_on_the_transformer_cases(
     for name in CASES:
         case = cases.get(name)
         mine = explained(spec, case)
-        np.testing.assert_allclose(mine, explained("pytest_xai.explainers:integrated_gradients", case),
-                                   atol=1e-2 * np.abs(mine).max())  # 50 steps (captum's default) against 128
+        np.testing.assert_allclose(
+            mine, explained("pytest_xai.explainers:integrated_gradients", case), atol=1e-2 * np.abs(mine).max()
+        )  # 50 steps (captum's default) against 128
         if name in UNITS:
             assert all(score(check, mine, case).passed for check in case.info.checks)
     with pytest.raises(NotApplicable):

@@ -16,9 +16,15 @@ torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:Setting forward, backward hooks:UserWarning")
 
 UNITS = [
-    "units_weighted_features", "units_conflicting_features", "units_interacting_features",
-    "units_common_features", "units_shattered_gradients", "units_pertinent_negatives_zero",
-    "units_pertinent_negatives_one", "units_boolean_and", "units_boolean_or",
+    "units_weighted_features",
+    "units_conflicting_features",
+    "units_interacting_features",
+    "units_common_features",
+    "units_shattered_gradients",
+    "units_pertinent_negatives_zero",
+    "units_pertinent_negatives_one",
+    "units_boolean_and",
+    "units_boolean_or",
 ]
 
 
@@ -44,13 +50,16 @@ def _b(baseline, inputs):
 
 
 def integrated_gradients(inputs, model, target, baseline):
-    return IntegratedGradients(model).attribute(_x(inputs), _b(baseline, inputs), target=target,
-                                                n_steps=256).detach().numpy()
+    return (
+        IntegratedGradients(model)
+        .attribute(_x(inputs), _b(baseline, inputs), target=target, n_steps=256)
+        .detach()
+        .numpy()
+    )
 
 
 def deeplift(inputs, model, target, baseline):
-    return DeepLift(model).attribute(_x(inputs).requires_grad_(), _b(baseline, inputs),
-                                     target=target).detach().numpy()
+    return DeepLift(model).attribute(_x(inputs).requires_grad_(), _b(baseline, inputs), target=target).detach().numpy()
 
 
 def input_x_gradient(inputs, model, target):
@@ -70,16 +79,28 @@ def random(inputs, seed):
     return np.random.default_rng(seed).standard_normal(inputs.shape)
 
 
-EXPLAINERS = {"ig": integrated_gradients, "deeplift": deeplift, "ixg": input_x_gradient,
-              "grad": gradient, "shapley": exact_shapley, "random": random}
+EXPLAINERS = {
+    "ig": integrated_gradients,
+    "deeplift": deeplift,
+    "ixg": input_x_gradient,
+    "grad": gradient,
+    "shapley": exact_shapley,
+    "random": random,
+}
 
 
 def run(explainer, case, seed=0):
     import inspect
 
-    available = {"inputs": case.inputs.copy(), "model": case.model, "predict": case.predict,
-                 "target": case.target, "baseline": case.baseline, "background": case.background,
-                 "seed": seed}
+    available = {
+        "inputs": case.inputs.copy(),
+        "model": case.model,
+        "predict": case.predict,
+        "target": case.target,
+        "baseline": case.baseline,
+        "background": case.background,
+        "seed": seed,
+    }
     wanted = inspect.signature(explainer).parameters
     out = explainer(**{k: v for k, v in available.items() if k in wanted})
     assert out.shape == case.inputs.shape
@@ -232,8 +253,9 @@ PASS_FAIL = [
 ] + [(name, check, "random", False) for name in UNITS for check in cases.CASES[name].checks]
 
 
-@pytest.mark.parametrize("name,check_name,explainer,passes", PASS_FAIL,
-                         ids=[f"{c}[{u}-{e}]" for u, c, e, _ in PASS_FAIL])
+@pytest.mark.parametrize(
+    "name,check_name,explainer,passes", PASS_FAIL, ids=[f"{c}[{u}-{e}]" for u, c, e, _ in PASS_FAIL]
+)
 def test_theory_predicts_which_methods_pass(built, name, check_name, explainer, passes):
     case = built[name]
     result = score(case, check_name, run(EXPLAINERS[explainer], case))
@@ -248,8 +270,11 @@ def test_exact_methods_are_exact_and_failures_are_far_from_the_threshold(built):
     boolean = built["units_boolean_and"]
     exact = score(boolean, "units_mse", run(integrated_gradients, boolean))
     assert exact.params["median_relative_mse"] < 1e-4
-    dead_path = score(built["units_conflicting_features"], "units_shapley_mse",
-                      run(integrated_gradients, built["units_conflicting_features"]))
+    dead_path = score(
+        built["units_conflicting_features"],
+        "units_shapley_mse",
+        run(integrated_gradients, built["units_conflicting_features"]),
+    )
     assert dead_path.params["median_relative_mse"] > 0.1
 
 
@@ -282,8 +307,11 @@ def test_wrong_shape_is_a_clear_error(built):
 
 def smoothgrad(inputs, model, seed):
     torch.manual_seed(seed)
-    return NoiseTunnel(Saliency(model)).attribute(_x(inputs), nt_type="smoothgrad", nt_samples=100,
-                                                  stdevs=0.1, abs=False).numpy()
+    return (
+        NoiseTunnel(Saliency(model))
+        .attribute(_x(inputs), nt_type="smoothgrad", nt_samples=100, stdevs=0.1, abs=False)
+        .numpy()
+    )
 
 
 def shapley_on_background(inputs, predict, background):

@@ -42,7 +42,7 @@ def my_model(seed):
                                 feature_names=["a", "b", "c", "d"])
 '''
 
-TEST_FILE = '''
+TEST_FILE = """
 import pytest
 
 
@@ -51,13 +51,14 @@ import pytest
 def test_mine(xai_explainer, xai_case, xai_explain, xai_check):
     case = xai_case("my_model")
     xai_check("not_all_on_one", xai_explain(xai_explainer, case), case)
-'''
+"""
 
 REF = "pytest_xai.explainers.baselines:exact_shapley"
 
 
 def _exact_claiming(pytester):
-    pytester.makepyfile(claiming='''
+    pytester.makepyfile(
+        claiming="""
 from pytest_xai.explainers.baselines import exact_shapley
 
 
@@ -66,7 +67,8 @@ def exact(inputs, predict, background, target):
 
 
 exact.completeness = "background"
-''')
+"""
+    )
     return "claiming:exact"
 
 
@@ -75,11 +77,24 @@ def test_conftest_case_and_check_run_like_built_in_ones(pytester):
     pytester.makepyfile(test_user=TEST_FILE)
     spec = _exact_claiming(pytester)
     report, junit = pytester.path / "r.json", pytester.path / "j.xml"
-    result = pytester.runpytest_subprocess(*QUIET, ".", "-k", "my_model or test_mine", f"--xai-explainer={spec}",
-                                           "--xai-explainer=pytest_xai.explainers.degenerate:zeros",
-                                           f"--xai-report={report}", f"--junitxml={junit}", "-n", "2")
-    for line in ("completeness?my_model? *PASS*skip*", "faithfulness?my_model? *PASS*FAIL*",
-                 "not_all_on_one?my_model? *PASS*FAIL*", "test_user.py::test_mine *PASS*FAIL*"):
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        ".",
+        "-k",
+        "my_model or test_mine",
+        f"--xai-explainer={spec}",
+        "--xai-explainer=pytest_xai.explainers.degenerate:zeros",
+        f"--xai-report={report}",
+        f"--junitxml={junit}",
+        "-n",
+        "2",
+    )
+    for line in (
+        "completeness?my_model? *PASS*skip*",
+        "faithfulness?my_model? *PASS*FAIL*",
+        "not_all_on_one?my_model? *PASS*FAIL*",
+        "test_user.py::test_mine *PASS*FAIL*",
+    ):
         result.stdout.fnmatch_lines(["*xai scores*", line])
     result.assert_outcomes(passed=6, failed=3, skipped=1)
     doc = json.loads(report.read_text())
@@ -90,17 +105,26 @@ def test_conftest_case_and_check_run_like_built_in_ones(pytester):
     assert rows["not_all_on_one[my_model]", "exact"]["passed"] is True
     assert rows["determinism[my_model]", "zeros"]["passed"] is True  # seeded zeros are reproducible
     assert rows["faithfulness[my_model]", "exact"]["reference"] == {  # calibrated on the model's own values
-        "method": "exact", "evaluations": 12 * 2**4 * 12, "max_error": 0.0, "convention": "interventional"}
+        "method": "exact",
+        "evaluations": 12 * 2**4 * 12,
+        "max_error": 0.0,
+        "convention": "interventional",
+    }
     names = {case.get("name") for case in ET.parse(junit).iter("testcase")}
     assert {"completeness[my_model-exact]", "not_all_on_one[my_model-zeros]", "test_mine[zeros]"} <= names
-    props = [p.attrib for case in ET.parse(junit).iter("testcase") if case.get("name") == "faithfulness[my_model-exact]"
-             for p in case.iter("property")]
+    props = [
+        p.attrib
+        for case in ET.parse(junit).iter("testcase")
+        if case.get("name") == "faithfulness[my_model-exact]"
+        for p in case.iter("property")
+    ]
     assert {"name": "xai_family", "value": "mine"} in props
 
 
 def test_an_explainer_of_the_baseline_game_is_judged_against_baseline_shapley_values(pytester):
     pytester.makeconftest(CONFTEST.replace("feature_names=", "baseline=np.zeros(4), feature_names="))
-    pytester.makepyfile(occlusion='''
+    pytester.makepyfile(
+        occlusion="""
 from pytest_xai.explainers.baselines import exact_shapley
 
 
@@ -109,10 +133,16 @@ def baseline_shapley(inputs, predict, baseline, target):
 
 
 baseline_shapley.reference = "baseline"
-''')
+"""
+    )
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*QUIET, "-k", "my_model and faithfulness",
-                                           "--xai-explainer=occlusion:baseline_shapley", f"--xai-report={report}")
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-k",
+        "my_model and faithfulness",
+        "--xai-explainer=occlusion:baseline_shapley",
+        f"--xai-report={report}",
+    )
     result.assert_outcomes(passed=1)
     row = json.loads(report.read_text())["results"][0]
     assert row["reference"]["convention"] == "baseline" and "(baseline)" in row["detail"]
@@ -128,8 +158,7 @@ def test_entry_point_family_is_found_in_plugin_and_workers(pytester):
     pytester.syspathinsert(site)
     os.environ["PYTHONPATH"] = f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     try:
-        result = pytester.runpytest_subprocess(*QUIET, "-k", "shipped_model and faithfulness",
-                                               f"--xai-explainer={REF}")
+        result = pytester.runpytest_subprocess(*QUIET, "-k", "shipped_model and faithfulness", f"--xai-explainer={REF}")
     finally:
         os.environ["PYTHONPATH"] = os.environ["PYTHONPATH"].split(os.pathsep, 1)[1]
     result.assert_outcomes(passed=1)
@@ -153,30 +182,63 @@ def test_examples_project_gates_real_models(tmp_path):
     project = tmp_path / "own_model"
     shutil.copytree(ROOT / "examples" / "own_model", project)
     report = project / "report.json"
-    selection = ("(diabetes_gbm and tree_shap) or (diabetes_gbm and broken and not randomisation) or "
-                 "(cancer_mlp and integrated_gradients)")
-    command = [sys.executable, "-m", "pytest", *QUIET, "-q", "-k", selection,  # serial: -n 2 is tested above
-               "--xai-explainer=explainers.py:tree_shap", "--xai-explainer=explainers.py:broken",
-               "--xai-explainer=explainers.py:integrated_gradients", f"--xai-report={report}"]
+    selection = (
+        "(diabetes_gbm and tree_shap) or (diabetes_gbm and broken and not randomisation) or "
+        "(cancer_mlp and integrated_gradients)"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *QUIET,
+        "-q",
+        "-k",
+        selection,  # serial: -n 2 is tested above
+        "--xai-explainer=explainers.py:tree_shap",
+        "--xai-explainer=explainers.py:broken",
+        "--xai-explainer=explainers.py:integrated_gradients",
+        f"--xai-report={report}",
+    ]
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
     rows = {(r["row"], r["explainer"]): r for r in json.loads(report.read_text())["results"]}
-    for row in ("faithfulness", "infidelity", "monotonicity", "completeness", "determinism", "batch_invariance",
-                "max_sensitivity", "model_randomisation", "data_randomisation"):
-        assert rows[f"{row}[diabetes_gbm]", "tree_shap"]["passed"] is True, (row, rows[f"{row}[diabetes_gbm]", "tree_shap"])
-    for row in ("faithfulness", "infidelity", "monotonicity", "completeness", "determinism", "batch_invariance",
-                "max_sensitivity"):
+    for row in (
+        "faithfulness",
+        "infidelity",
+        "monotonicity",
+        "completeness",
+        "determinism",
+        "batch_invariance",
+        "max_sensitivity",
+        "model_randomisation",
+        "data_randomisation",
+    ):
+        assert rows[f"{row}[diabetes_gbm]", "tree_shap"]["passed"] is True, (
+            row,
+            rows[f"{row}[diabetes_gbm]", "tree_shap"],
+        )
+    for row in (
+        "faithfulness",
+        "infidelity",
+        "monotonicity",
+        "completeness",
+        "determinism",
+        "batch_invariance",
+        "max_sensitivity",
+    ):
         assert rows[f"{row}[diabetes_gbm]", "broken"]["passed"] is False, row
     for row in ("faithfulness", "completeness", "determinism", "max_sensitivity", "model_randomisation"):
         assert rows[f"{row}[cancer_mlp]", "integrated_gradients"]["passed"] is True, row
 
 
 def test_an_unrelated_run_loads_no_family(pytester):
-    pytester.makepyfile(test_plain='''
+    pytester.makepyfile(
+        test_plain="""
 import sys
 
 
 def test_plain():
     assert "pytest_xai.cases.tabular" not in sys.modules
-''')
+"""
+    )
     pytester.runpytest_subprocess(*QUIET).assert_outcomes(passed=1)

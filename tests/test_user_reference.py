@@ -113,12 +113,21 @@ def cancer_gbm(seed):
     order = np.random.default_rng(seed).permutation(len(y))
     train, test = order[:400], order[400:]
     model = GradientBoostingClassifier(n_estimators=40, max_depth=3, random_state=seed).fit(X[train], y[train])
-    return pytest_xai.make_case(X[test][:16], model=model, background=X[train][:30], target=1,
-                                feature_names=list(data.feature_names[:10]))
+    return pytest_xai.make_case(
+        X[test][:16], model=model, background=X[train][:30], target=1, feature_names=list(data.feature_names[:10])
+    )
 
 
-OWN_CHECKS = ["faithfulness", "monotonicity", "infidelity", "gt_shapley", "completeness", "determinism",
-              "batch_invariance", "max_sensitivity"]
+OWN_CHECKS = [
+    "faithfulness",
+    "monotonicity",
+    "infidelity",
+    "gt_shapley",
+    "completeness",
+    "determinism",
+    "batch_invariance",
+    "max_sensitivity",
+]
 
 
 def load_example_project():
@@ -136,10 +145,11 @@ def load_example_project():
 def subjects():
     """(case name, correct explainer, declared checks) of the example project and of our own case."""
     explainers = load_example_project()
-    pytest_xai.register_case(name="cancer_gbm", checks=OWN_CHECKS, source="scikit-learn load_breast_cancer")(
-        cancer_gbm)
-    return [(name, explainers.tree_shap, [c for c in cases.info(name).checks if c not in REFITS])
-            for name in ("diabetes_gbm", "diabetes_xgb")] + [("cancer_gbm", exact_shapley, OWN_CHECKS)]
+    pytest_xai.register_case(name="cancer_gbm", checks=OWN_CHECKS, source="scikit-learn load_breast_cancer")(cancer_gbm)
+    return [
+        (name, explainers.tree_shap, [c for c in cases.info(name).checks if c not in REFITS])
+        for name in ("diabetes_gbm", "diabetes_xgb")
+    ] + [("cancer_gbm", exact_shapley, OWN_CHECKS)]
 
 
 @pytest.fixture(scope="module")

@@ -23,20 +23,26 @@ from pytest_xai.explainers import degenerate
 #: is tested here automatically and must leave this list.
 NO_REFERENCE = {
     "interaction_detection": "scores returned pairwise interactions; the zoo returns attributions only, and the "
-                             "check skips (NotApplicable) an explainer without interactions: "
-                             "test_interaction_detection_fails_interactions_that_explain_nothing covers it",
+    "check skips (NotApplicable) an explainer without interactions: "
+    "test_interaction_detection_fails_interactions_that_explain_nothing covers it",
     "fooling": "scores an explainer run on a scaffold built against it, not a fixed map: a transform of a "
-               "truth has nothing to be fooled by (part B: tests/test_fooling.py)",
+    "truth has nothing to be fooled by (part B: tests/test_fooling.py)",
     "model_randomisation": "compares the explainer on the trained and the randomised model: needs two calls",
     "data_randomisation": "compares the explainer on models trained on true and permuted labels: needs two calls",
-    **dict.fromkeys(("completeness", "determinism", "batch_invariance", "max_sensitivity"),
-                    "a ground-truth-free check that no built-in case declares; its zoo runs through the explainer "
-                    "(re-explained variants) in tests/test_generic_checks.py"),
+    **dict.fromkeys(
+        ("completeness", "determinism", "batch_invariance", "max_sensitivity"),
+        "a ground-truth-free check that no built-in case declares; its zoo runs through the explainer "
+        "(re-explained variants) in tests/test_generic_checks.py",
+    ),
 }
 
 #: (check glob, case glob) pairs whose case takes a second or more to build or to score.
-SLOW = {("*", "gaussian_nonlinear_additive_mlp_rho50"), ("*", "gaussian_mixture_linear"),
-        ("*", "stress_nb_features"), ("dummy", "digits_*")}
+SLOW = {
+    ("*", "gaussian_nonlinear_additive_mlp_rho50"),
+    ("*", "gaussian_mixture_linear"),
+    ("*", "stress_nb_features"),
+    ("dummy", "digits_*"),
+}
 
 
 def _slow(check: str, case: str) -> bool:
@@ -87,7 +93,8 @@ def test_every_registered_check_is_covered_or_listed_with_a_reason():
     for name, info in checks.CHECKS.items():
         assert info.reference is not None or NO_REFERENCE.get(name), (
             f"check {name!r} has no reference= and no NO_REFERENCE entry: give it the correct attributions "
-            f"of its cases (reference=truth_reference(...)) or list it here with the reason")
+            f"of its cases (reference=truth_reference(...)) or list it here with the reason"
+        )
     assert set(NO_REFERENCE) <= set(checks.CHECKS), set(NO_REFERENCE) - set(checks.CHECKS)
     stale = [name for name in NO_REFERENCE if checks.CHECKS[name].reference is not None]
     assert not stale, f"{stale} now declare a reference: remove them from NO_REFERENCE"
@@ -102,7 +109,8 @@ def test_declarations_name_zoo_members_and_give_reasons():
             pattern = key.partition("@")[2]
             if pattern:
                 assert any(fnmatch.fnmatchcase(i.name, pattern) and name in i.checks for i in cases.infos()), (
-                    f"{name}: {key!r} matches no case that declares the check")
+                    f"{name}: {key!r} matches no case that declares the check"
+                )
 
 
 @pytest.mark.parametrize(("check", "case"), [_param(c, n) for c, n in PAIRS])
@@ -112,8 +120,7 @@ def test_the_correct_reference_passes(check, case):
     assert score.passed, score.detail
 
 
-@pytest.mark.parametrize(("check", "case", "member"),
-                         [_param(c, n, m) for c, n in PAIRS for m in degenerate.MEMBERS])
+@pytest.mark.parametrize(("check", "case", "member"), [_param(c, n, m) for c, n in PAIRS for m in degenerate.MEMBERS])
 def test_zoo_member_fails_unless_declared(check, case, member):
     info, case, params, reference = _setup(check, case)
     exemption = info.exemption(member, case.name)
@@ -122,7 +129,8 @@ def test_zoo_member_fails_unless_declared(check, case, member):
         if exemption is None:
             assert not score.passed, (
                 f"zoo member {member!r} (seed {seed}) passes {check}[{case.name}] ({score.detail}); fix the check, "
-                f"or declare it in passes_by_construction with the reason")
+                f"or declare it in passes_by_construction with the reason"
+            )
             assert score.detail
     # a declared member may pass or fail: the declaration is a permission, with its reason
 

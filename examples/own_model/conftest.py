@@ -12,8 +12,15 @@ import numpy as np
 
 import pytest_xai
 
-GENERIC = ["faithfulness", "infidelity", "monotonicity", "completeness", "determinism", "batch_invariance",
-           "max_sensitivity"]
+GENERIC = [
+    "faithfulness",
+    "infidelity",
+    "monotonicity",
+    "completeness",
+    "determinism",
+    "batch_invariance",
+    "max_sensitivity",
+]
 
 
 def _diabetes(seed):
@@ -38,20 +45,27 @@ def randomise_trees(model, seed):
     return out
 
 
-@pytest_xai.register_case(family="examples", checks=GENERIC + ["model_randomisation", "data_randomisation"],
-                          source="scikit-learn load_diabetes (Efron et al. 2004)")
+@pytest_xai.register_case(
+    family="examples",
+    checks=GENERIC + ["model_randomisation", "data_randomisation"],
+    source="scikit-learn load_diabetes (Efron et al. 2004)",
+)
 def diabetes_gbm(seed):
     """scikit-learn gradient boosting on the bundled diabetes data."""
     from sklearn.ensemble import GradientBoostingRegressor
 
     X, y, X_test, names = _diabetes(seed)
     model = GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=seed).fit(X, y)
-    return pytest_xai.make_case(X_test[:24], model=model, background=X[:40], feature_names=names,
-                                train=(X, y), randomise=randomise_trees)
+    return pytest_xai.make_case(
+        X_test[:24], model=model, background=X[:40], feature_names=names, train=(X, y), randomise=randomise_trees
+    )
 
 
-@pytest_xai.register_case(family="examples", checks=["faithfulness", "completeness", "data_randomisation"],
-                          source="scikit-learn load_diabetes (Efron et al. 2004)")
+@pytest_xai.register_case(
+    family="examples",
+    checks=["faithfulness", "completeness", "data_randomisation"],
+    source="scikit-learn load_diabetes (Efron et al. 2004)",
+)
 def diabetes_xgb(seed):
     """xgboost on the bundled diabetes data (data randomisation refits a clone on permuted labels)."""
     from xgboost import XGBRegressor
@@ -61,9 +75,11 @@ def diabetes_xgb(seed):
     return pytest_xai.make_case(X_test[:24], model=model, background=X[:40], feature_names=names, train=(X, y))
 
 
-@pytest_xai.register_case(family="examples", checks=["faithfulness", "completeness", "determinism",
-                                                     "max_sensitivity", "model_randomisation"],
-                          source="scikit-learn load_breast_cancer (Street et al. 1993)")
+@pytest_xai.register_case(
+    family="examples",
+    checks=["faithfulness", "completeness", "determinism", "max_sensitivity", "model_randomisation"],
+    source="scikit-learn load_breast_cancer (Street et al. 1993)",
+)
 def cancer_mlp(seed):
     """A small torch MLP (float32) on the bundled breast-cancer data, standardised."""
     import torch
@@ -83,5 +99,11 @@ def cancer_mlp(seed):
         torch.nn.functional.cross_entropy(model(xs), ys).backward()
         optimiser.step()
     model.eval()
-    return pytest_xai.make_case(X[test][:24], model=model, background=X[train][:40], target=1,
-                                baseline=np.zeros(30, dtype=np.float32), feature_names=list(data.feature_names))
+    return pytest_xai.make_case(
+        X[test][:24],
+        model=model,
+        background=X[train][:40],
+        target=1,
+        baseline=np.zeros(30, dtype=np.float32),
+        feature_names=list(data.feature_names),
+    )

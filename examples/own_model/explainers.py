@@ -14,7 +14,8 @@ def tree_shap(inputs, model: "sklearn.base.BaseEstimator", background):
     import shap
 
     return shap.TreeExplainer(model, data=background, feature_perturbation="interventional").shap_values(
-        inputs, check_additivity=False)
+        inputs, check_additivity=False
+    )
 
 
 tree_shap.completeness = "background"  # Shapley values sum to f(x) - E f(background)

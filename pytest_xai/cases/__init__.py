@@ -27,8 +27,21 @@ from pytest_xai.case import Case, CaseInfo
 from pytest_xai.registry import CASES, FAMILIES, Family, lookup
 from pytest_xai.registry import register_case as register
 
-__all__ = ["CASES", "ENTRY_POINTS", "FAMILIES", "MODULES", "built_with", "families", "get", "headers", "info", "infos",
-           "names", "register", "smoke"]
+__all__ = [
+    "CASES",
+    "ENTRY_POINTS",
+    "FAMILIES",
+    "MODULES",
+    "built_with",
+    "families",
+    "get",
+    "headers",
+    "info",
+    "infos",
+    "names",
+    "register",
+    "smoke",
+]
 
 #: The built-in family modules: every module and package of this one, imported on first use of the
 #: catalogue (they import numpy).  A new family is a new module here; nothing else lists it.
@@ -53,9 +66,11 @@ def _load_families() -> None:
         try:
             point.load()
         except Exception as exc:
-            raise ImportError(f"pytest-xai family {point.name!r} (entry point {point.value!r} in group "
-                              f"{ENTRY_POINTS!r}) failed to load: {type(exc).__name__}: {exc}; fix or uninstall "
-                              f"the package that declares it") from exc
+            raise ImportError(
+                f"pytest-xai family {point.name!r} (entry point {point.value!r} in group "
+                f"{ENTRY_POINTS!r}) failed to load: {type(exc).__name__}: {exc}; fix or uninstall "
+                f"the package that declares it"
+            ) from exc
     _LOADED.append(True)
 
 
@@ -80,11 +95,17 @@ def smoke() -> list[tuple[str, str]]:
         check, case = family.smoke
         known = CASES.get(case)
         if known is None or known.family != family.name or check not in known.checks:
-            why = (f"no case {case!r} is registered" if known is None else
-                   f"case {case!r} is of family {known.family!r}" if known.family != family.name else
-                   f"case {case!r} does not declare the check {check!r} (it declares {', '.join(known.checks)})")
-            raise ValueError(f"family {family.name!r} ({family.module}) names the smoke test {check}[{case}], but "
-                             f"{why}; give smoke=(check, case) of a case the family registers")
+            why = (
+                f"no case {case!r} is registered"
+                if known is None
+                else f"case {case!r} is of family {known.family!r}"
+                if known.family != family.name
+                else f"case {case!r} does not declare the check {check!r} (it declares {', '.join(known.checks)})"
+            )
+            raise ValueError(
+                f"family {family.name!r} ({family.module}) names the smoke test {check}[{case}], but "
+                f"{why}; give smoke=(check, case) of a case the family registers"
+            )
         pairs.append((check, case))
     return pairs + [(check, info.name) for info in infos() for check in info.smoke if (check, info.name) not in pairs]
 
@@ -145,8 +166,10 @@ def _build(name: str, seed: int, cache: Any, data_dir: Any) -> Case:
     wanted = inspect.signature(build).parameters
     case = build(**{k: v for k, v in given.items() if k in wanted})
     if not isinstance(case, Case):
-        raise TypeError(f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
-                        f"return pytest_xai.make_case(...)")
+        raise TypeError(
+            f"the builder of case {name!r} returned a {type(case).__name__}, not a Case; "
+            f"return pytest_xai.make_case(...)"
+        )
     if case.info is not case_info:
         import dataclasses
 

@@ -50,8 +50,14 @@ SOURCE = "Belaid et al. 2022, Compare-xAI, test mnist (Covert et al. 2020), on l
 FAMILY = Family("digits", source=SOURCE, smoke=("dummy", "digits_function_dummy"))
 PAD, SIDE = 2, 12
 N_BACKGROUND, N_EXPLAINED = 20, 10
-MLP = {"hidden_layer_sizes": (40,), "solver": "sgd", "alpha": 1e-4, "learning_rate_init": 0.2, "random_state": 1,
-       "max_iter": 200}
+MLP = {
+    "hidden_layer_sizes": (40,),
+    "solver": "sgd",
+    "alpha": 1e-4,
+    "learning_rate_init": 0.2,
+    "random_state": 1,
+    "max_iter": 200,
+}
 MIN_ACCURACY = 0.9
 INK = (0.25, 1.0)  # the function-dummy case's values on the masked pixels (digit ink is in [0, 1])
 # Pixels with no ink in any of the 539 training images: the 80 border pixels and 4 interior ones
@@ -134,8 +140,7 @@ def split() -> dict[str, np.ndarray]:
 
     X, y = padded_digits()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.7, random_state=0)
-    _, background, _, _ = train_test_split(X_train, y_train, test_size=N_BACKGROUND, stratify=y_train,
-                                           random_state=1)
+    _, background, _, _ = train_test_split(X_train, y_train, test_size=N_BACKGROUND, stratify=y_train, random_state=1)
     return {"X_train": X_train, "y_train": y_train, "X_test": X_test, "y_test": y_test, "background": background}
 
 
@@ -155,8 +160,10 @@ def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
     seen = np.vstack([data["X_train"], data["background"], inputs])
     dummies = np.flatnonzero(seen.max(axis=0) == 0)
     if tuple(dummies.tolist()) != DUMMY_PIXELS:
-        raise ValueError(f"{info.name}: the blank pixels of the data ({len(dummies)}) are not DUMMY_PIXELS "
-                         f"({len(DUMMY_PIXELS)}); did load_digits change?")
+        raise ValueError(
+            f"{info.name}: the blank pixels of the data ({len(dummies)}) are not DUMMY_PIXELS "
+            f"({len(DUMMY_PIXELS)}); did load_digits change?"
+        )
     mask = np.ones(SIDE * SIDE)
     background = data["background"]
     if function_dummy:
@@ -169,12 +176,23 @@ def _digits_case(info, seed: int, cache, function_dummy: bool) -> Case:
         inputs[:, dummies] = ink
         background[:, dummies] = ink
     return Case(
-        info=info, inputs=inputs, predict=predict, model=predict, target=predicted[rows], background=background,
-        baseline=np.zeros(SIDE * SIDE), torch_model=_torch_twin(weights, mask),
+        info=info,
+        inputs=inputs,
+        predict=predict,
+        model=predict,
+        target=predicted[rows],
+        background=background,
+        baseline=np.zeros(SIDE * SIDE),
+        torch_model=_torch_twin(weights, mask),
         feature_names=[f"px_{j // SIDE}_{j % SIDE}" for j in range(SIDE * SIDE)],
         truth={"dummies": dummies},
-        meta={"dummies": dummies, "image_shape": (SIDE, SIDE), "accuracy": accuracy, "explained_rows": rows,
-              "function_dummy": function_dummy},
+        meta={
+            "dummies": dummies,
+            "image_shape": (SIDE, SIDE),
+            "accuracy": accuracy,
+            "explained_rows": rows,
+            "function_dummy": function_dummy,
+        },
     )
 
 

@@ -84,8 +84,11 @@ def reexplainer(explain: Any, case: Case, *, seed: int = 0):
     ``explain`` is a contract callable or spec (``"module:function"``)."""
     from pytest_xai import contract
 
-    explainer = (contract.load(explain) if isinstance(explain, str)
-                 else contract.from_function(explain, spec=repr(explain), where="reexplainer"))
+    explainer = (
+        contract.load(explain)
+        if isinstance(explain, str)
+        else contract.from_function(explain, spec=repr(explain), where="reexplainer")
+    )
 
     def reexplain(model=None, *, other_seed=False, rows=None, perturb=None):
         variant = case.with_model(model)
@@ -97,8 +100,14 @@ def reexplainer(explain: Any, case: Case, *, seed: int = 0):
 
 def _zero_map(A: np.ndarray, name: str, threshold: float, params: dict) -> Score | None:
     if not np.any(A):
-        return Score(name, 0.0, False, threshold, "every attribution is zero: the explanation explains nothing, "
-                     "so there is nothing to be stable about", params)
+        return Score(
+            name,
+            0.0,
+            False,
+            threshold,
+            "every attribution is zero: the explanation explains nothing, so there is nothing to be stable about",
+            params,
+        )
     return None
 
 
@@ -112,8 +121,7 @@ def _worst(values: np.ndarray, what: str) -> dict:
 _SUM_BLIND = "the sum over features of a row does not depend on which feature gets which value"
 
 
-@check(marker="xai_completeness", thresholds={"rtol": 0.01},
-       passes_by_construction={"swapped": _SUM_BLIND})
+@check(marker="xai_completeness", thresholds={"rtol": 0.01}, passes_by_construction={"swapped": _SUM_BLIND})
 def completeness(attributions, case: Case, *, claim: str | None = None, rtol: float) -> Score:
     """The attributions of each row sum to the output minus its reference value (completeness).
 
@@ -130,8 +138,10 @@ def completeness(attributions, case: Case, *, claim: str | None = None, rtol: fl
     """
     params = {"claim": claim, "rtol": rtol}
     if claim is None:
-        raise NotApplicable("the explainer does not claim completeness: set explain.completeness = 'background' "
-                            "(Shapley values) or 'baseline' (Integrated Gradients), or pass claim= to the check")
+        raise NotApplicable(
+            "the explainer does not claim completeness: set explain.completeness = 'background' "
+            "(Shapley values) or 'baseline' (Integrated Gradients), or pass claim= to the check"
+        )
     if claim not in CLAIMS:
         raise ValueError(f"completeness: claim must be one of {CLAIMS}, got {claim!r}")
     A = _flat(attributions_of(attributions))
@@ -147,20 +157,29 @@ def completeness(attributions, case: Case, *, claim: str | None = None, rtol: fl
     else:
         if case.baseline is None:
             raise NotApplicable(f"case {case.name!r} has no baseline to take f(baseline) at")
-        base = np.broadcast_to(np.asarray(case.baseline, dtype=np.asarray(case.inputs).dtype),
-                               np.shape(case.inputs))
+        base = np.broadcast_to(np.asarray(case.baseline, dtype=np.asarray(case.inputs).dtype), np.shape(case.inputs))
         ref = case.outputs(np.ascontiguousarray(base))
     expected = out - ref
     R = float(max(np.ptp(np.concatenate([out, ref])), np.abs(expected).max(), 1e-300))
     gaps = np.abs(A.sum(axis=1) - expected) / R
-    worst = {**_worst(gaps, "gap"), "sum": float(A.sum(axis=1)[int(np.argmax(gaps))]),
-             "expected": float(expected[int(np.argmax(gaps))])}
+    worst = {
+        **_worst(gaps, "gap"),
+        "sum": float(A.sum(axis=1)[int(np.argmax(gaps))]),
+        "expected": float(expected[int(np.argmax(gaps))]),
+    }
     gap = float(gaps.max())
     passed = bool(gap <= rtol)
-    return Score("completeness", 1.0 - min(1.0, gap), passed, rtol,
-                 f"attributions sum to f(x) - {'E f(background)' if claim == 'background' else 'f(baseline)'} within "
-                 f"{gap:.3g} of the output range at worst (row {worst['row']}: {worst['sum']:.4g} vs "
-                 f"{worst['expected']:.4g}); rtol={rtol:g}", params, worst)
+    return Score(
+        "completeness",
+        1.0 - min(1.0, gap),
+        passed,
+        rtol,
+        f"attributions sum to f(x) - {'E f(background)' if claim == 'background' else 'f(baseline)'} within "
+        f"{gap:.3g} of the output range at worst (row {worst['row']}: {worst['sum']:.4g} vs "
+        f"{worst['expected']:.4g}); rtol={rtol:g}",
+        params,
+        worst,
+    )
 
 
 # ----------------------------------------------------------------------------------- determinism
@@ -168,11 +187,31 @@ def completeness(attributions, case: Case, *, claim: str | None = None, rtol: fl
 _SEEDED = "every zoo member draws its randomness from the seed it is given, so the same seed repeats it exactly"
 
 
-@check(marker="xai_determinism", thresholds={"rtol": 1e-6},
-       passes_by_construction=dict.fromkeys(
-           ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean", "sign_flipped",
-            "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows", "noisy_10", "noisy_30",
-            "noisy_100", "one_row_in_ten"), _SEEDED))
+@check(
+    marker="xai_determinism",
+    thresholds={"rtol": 1e-6},
+    passes_by_construction=dict.fromkeys(
+        (
+            "zeros",
+            "constant",
+            "noise",
+            "input_itself",
+            "output_copied",
+            "input_minus_mean",
+            "sign_flipped",
+            "scaled_negative",
+            "abs_of_exact",
+            "row_offset",
+            "swapped",
+            "shuffled_rows",
+            "noisy_10",
+            "noisy_30",
+            "noisy_100",
+            "one_row_in_ten",
+        ),
+        _SEEDED,
+    ),
+)
 def determinism(attributions, case: Case, *, reexplain, rtol: float) -> Score:
     """The same seed gives the same attributions; the spread across seeds is reported.
 
@@ -192,11 +231,17 @@ def determinism(attributions, case: Case, *, reexplain, rtol: float) -> Score:
     params = {"rtol": rtol, "seed_spread": float(spread.max())}
     gap = float(same.max())
     passed = bool(gap <= rtol)
-    return Score("determinism", 1.0 - min(1.0, gap), passed, rtol,
-                 f"the same seed moves the attributions by {gap:.3g} of their scale at worst (rtol={rtol:g}); another "
-                 f"seed by {params['seed_spread']:.3g}" + ("" if passed else ": the explainer is not reproducible; "
-                                                           "derive every random draw from `seed`"),
-                 params, _worst(same, "gap"))
+    return Score(
+        "determinism",
+        1.0 - min(1.0, gap),
+        passed,
+        rtol,
+        f"the same seed moves the attributions by {gap:.3g} of their scale at worst (rtol={rtol:g}); another "
+        f"seed by {params['seed_spread']:.3g}"
+        + ("" if passed else ": the explainer is not reproducible; derive every random draw from `seed`"),
+        params,
+        _worst(same, "gap"),
+    )
 
 
 # ------------------------------------------------------------------------------ batch invariance
@@ -204,10 +249,22 @@ def determinism(attributions, case: Case, *, reexplain, rtol: float) -> Score:
 _ROW_WISE = "it is computed row by row from the row alone, so the batch around a row plays no part"
 
 
-@check(marker="xai_batch_invariance", thresholds={"rtol": 0.01},
-       passes_by_construction=dict.fromkeys(
-           ("constant", "input_itself", "output_copied", "input_minus_mean", "sign_flipped",
-            "scaled_negative", "abs_of_exact"), _ROW_WISE))
+@check(
+    marker="xai_batch_invariance",
+    thresholds={"rtol": 0.01},
+    passes_by_construction=dict.fromkeys(
+        (
+            "constant",
+            "input_itself",
+            "output_copied",
+            "input_minus_mean",
+            "sign_flipped",
+            "scaled_negative",
+            "abs_of_exact",
+        ),
+        _ROW_WISE,
+    ),
+)
 def batch_invariance(attributions, case: Case, *, reexplain, n_single: int = 3, rtol: float) -> Score:
     """A row's attributions do not depend on the other rows explained with it.
 
@@ -236,25 +293,54 @@ def batch_invariance(attributions, case: Case, *, reexplain, n_single: int = 3, 
         gaps[r] = max(gaps[r], float(np.linalg.norm(_flat(alone)[0] - _flat(A)[r]) / scale_of(A)))
     gap = float(gaps.max())
     passed = bool(gap <= rtol)
-    return Score("batch_invariance", 1.0 - min(1.0, gap), passed, rtol,
-                 f"explaining the rows in reverse order and rows {singles} one at a time moves a row's attributions "
-                 f"by {gap:.3g} of their scale at worst (rtol={rtol:g})", params, _worst(gaps, "gap"))
+    return Score(
+        "batch_invariance",
+        1.0 - min(1.0, gap),
+        passed,
+        rtol,
+        f"explaining the rows in reverse order and rows {singles} one at a time moves a row's attributions "
+        f"by {gap:.3g} of their scale at worst (rtol={rtol:g})",
+        params,
+        _worst(gaps, "gap"),
+    )
 
 
 # ----------------------------------------------------------------------------- max-sensitivity
 
-_STABLE_NOTHING = ("a stability check asks only that small input changes give small attribution changes; this "
-                   "member is a fixed or smooth function of the input (or of the seed), so it is stable while "
-                   "explaining nothing; faithfulness and completeness reject it")
+_STABLE_NOTHING = (
+    "a stability check asks only that small input changes give small attribution changes; this "
+    "member is a fixed or smooth function of the input (or of the seed), so it is stable while "
+    "explaining nothing; faithfulness and completeness reject it"
+)
 
 
-@check(marker="xai_max_sensitivity", thresholds={"max_ratio": 0.5},
-       passes_by_construction=dict.fromkeys(
-           ("constant", "noise", "input_itself", "output_copied", "input_minus_mean", "sign_flipped",
-            "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows", "noisy_10", "noisy_30",
-            "noisy_100", "one_row_in_ten"), _STABLE_NOTHING))
-def max_sensitivity(attributions, case: Case, *, reexplain, radius: float = 0.1, n_perturb: int = 4,
-                    max_ratio: float) -> Score:
+@check(
+    marker="xai_max_sensitivity",
+    thresholds={"max_ratio": 0.5},
+    passes_by_construction=dict.fromkeys(
+        (
+            "constant",
+            "noise",
+            "input_itself",
+            "output_copied",
+            "input_minus_mean",
+            "sign_flipped",
+            "scaled_negative",
+            "abs_of_exact",
+            "row_offset",
+            "swapped",
+            "shuffled_rows",
+            "noisy_10",
+            "noisy_30",
+            "noisy_100",
+            "one_row_in_ten",
+        ),
+        _STABLE_NOTHING,
+    ),
+)
+def max_sensitivity(
+    attributions, case: Case, *, reexplain, radius: float = 0.1, n_perturb: int = 4, max_ratio: float
+) -> Score:
     """Small input perturbations give small attribution changes (max-sensitivity).
 
     Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, "On the (in)fidelity and sensitivity of
@@ -280,7 +366,14 @@ def max_sensitivity(attributions, case: Case, *, reexplain, radius: float = 0.1,
         sens = np.maximum(sens, relative_rows(moved, A))
     mean = float(sens.mean())
     passed = bool(mean <= max_ratio)
-    return Score("max_sensitivity", float(np.clip(1.0 - mean, 0.0, 1.0)), passed, max_ratio,
-                 f"perturbing the inputs by up to {radius:g} feature standard deviations moves the attributions by "
-                 f"{mean:.3g} of their scale on average (max over {n_perturb} perturbations per row; worst row "
-                 f"{float(sens.max()):.3g}); max_ratio={max_ratio:g}", params, _worst(sens, "sensitivity"))
+    return Score(
+        "max_sensitivity",
+        float(np.clip(1.0 - mean, 0.0, 1.0)),
+        passed,
+        max_ratio,
+        f"perturbing the inputs by up to {radius:g} feature standard deviations moves the attributions by "
+        f"{mean:.3g} of their scale on average (max over {n_perturb} perturbations per row; worst row "
+        f"{float(sens.max()):.3g}); max_ratio={max_ratio:g}",
+        params,
+        _worst(sens, "sensitivity"),
+    )

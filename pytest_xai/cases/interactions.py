@@ -43,7 +43,9 @@ _AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)
 #: function index -> (products: list of (index set I, index set J) adding sum_{i in I, j in J} x_i x_j,
 #:                    ANDs: list of (index set, value every x_i must equal, or a per-index tuple of values))
-TERMS: dict[int, tuple[list[tuple[Sequence[int], Sequence[int]]], list[tuple[Sequence[int], int | tuple[int, ...]]]]] = {
+TERMS: dict[
+    int, tuple[list[tuple[Sequence[int], Sequence[int]]], list[tuple[Sequence[int], int | tuple[int, ...]]]]
+] = {
     0: ([], []),
     1: ([(range(10), range(10)), (range(10, 20), range(20, 30))], []),
     2: ([], [_AND_20, _AND_10_30]),
@@ -84,7 +86,12 @@ def _case(info, k: int) -> Case:
     flipped = np.where(np.eye(P, dtype=bool), x_prime, x_star)
     main_effect_scale = float(np.abs(f(x_star[None]) - f(flipped)).max())
     return Case(
-        info=info, inputs=x_star[None], predict=f, model=f, background=x_prime[None], baseline=x_prime,
+        info=info,
+        inputs=x_star[None],
+        predict=f,
+        model=f,
+        background=x_prime[None],
+        baseline=x_prime,
         feature_names=[f"x{i}" for i in range(P)],
         truth={"interaction_pairs": true_pairs(k), "main_effect_scale": main_effect_scale},
         meta={"function": k},
@@ -156,7 +163,7 @@ def roc_auc(scores: ArrayLike, labels: ArrayLike) -> float:
     # average ranks over ties
     _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
     for start, count in zip(first[counts > 1], counts[counts > 1]):
-        ascending[order[start:start + count]] = start + (count + 1) / 2.0
+        ascending[order[start : start + count]] = start + (count + 1) / 2.0
     return float((ascending[labels].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
@@ -189,10 +196,16 @@ def interaction_detection(attributions: Any, case: Case, *, min_score: float, rt
         scale = float(case.truth["main_effect_scale"])
         ratio = float(strengths.max()) / scale
         passed = bool(ratio <= rtol)
-        return Score("interaction_detection", 1.0 - min(1.0, ratio), passed, rtol,
-                     f"no true interaction; the strongest returned pair ({top['pair'][0]}, {top['pair'][1]}) has "
-                     f"{ratio:.3g} of the main-effect scale {scale:g} (rtol={rtol:g})",
-                     {"rtol": rtol}, top)
+        return Score(
+            "interaction_detection",
+            1.0 - min(1.0, ratio),
+            passed,
+            rtol,
+            f"no true interaction; the strongest returned pair ({top['pair'][0]}, {top['pair'][1]}) has "
+            f"{ratio:.3g} of the main-effect scale {scale:g} (rtol={rtol:g})",
+            {"rtol": rtol},
+            top,
+        )
     truth = np.zeros((d, d), dtype=bool)
     lo, hi = pairs.min(axis=1), pairs.max(axis=1)
     truth[lo[lo != hi], hi[lo != hi]] = True
@@ -202,8 +215,13 @@ def interaction_detection(attributions: Any, case: Case, *, min_score: float, rt
     passed = bool(value >= min_score)
     false = np.where(labels, -np.inf, strengths)
     f = int(false.argmax())
-    return Score("interaction_detection", value, passed, min_score,
-                 f"ROC-AUC {auc:.3f} over {len(labels)} pairs ({int(labels.sum())} true): score {value:.3f} "
-                 f"(min {min_score:g}); strongest false pair ({int(i[f])}, {int(j[f])}) = {float(strengths[f]):.3g}",
-                 {"min_score": min_score, "rtol": rtol},
-                 {"false_pair": [int(i[f]), int(j[f])], "strength": float(strengths[f])})
+    return Score(
+        "interaction_detection",
+        value,
+        passed,
+        min_score,
+        f"ROC-AUC {auc:.3f} over {len(labels)} pairs ({int(labels.sum())} true): score {value:.3f} "
+        f"(min {min_score:g}); strongest false pair ({int(i[f])}, {int(j[f])}) = {float(strengths[f]):.3g}",
+        {"min_score": min_score, "rtol": rtol},
+        {"false_pair": [int(i[f]), int(j[f])], "strength": float(strengths[f])},
+    )

@@ -75,8 +75,10 @@ def make_mlp():
 
     return nn.Sequential(
         nn.Flatten(),
-        nn.Linear(64, 128), nn.ReLU(),
-        nn.Linear(128, 128), nn.ReLU(),
+        nn.Linear(64, 128),
+        nn.ReLU(),
+        nn.Linear(128, 128),
+        nn.ReLU(),
         nn.Linear(128, 10),
     )
 
@@ -107,7 +109,7 @@ def _fit(seed: int, images, labels, epochs: int) -> Callable[[Any], None]:
             for _ in range(epochs):
                 order = torch.randperm(len(xs))
                 for start in range(0, len(xs), 64):
-                    batch = order[start:start + 64]
+                    batch = order[start : start + 64]
                     optimiser.zero_grad()
                     nn.functional.cross_entropy(model(xs[batch]), ys[batch]).backward()
                     optimiser.step()
@@ -184,16 +186,23 @@ def _softmax_predict(model):
     return predict
 
 
-@FAMILY.case(category="fidelity",
-             checks={"model_randomisation": {}, "data_randomisation": {}})
+@FAMILY.case(category="fidelity", checks={"model_randomisation": {}, "data_randomisation": {}})
 def sanity_digits_mlp(info, *, seed, cache):
     """A small MLP on load_digits 8x8 plus its cascading-randomised and label-randomised twins."""
     images, labels, train_rows, test_rows = _digits(seed)
-    model = _trained("sanity_digits_mlp", seed, cache, images[train_rows], labels[train_rows],
-                     EPOCHS, "true-label train")
+    model = _trained(
+        "sanity_digits_mlp", seed, cache, images[train_rows], labels[train_rows], EPOCHS, "true-label train"
+    )
     permuted = np.random.default_rng([seed, 12]).permutation(labels[train_rows])
-    memoriser = _trained("sanity_digits_mlp_permuted", seed + 1, cache, images[train_rows], permuted,
-                         EPOCHS_MEMORISE, "permuted-label train")
+    memoriser = _trained(
+        "sanity_digits_mlp_permuted",
+        seed + 1,
+        cache,
+        images[train_rows],
+        permuted,
+        EPOCHS_MEMORISE,
+        "permuted-label train",
+    )
     for param in (*model.parameters(), *memoriser.parameters()):
         param.requires_grad_(False)
     layers = [name for name, _ in parametrised_layers(model)]
@@ -204,17 +213,24 @@ def sanity_digits_mlp(info, *, seed, cache):
     right = test_rows[predicted == labels[test_rows]]
     chosen = np.sort(np.concatenate([right[labels[right] == digit][:PER_DIGIT] for digit in range(10)]))
     if len(chosen) < N_EXPLAINED:
-        raise AssertionError(f"{info.name}: fewer than {PER_DIGIT} test images of some digit are classified "
-                             "correctly")
+        raise AssertionError(f"{info.name}: fewer than {PER_DIGIT} test images of some digit are classified correctly")
     inputs = images[chosen]
     background = images[train_rows[:50]]
     return Case(
-        info=info, inputs=inputs, predict=predict,
+        info=info,
+        inputs=inputs,
+        predict=predict,
         feature_names=[f"pixel_{r}_{c}" for r in range(8) for c in range(8)],
-        model=model, torch_model=model, target=labels[chosen], background=background,
-        baseline=np.zeros(inputs.shape[1:], dtype=np.float32), truth={},
+        model=model,
+        torch_model=model,
+        target=labels[chosen],
+        background=background,
+        baseline=np.zeros(inputs.shape[1:], dtype=np.float32),
+        truth={},
         meta={
-            "cascade": cascade, "random_models": floor, "label_randomised": memoriser,
+            "cascade": cascade,
+            "random_models": floor,
+            "label_randomised": memoriser,
             "layers_top_down": layers,
             # the two verdicts explain the case 8 times (the original, 3 cascade steps, 2 floor models,
             # the reseeded original, the memoriser): 1,000 model evaluations an image keep a
@@ -251,8 +267,10 @@ def image_similarities(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     """
     a, b = _maps(a), _maps(b)
     if a.ndim != 3 or min(a.shape[1:]) < 7:
-        return {"ssim": "not applicable: attributions are not 2-D maps of at least 7x7",
-                "hog": "not applicable: attributions are not 2-D maps of at least 7x7"}
+        return {
+            "ssim": "not applicable: attributions are not 2-D maps of at least 7x7",
+            "hog": "not applicable: attributions are not 2-D maps of at least 7x7",
+        }
     try:
         from skimage.feature import hog
         from skimage.metrics import structural_similarity
@@ -276,8 +294,12 @@ def similarity(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     ma, mb = _maps(a), _maps(b)
     abs_mean, abs_undefined = _mean(spearman_rows(np.abs(ma), np.abs(mb)))
     signed_mean, signed_undefined = _mean(spearman_rows(ma, mb))
-    return {"abs_spearman": abs_mean, "abs_spearman_undefined": abs_undefined,
-            "signed_spearman": signed_mean, "signed_spearman_undefined": signed_undefined}
+    return {
+        "abs_spearman": abs_mean,
+        "abs_spearman_undefined": abs_undefined,
+        "signed_spearman": signed_mean,
+        "signed_spearman_undefined": signed_undefined,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,8 +307,16 @@ def similarity(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def randomisation_score(name: str, original: np.ndarray, randomised: np.ndarray, reexplain,
-                        case: Case, midpoint: float, extra: dict[str, Any], floor_models: Any = None) -> Score:
+def randomisation_score(
+    name: str,
+    original: np.ndarray,
+    randomised: np.ndarray,
+    reexplain,
+    case: Case,
+    midpoint: float,
+    extra: dict[str, Any],
+    floor_models: Any = None,
+) -> Score:
     """Pass when sim(original, randomised) <= floor + midpoint * (ceiling - floor).
 
     floor = sim between the explanations of two independently re-initialised models (what two
@@ -302,30 +332,57 @@ def randomisation_score(name: str, original: np.ndarray, randomised: np.ndarray,
     ceiling = similarity(original, again)["abs_spearman"]
     sims = similarity(original, randomised)
     sim = sims["abs_spearman"]
-    params = {"midpoint": midpoint, "floor": floor, "ceiling": ceiling, **sims,
-              **image_similarities(original, randomised), **extra}
+    params = {
+        "midpoint": midpoint,
+        "floor": floor,
+        "ceiling": ceiling,
+        **sims,
+        **image_similarities(original, randomised),
+        **extra,
+    }
     if sim is None or floor is None or ceiling is None:
-        return Score(check=name, value=0.0, passed=False, threshold=midpoint, params=params,
-                     detail="similarity undefined: the explanations are constant on every input "
-                            "(e.g. all zero), so the randomisation test cannot be applied")
+        return Score(
+            check=name,
+            value=0.0,
+            passed=False,
+            threshold=midpoint,
+            params=params,
+            detail="similarity undefined: the explanations are constant on every input "
+            "(e.g. all zero), so the randomisation test cannot be applied",
+        )
     threshold = floor + midpoint * (ceiling - floor)
     per_input = spearman_rows(np.abs(_maps(original)), np.abs(_maps(randomised)))
     worst = int(np.nanargmax(per_input)) if np.isfinite(per_input).any() else 0
     worst_info = {"row": worst, "abs_spearman": float(per_input[worst])}
     if ceiling <= floor:
-        return Score(check=name, value=0.0, passed=False, threshold=threshold, params=params,
-                     worst=worst_info,
-                     detail=(f"explanations of two unrelated random models are as similar "
-                             f"({floor:.3f}) as the explanation with itself ({ceiling:.3f}): the "
-                             "explainer does not depend on the model's parameters"))
+        return Score(
+            check=name,
+            value=0.0,
+            passed=False,
+            threshold=threshold,
+            params=params,
+            worst=worst_info,
+            detail=(
+                f"explanations of two unrelated random models are as similar "
+                f"({floor:.3f}) as the explanation with itself ({ceiling:.3f}): the "
+                "explainer does not depend on the model's parameters"
+            ),
+        )
     value = float(np.clip((ceiling - sim) / (ceiling - floor), 0.0, 1.0))
     passed = sim <= threshold
     return Score(
-        check=name, value=value, passed=passed, threshold=threshold, params=params, worst=worst_info,
-        detail=(f"|Spearman| between the explanations before and after randomisation is {sim:.3f}; "
-                f"it must be <= {threshold:.3f} (floor {floor:.3f} from two random models, ceiling "
-                f"{ceiling:.3f} from reseeding, midpoint {midpoint:g})"
-                + ("" if passed else ": the explanation survives the randomisation")),
+        check=name,
+        value=value,
+        passed=passed,
+        threshold=threshold,
+        params=params,
+        worst=worst_info,
+        detail=(
+            f"|Spearman| between the explanations before and after randomisation is {sim:.3f}; "
+            f"it must be <= {threshold:.3f} (floor {floor:.3f} from two random models, ceiling "
+            f"{ceiling:.3f} from reseeding, midpoint {midpoint:g})"
+            + ("" if passed else ": the explanation survives the randomisation")
+        ),
     )
 
 
@@ -342,24 +399,41 @@ def _variants(case: Case, kind: str, key: str) -> None:
 
 def _check_reexplain(reexplain, name):
     if not callable(reexplain):
-        raise TypeError(f"{name}: reexplain must be a callable reexplain(model, *, other_seed=False) "
-                        f"returning attributions, got {type(reexplain).__name__}")
+        raise TypeError(
+            f"{name}: reexplain must be a callable reexplain(model, *, other_seed=False) "
+            f"returning attributions, got {type(reexplain).__name__}"
+        )
 
 
 def _original(attributions, case, name) -> np.ndarray:
     a = attributions_of(attributions)
     if a.shape != np.shape(case.inputs):
-        raise ValueError(f"{name}: attributions have shape {a.shape}, case {case.name!r} has inputs "
-                         f"shaped {np.shape(case.inputs)}")
+        raise ValueError(
+            f"{name}: attributions have shape {a.shape}, case {case.name!r} has inputs shaped {np.shape(case.inputs)}"
+        )
     return a
 
 
-_CORRUPTED_STILL_DEPENDS = ("the check asks only whether the explanation depends on the learned parameters; "
-                            "this fixed corruption is applied to the explanation of whichever model is explained, "
-                            "so the dependence, and the verdict, are those of the reference")
-_SANITY_BY_CONSTRUCTION = dict.fromkeys(("sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped",
-                                         "shuffled_rows", "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten"),
-                                        _CORRUPTED_STILL_DEPENDS)
+_CORRUPTED_STILL_DEPENDS = (
+    "the check asks only whether the explanation depends on the learned parameters; "
+    "this fixed corruption is applied to the explanation of whichever model is explained, "
+    "so the dependence, and the verdict, are those of the reference"
+)
+_SANITY_BY_CONSTRUCTION = dict.fromkeys(
+    (
+        "sign_flipped",
+        "scaled_negative",
+        "abs_of_exact",
+        "row_offset",
+        "swapped",
+        "shuffled_rows",
+        "noisy_10",
+        "noisy_30",
+        "noisy_100",
+        "one_row_in_ten",
+    ),
+    _CORRUPTED_STILL_DEPENDS,
+)
 
 
 @check(marker="xai_sanity", thresholds={"midpoint": 0.5}, passes_by_construction=_SANITY_BY_CONSTRUCTION)
@@ -387,8 +461,7 @@ def model_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score
         last = np.asarray(reexplain(model), dtype=np.float64)
         curve.append({"layer": layer, "abs_spearman": similarity(original, last)["abs_spearman"]})
     assert last is not None  # a cascade has a step per parametrised layer, a user case's one step
-    return randomisation_score("model_randomisation", original, last, reexplain, case, midpoint,
-                               {"curve": curve})
+    return randomisation_score("model_randomisation", original, last, reexplain, case, midpoint, {"curve": curve})
 
 
 @check(marker="xai_sanity", thresholds={"midpoint": 0.5}, passes_by_construction=_SANITY_BY_CONSTRUCTION)
@@ -406,5 +479,13 @@ def data_randomisation(attributions, case, *, reexplain, midpoint=0.5) -> Score:
     _variants(case, "data", "label_randomised")
     original = _original(attributions, case, "data_randomisation")
     randomised = np.asarray(reexplain(case.meta["label_randomised"]), dtype=np.float64)
-    return randomisation_score("data_randomisation", original, randomised, reexplain, case, midpoint,
-                               {}, floor_models=case.meta.get("label_floor"))
+    return randomisation_score(
+        "data_randomisation",
+        original,
+        randomised,
+        reexplain,
+        case,
+        midpoint,
+        {},
+        floor_models=case.meta.get("label_floor"),
+    )

@@ -44,8 +44,14 @@ N_EXPLAINED = 20  # of the held-out documents (README "Budget of model evaluatio
 BUDGET = 500_000
 #: token -> (rate in positive documents, rate in negative documents)
 LEXICON = {
-    "best": (0.010, 0.0008), "great": (0.006, 0.002), "excellent": (0.004, 0.001), "love": (0.005, 0.002),
-    "worst": (0.001, 0.006), "bad": (0.002, 0.006), "awful": (0.001, 0.004), "boring": (0.002, 0.005),
+    "best": (0.010, 0.0008),
+    "great": (0.006, 0.002),
+    "excellent": (0.004, 0.001),
+    "love": (0.005, 0.002),
+    "worst": (0.001, 0.006),
+    "bad": (0.002, 0.006),
+    "awful": (0.001, 0.004),
+    "boring": (0.002, 0.005),
 }
 PLANTED = ("best",)
 TFIDF = {"max_df": 0.999, "min_df": 0.01, "strip_accents": "ascii", "lowercase": True}
@@ -86,8 +92,10 @@ def _fit(seed: int) -> dict[str, np.ndarray]:
     model = LogisticRegression(C=0.1).fit(X_train, labels[train])
     arrays = {
         "vocabulary": vectorizer.get_feature_names_out().astype(str),
-        "inputs": X_test.toarray().astype(float), "background": X_train[:N_BACKGROUND].toarray().astype(float),
-        "w": model.coef_[0].astype(float), "b": model.intercept_.astype(float),
+        "inputs": X_test.toarray().astype(float),
+        "background": X_train[:N_BACKGROUND].toarray().astype(float),
+        "w": model.coef_[0].astype(float),
+        "b": model.intercept_.astype(float),
         "accuracy": np.array(model.score(X_test, labels[test])),
     }
     error = np.abs(_predict(arrays["w"], arrays["b"])(arrays["inputs"]) - model.predict_proba(X_test)).max()
@@ -139,8 +147,16 @@ def stress_nb_features(info, *, seed, cache) -> Case:
 
     Scored by ``stress_rank`` against the model's exact logit-scale SHAP importance (CX-13).
     """
-    params = {"n_docs": N_DOCS, "vocabulary": VOCABULARY, "zipf": ZIPF, "lexicon": LEXICON, "tfidf": TFIDF,
-              "C": 0.1, "seed": seed, "sklearn": __import__("sklearn").__version__}
+    params = {
+        "n_docs": N_DOCS,
+        "vocabulary": VOCABULARY,
+        "zipf": ZIPF,
+        "lexicon": LEXICON,
+        "tfidf": TFIDF,
+        "C": 0.1,
+        "seed": seed,
+        "sklearn": __import__("sklearn").__version__,
+    }
     arrays = cache.arrays("stress_nb_features", params, lambda: _fit(seed), _validate)
     w, b = arrays["w"], arrays["b"]
     inputs, background = arrays["inputs"][:N_EXPLAINED], arrays["background"]
@@ -152,8 +168,15 @@ def stress_nb_features(info, *, seed, cache) -> Case:
         raise ValueError(f"{info.name}: the model's own importance ranks {top!r} first, not {PLANTED[0]!r}")
     predict = _predict(w, b)
     return Case(
-        info=info, inputs=inputs, predict=predict, model=predict, target=1, background=background,
-        baseline=np.zeros(len(names)), feature_names=names, torch_model=_torch_twin(w, b),
+        info=info,
+        inputs=inputs,
+        predict=predict,
+        model=predict,
+        target=1,
+        background=background,
+        baseline=np.zeros(len(names)),
+        feature_names=names,
+        torch_model=_torch_twin(w, b),
         truth={"logit_shap": phi, "importance": importance, "w": w},
         meta={"accuracy": float(arrays["accuracy"]), "n_features": len(names), "budget": BUDGET},
     )
@@ -171,14 +194,26 @@ def quartile_score(rank: float, n: int) -> float:
     return 1.0 - (rank - n // 4) / (n // 2)
 
 
-@check(marker="xai_stress_rank", thresholds={"max_rank": 4.0, "min_spearman": 0.5, "min_cosine": 0.8},
-       reference=truth_reference("logit_shap"),
-       passes_by_construction={
-           "noisy_10": "10 % noise: per-row cosine 0.99 with the logit SHAP values, ranks unchanged",
-           "noisy_30": "30 % noise (cosine 0.94) is below the sampling noise the check admits for KernelSHAP at its "
-                       "default budget, about 4 samples per feature (cosine 0.955)"})
-def stress_rank(attributions: Any, case: Case, *, tokens: Sequence[str], top_k: int = 50, max_rank: float,
-                min_spearman: float, min_cosine: float) -> Score:
+@check(
+    marker="xai_stress_rank",
+    thresholds={"max_rank": 4.0, "min_spearman": 0.5, "min_cosine": 0.8},
+    reference=truth_reference("logit_shap"),
+    passes_by_construction={
+        "noisy_10": "10 % noise: per-row cosine 0.99 with the logit SHAP values, ranks unchanged",
+        "noisy_30": "30 % noise (cosine 0.94) is below the sampling noise the check admits for KernelSHAP at its "
+        "default budget, about 4 samples per feature (cosine 0.955)",
+    },
+)
+def stress_rank(
+    attributions: Any,
+    case: Case,
+    *,
+    tokens: Sequence[str],
+    top_k: int = 50,
+    max_rank: float,
+    min_spearman: float,
+    min_cosine: float,
+) -> Score:
     """With many features, the planted tokens stay on top and the top of the true ranking is kept.
 
     Compare-xAI stress_nb_features, corrected (CX-13): the truth is the model's own importance
@@ -197,11 +232,11 @@ def stress_rank(attributions: Any, case: Case, *, tokens: Sequence[str], top_k: 
     rows of the uncentred cosine between A_r and the exact logit SHAP values phi*_r
     (``case.truth["logit_shap"]``) must be >= min_cosine.  Per row and uncentred, it is free of each
     row's scale (probability explainers) but sees sign flips, |.|, per-row offsets, swapped columns
-    and shuffled rows; an all-zero row scores 0 (``docs/defects.md`` XB-12).  Default 0.8, from the zoo and controls on the seed-0 case: KernelSHAP
-    (default budget) 0.955, the truth plus 30 % noise 0.94, plus 100 % noise 0.65, with a per-row
-    offset 0.64, two top features swapped 0.59, every other zoo member <= 0.02.  The value is the
-    weakest of 1 - r/(n - 1), max(0, rho) and max(0, cosine); Compare-xAI's quartile rule is
-    reported as ``worst["quartile_score"]``.
+    and shuffled rows; an all-zero row scores 0 (``docs/defects.md`` XB-12).  Default 0.8, from the
+    zoo and controls on the seed-0 case: KernelSHAP (default budget) 0.955, the truth plus 30 %
+    noise 0.94, plus 100 % noise 0.65, with a per-row offset 0.64, two top features swapped 0.59,
+    every other zoo member <= 0.02.  The value is the weakest of 1 - r/(n - 1), max(0, rho) and
+    max(0, cosine); Compare-xAI's quartile rule is reported as ``worst["quartile_score"]``.
     """
     from pytest_xai.stats import descending_ranks, spearman
 
@@ -218,8 +253,12 @@ def stress_rank(attributions: Any, case: Case, *, tokens: Sequence[str], top_k: 
     top = np.argsort(-truth, kind="stable")[:top_k]
     rho = spearman(I[top], truth[top])
     params = {"tokens": tuple(tokens), "top_k": int(top_k), "max_rank": max_rank, "min_spearman": min_spearman}
-    worst = {"token": token, "rank": rank, "spearman": None if np.isnan(rho) else rho,
-             "quartile_score": quartile_score(rank, n)}
+    worst = {
+        "token": token,
+        "rank": rank,
+        "spearman": None if np.isnan(rho) else rho,
+        "quartile_score": quartile_score(rank, n),
+    }
     A = flat(attributions_of(attributions))
     phi = flat(np.asarray(case.truth["logit_shap"], dtype=float))
     norms = np.sqrt((A * A).sum(axis=1) * (phi * phi).sum(axis=1))
@@ -233,10 +272,15 @@ def stress_rank(attributions: Any, case: Case, *, tokens: Sequence[str], top_k: 
     cos_ok = bool(not np.isnan(cosine) and cosine >= min_cosine)
     rho_text = "undefined (constant importance over them)" if np.isnan(rho) else f"{rho:.3f}"
     cos_text = "undefined (the truth is all zero)" if np.isnan(cosine) else f"{cosine:.3f}"
-    value = min(1.0 - rank / max(1, n - 1), 0.0 if np.isnan(rho) else max(0.0, rho),
-                0.0 if np.isnan(cosine) else max(0.0, cosine))
-    detail = (f"planted token {token!r} ranked {rank:g} of {n} (max {max_rank:g}); Spearman with the true "
-              f"importance over its top {top_k}: {rho_text} (min {min_spearman:g}); per-row cosine with the exact "
-              f"logit SHAP values: {cos_text} (min {min_cosine:g}); quartile score {worst['quartile_score']:.3g}")
+    value = min(
+        1.0 - rank / max(1, n - 1),
+        0.0 if np.isnan(rho) else max(0.0, rho),
+        0.0 if np.isnan(cosine) else max(0.0, cosine),
+    )
+    detail = (
+        f"planted token {token!r} ranked {rank:g} of {n} (max {max_rank:g}); Spearman with the true "
+        f"importance over its top {top_k}: {rho_text} (min {min_spearman:g}); per-row cosine with the exact "
+        f"logit SHAP values: {cos_text} (min {min_cosine:g}); quartile score {worst['quartile_score']:.3g}"
+    )
     threshold = max_rank if not rank_ok else min_spearman if not rho_ok else min_cosine
     return Score("stress_rank", float(value), bool(rank_ok and rho_ok and cos_ok), threshold, detail, params, worst)

@@ -29,18 +29,48 @@ _WHERE = {
     "lime_tabular": "lime",
     "saabas": "trees",
     **dict.fromkeys(
-        ["saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "deeplift", "guided_backprop",
-         "guided_gradcam_first_conv", "guided_gradcam_last_conv", "occlusion", "feature_ablation", "feature_permutation", "shapley_value_sampling",
-         "captum_kernel_shap", "captum_lime", "lrp_z", "lrp_alpha1beta0"],
+        [
+            "saliency",
+            "input_x_gradient",
+            "integrated_gradients",
+            "smoothgrad",
+            "deeplift",
+            "guided_backprop",
+            "guided_gradcam_first_conv",
+            "guided_gradcam_last_conv",
+            "occlusion",
+            "feature_ablation",
+            "feature_permutation",
+            "shapley_value_sampling",
+            "captum_kernel_shap",
+            "captum_lime",
+            "lrp_z",
+            "lrp_alpha1beta0",
+        ],
         "captum",
     ),
 }
 #: The library a module of ``_WHERE`` imports at its top; the others import theirs inside the calls.
 _IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}
 #: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
-ZOO_MEMBERS = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean",
-               "sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
-               "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten")
+ZOO_MEMBERS = (
+    "zeros",
+    "constant",
+    "noise",
+    "input_itself",
+    "output_copied",
+    "input_minus_mean",
+    "sign_flipped",
+    "scaled_negative",
+    "abs_of_exact",
+    "row_offset",
+    "swapped",
+    "shuffled_rows",
+    "noisy_10",
+    "noisy_30",
+    "noisy_100",
+    "one_row_in_ten",
+)
 _ZOO_PREFIX = "zoo_"
 __all__ = ["degenerate"]  # built in steps a linter can follow: the module, the lazy names, the zoo
 __all__ += list(_WHERE)
@@ -50,8 +80,8 @@ __all__ += [_ZOO_PREFIX + m for m in ZOO_MEMBERS]
 def __getattr__(name: str):
     if name == "degenerate":
         return importlib.import_module(f"{__name__}.degenerate")
-    if name.startswith(_ZOO_PREFIX) and name[len(_ZOO_PREFIX):] in ZOO_MEMBERS:
-        return getattr(importlib.import_module(f"{__name__}.degenerate"), name[len(_ZOO_PREFIX):])
+    if name.startswith(_ZOO_PREFIX) and name[len(_ZOO_PREFIX) :] in ZOO_MEMBERS:
+        return getattr(importlib.import_module(f"{__name__}.degenerate"), name[len(_ZOO_PREFIX) :])
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

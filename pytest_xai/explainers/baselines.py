@@ -22,7 +22,10 @@ def random_interactions(inputs, seed):
     if inputs.ndim != 2 or inputs.shape[1] > 64:
         raise NotApplicable("random_interactions returns d x d noise for tabular inputs of up to 64 features")
     rng = np.random.default_rng(seed)
-    return {"attributions": rng.standard_normal(inputs.shape), "interactions": rng.standard_normal((inputs.shape[1],) * 2)}
+    return {
+        "attributions": rng.standard_normal(inputs.shape),
+        "interactions": rng.standard_normal((inputs.shape[1],) * 2),
+    }
 
 
 @per_row

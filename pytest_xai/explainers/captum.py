@@ -55,15 +55,19 @@ def _torch_model(method: str, model: Any, *, tokens: bool = False):
     try:
         import torch
     except ImportError:  # pragma: no cover - the torch extra is not installed
-        raise NotApplicable(f"{method} needs torch and captum, which are not installed: {install_line('torch')}") from None
+        raise NotApplicable(
+            f"{method} needs torch and captum, which are not installed: {install_line('torch')}"
+        ) from None
     if not isinstance(model, torch.nn.Module):
         kind = type(model)
         raise NotApplicable(
             f"{method} needs a torch.nn.Module; this case's model is {kind.__module__}.{kind.__qualname__}"
         )
     if not tokens and _token_embeddings(model) is not None:
-        raise NotApplicable(f"{method} differentiates with respect to the inputs, but this model takes token ids "
-                            f"(it has get_input_embeddings()); integrated_gradients explains it on its embedding layer")
+        raise NotApplicable(
+            f"{method} differentiates with respect to the inputs, but this model takes token ids "
+            f"(it has get_input_embeddings()); integrated_gradients explains it on its embedding layer"
+        )
     return model
 
 
@@ -95,7 +99,9 @@ def _one_thread(seed: int | None = None) -> Iterator[None]:
     except RuntimeError as exc:
         if "does not require grad" not in str(exc):
             raise
-        raise NotApplicable(f"the model's output is not differentiable with respect to its inputs (torch: {exc})") from None
+        raise NotApplicable(
+            f"the model's output is not differentiable with respect to its inputs (torch: {exc})"
+        ) from None
     finally:
         torch.set_num_threads(previous)
 
@@ -162,8 +168,16 @@ def _target(target: Any) -> Any:
     return [int(t) for t in np.asarray(target).reshape(-1)]
 
 
-def _attribute(method: str, model: Any, inputs: Any, attribute: Callable[[torch.nn.Module, torch.Tensor], Any], *,
-               grad: bool = False, seed: int | None = None, tokens: bool = False) -> np.ndarray:
+def _attribute(
+    method: str,
+    model: Any,
+    inputs: Any,
+    attribute: Callable[[torch.nn.Module, torch.Tensor], Any],
+    *,
+    grad: bool = False,
+    seed: int | None = None,
+    tokens: bool = False,
+) -> np.ndarray:
     """captum's recipe, once for every method: the case's model as a torch module (else
     NotApplicable naming what it is; a model over token ids only for a method that takes ids,
     ``tokens``), one torch thread (and, with ``seed``, a forked seeded RNG), the inputs as a tensor
@@ -182,21 +196,34 @@ def _one_example_at_a_time(explainer, x, baselines, target, groups=None, **kwarg
     mask = _feature_mask(x, groups)
     target = _target(target)
     rows = [
-        explainer.attribute(x[i:i + 1], baselines=baselines[i:i + 1],
-                            target=target[i] if isinstance(target, list) else target, feature_mask=mask, **kwargs)
+        explainer.attribute(
+            x[i : i + 1],
+            baselines=baselines[i : i + 1],
+            target=target[i] if isinstance(target, list) else target,
+            feature_mask=mask,
+            **kwargs,
+        )
         for i in range(len(x))
     ]
     return torch.cat(rows)
 
 
-def _surrogate(explainer, method: str, x, baseline, target, budget: int, groups, n_samples: int | None,
-               perturbations_per_eval: int):
+def _surrogate(
+    explainer, method: str, x, baseline, target, budget: int, groups, n_samples: int | None, perturbations_per_eval: int
+):
     """captum's KernelShap or Lime on ``x``: :func:`surrogate_samples` for the G groups (or
     ``n_samples``), cut to the call's ``budget`` (at least G + 1), one example at a time."""
     g = int(_feature_mask(x, groups).max()) + 1
     n = budgets.samples(budget, len(x), preferred=n_samples or surrogate_samples(g), minimum=g + 1, method=method)
-    return _one_example_at_a_time(explainer, x, _baselines(baseline, x), target, groups, n_samples=n,
-                                  perturbations_per_eval=perturbations_per_eval)
+    return _one_example_at_a_time(
+        explainer,
+        x,
+        _baselines(baseline, x),
+        target,
+        groups,
+        n_samples=n,
+        perturbations_per_eval=perturbations_per_eval,
+    )
 
 
 def saliency(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
@@ -207,21 +234,33 @@ def saliency(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """
     from captum.attr import Saliency
 
-    return _attribute("saliency", model, inputs,
-                      lambda m, x: Saliency(m).attribute(x, target=_target(target), abs=False), grad=True)
+    return _attribute(
+        "saliency", model, inputs, lambda m, x: Saliency(m).attribute(x, target=_target(target), abs=False), grad=True
+    )
 
 
 def input_x_gradient(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """x * dF/dx (Shrikumar et al. 2016); captum ``InputXGradient``."""
     from captum.attr import InputXGradient
 
-    return _attribute("input_x_gradient", model, inputs,
-                      lambda m, x: InputXGradient(m).attribute(x, target=_target(target)), grad=True)
+    return _attribute(
+        "input_x_gradient",
+        model,
+        inputs,
+        lambda m, x: InputXGradient(m).attribute(x, target=_target(target)),
+        grad=True,
+    )
 
 
 def integrated_gradients(
-    inputs, model: torch.nn.Module, target=None, baseline=None, *, n_steps: int = 128,
-    method: str = "gausslegendre", internal_batch_size: int | None = None,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    *,
+    n_steps: int = 128,
+    method: str = "gausslegendre",
+    internal_batch_size: int | None = None,
 ) -> np.ndarray:
     """Integrated Gradients (Sundararajan et al. 2017) from the case's baseline (zeros if none).
 
@@ -235,15 +274,26 @@ def integrated_gradients(
     def attribute(module: torch.nn.Module, x: torch.Tensor) -> Any:
         embeddings = _token_embeddings(module)
         explainer = IntegratedGradients(module) if embeddings is None else LayerIntegratedGradients(module, embeddings)
-        out = explainer.attribute(x, baselines=_baselines(baseline, x), target=_target(target), n_steps=n_steps,
-                                  method=method, internal_batch_size=internal_batch_size)
+        out = explainer.attribute(
+            x,
+            baselines=_baselines(baseline, x),
+            target=_target(target),
+            n_steps=n_steps,
+            method=method,
+            internal_batch_size=internal_batch_size,
+        )
         return out if embeddings is None else out.sum(dim=-1)
 
     return _attribute("integrated_gradients", model, inputs, attribute, grad=True, tokens=True)
 
 
 def smoothgrad(
-    inputs, model: torch.nn.Module, target=None, seed: int = 0, *, n_samples: int = 50,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    seed: int = 0,
+    *,
+    n_samples: int = 50,
     noise: float = SMOOTHGRAD_NOISE,
 ) -> np.ndarray:
     """SmoothGrad (Smilkov et al. 2017): mean signed gradient over ``n_samples`` noisy copies.
@@ -253,10 +303,21 @@ def smoothgrad(
     """
     from captum.attr import NoiseTunnel, Saliency
 
-    return _attribute("smoothgrad", model, inputs, lambda m, x: NoiseTunnel(Saliency(m)).attribute(
-        x, nt_type="smoothgrad", nt_samples=n_samples, stdevs=float(noise * (x.max() - x.min()).detach()),
-        target=_target(target), abs=False,
-    ), grad=True, seed=seed)
+    return _attribute(
+        "smoothgrad",
+        model,
+        inputs,
+        lambda m, x: NoiseTunnel(Saliency(m)).attribute(
+            x,
+            nt_type="smoothgrad",
+            nt_samples=n_samples,
+            stdevs=float(noise * (x.max() - x.min()).detach()),
+            target=_target(target),
+            abs=False,
+        ),
+        grad=True,
+        seed=seed,
+    )
 
 
 def deeplift(inputs, model: torch.nn.Module, target=None, baseline=None) -> np.ndarray:
@@ -266,17 +327,22 @@ def deeplift(inputs, model: torch.nn.Module, target=None, baseline=None) -> np.n
     """
     from captum.attr import DeepLift
 
-    return _attribute("deeplift", model, inputs,
-                      lambda m, x: DeepLift(m).attribute(x, baselines=_baselines(baseline, x), target=_target(target)),
-                      grad=True)
+    return _attribute(
+        "deeplift",
+        model,
+        inputs,
+        lambda m, x: DeepLift(m).attribute(x, baselines=_baselines(baseline, x), target=_target(target)),
+        grad=True,
+    )
 
 
 def guided_backprop(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     """Guided backpropagation (Springenberg et al. 2015); captum ``GuidedBackprop``."""
     from captum.attr import GuidedBackprop
 
-    return _attribute("guided_backprop", model, inputs,
-                      lambda m, x: GuidedBackprop(m).attribute(x, target=_target(target)), grad=True)
+    return _attribute(
+        "guided_backprop", model, inputs, lambda m, x: GuidedBackprop(m).attribute(x, target=_target(target)), grad=True
+    )
 
 
 def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarray:
@@ -296,8 +362,13 @@ def _guided_gradcam(method: str, inputs, model, target, which: int) -> np.ndarra
         raise NotApplicable(f"{method} needs a model with a torch.nn.Conv2d layer; this one has none")
     if np.ndim(inputs) != 4:
         raise NotApplicable(f"{method} needs image inputs (n, channels, height, width), got shape {np.shape(inputs)}")
-    return _attribute(method, module, inputs, lambda m, x: GuidedGradCam(m, convs[which]).attribute(
-        x, target=_target(target)), grad=True)
+    return _attribute(
+        method,
+        module,
+        inputs,
+        lambda m, x: GuidedGradCam(m, convs[which]).attribute(x, target=_target(target)),
+        grad=True,
+    )
 
 
 def guided_gradcam_first_conv(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
@@ -312,7 +383,12 @@ def guided_gradcam_last_conv(inputs, model: torch.nn.Module, target=None) -> np.
 
 
 def occlusion(
-    inputs, model: torch.nn.Module, target=None, baseline=None, *, window: tuple | None = None,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    *,
+    window: tuple | None = None,
     perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Occlusion (Zeiler & Fergus 2014): F(x) - F(x with a window set to the baseline).
@@ -322,26 +398,54 @@ def occlusion(
     """
     from captum.attr import Occlusion
 
-    return _attribute("occlusion", model, inputs, lambda m, x: Occlusion(m).attribute(
-        x, sliding_window_shapes=tuple(window) if window is not None else (1,) * (x.dim() - 1),
-        baselines=_baselines(baseline, x), target=_target(target), perturbations_per_eval=perturbations_per_eval,
-    ), tokens=True)
+    return _attribute(
+        "occlusion",
+        model,
+        inputs,
+        lambda m, x: Occlusion(m).attribute(
+            x,
+            sliding_window_shapes=tuple(window) if window is not None else (1,) * (x.dim() - 1),
+            baselines=_baselines(baseline, x),
+            target=_target(target),
+            perturbations_per_eval=perturbations_per_eval,
+        ),
+        tokens=True,
+    )
 
 
 def feature_ablation(
-    inputs, model: torch.nn.Module, target=None, baseline=None, *, perturbations_per_eval: int = 16,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    *,
+    perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Feature ablation: each input element replaced by the baseline alone; captum ``FeatureAblation``."""
     from captum.attr import FeatureAblation
 
-    return _attribute("feature_ablation", model, inputs, lambda m, x: FeatureAblation(m).attribute(
-        x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=_feature_mask(x),
-        perturbations_per_eval=perturbations_per_eval,
-    ), tokens=True)
+    return _attribute(
+        "feature_ablation",
+        model,
+        inputs,
+        lambda m, x: FeatureAblation(m).attribute(
+            x,
+            baselines=_baselines(baseline, x),
+            target=_target(target),
+            feature_mask=_feature_mask(x),
+            perturbations_per_eval=perturbations_per_eval,
+        ),
+        tokens=True,
+    )
 
 
 def feature_permutation(
-    inputs, model: torch.nn.Module, target=None, seed: int = 0, *, perturbations_per_eval: int = 16,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    seed: int = 0,
+    *,
+    perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Permutation importance per example (Breiman 2001): each feature shuffled across the batch.
 
@@ -349,14 +453,32 @@ def feature_permutation(
     """
     from captum.attr import FeaturePermutation
 
-    return _attribute("feature_permutation", model, inputs, lambda m, x: FeaturePermutation(m).attribute(
-        x, target=_target(target), feature_mask=_feature_mask(x), perturbations_per_eval=perturbations_per_eval,
-    ), seed=seed, tokens=True)
+    return _attribute(
+        "feature_permutation",
+        model,
+        inputs,
+        lambda m, x: FeaturePermutation(m).attribute(
+            x,
+            target=_target(target),
+            feature_mask=_feature_mask(x),
+            perturbations_per_eval=perturbations_per_eval,
+        ),
+        seed=seed,
+        tokens=True,
+    )
 
 
 def shapley_value_sampling(
-    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
-    groups=None, *, n_samples: int = 25, perturbations_per_eval: int = 16,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    seed: int = 0,
+    budget: int = budgets.DEFAULT,
+    groups=None,
+    *,
+    n_samples: int = 25,
+    perturbations_per_eval: int = 16,
 ) -> np.ndarray:
     """Shapley values against the baseline by permutation sampling (Castro et al. 2009).
 
@@ -370,9 +492,18 @@ def shapley_value_sampling(
     def attribute(module: torch.nn.Module, x: torch.Tensor) -> Any:
         mask = _feature_mask(x, groups)
         return ShapleyValueSampling(module).attribute(
-            x, baselines=_baselines(baseline, x), target=_target(target), feature_mask=mask,
-            n_samples=budgets.samples(budget, len(x), preferred=n_samples, minimum=1,
-                                      per_sample=int(mask.max()) + 2, method="shapley_value_sampling"),
+            x,
+            baselines=_baselines(baseline, x),
+            target=_target(target),
+            feature_mask=mask,
+            n_samples=budgets.samples(
+                budget,
+                len(x),
+                preferred=n_samples,
+                minimum=1,
+                per_sample=int(mask.max()) + 2,
+                method="shapley_value_sampling",
+            ),
             perturbations_per_eval=perturbations_per_eval,
         )
 
@@ -392,8 +523,16 @@ def surrogate_samples(features: int) -> int:
 
 
 def captum_kernel_shap(
-    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
-    groups=None, *, n_samples: int | None = None, perturbations_per_eval: int = 64,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    seed: int = 0,
+    budget: int = budgets.DEFAULT,
+    groups=None,
+    *,
+    n_samples: int | None = None,
+    perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """KernelSHAP (Lundberg & Lee 2017) against the baseline; captum ``KernelShap``.
 
@@ -403,14 +542,37 @@ def captum_kernel_shap(
     """
     from captum.attr import KernelShap
 
-    return _attribute("captum_kernel_shap", model, inputs, lambda m, x: _surrogate(
-        KernelShap(m), "captum_kernel_shap", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
-    ), seed=seed, tokens=True)
+    return _attribute(
+        "captum_kernel_shap",
+        model,
+        inputs,
+        lambda m, x: _surrogate(
+            KernelShap(m),
+            "captum_kernel_shap",
+            x,
+            baseline,
+            target,
+            budget,
+            groups,
+            n_samples,
+            perturbations_per_eval,
+        ),
+        seed=seed,
+        tokens=True,
+    )
 
 
 def captum_lime(
-    inputs, model: torch.nn.Module, target=None, baseline=None, seed: int = 0, budget: int = budgets.DEFAULT,
-    groups=None, *, n_samples: int | None = None, perturbations_per_eval: int = 64,
+    inputs,
+    model: torch.nn.Module,
+    target=None,
+    baseline=None,
+    seed: int = 0,
+    budget: int = budgets.DEFAULT,
+    groups=None,
+    *,
+    n_samples: int | None = None,
+    perturbations_per_eval: int = 64,
 ) -> np.ndarray:
     """LIME (Ribeiro et al. 2016) with captum's defaults (Lasso alpha=0.01, cosine-distance kernel).
 
@@ -420,9 +582,24 @@ def captum_lime(
     """
     from captum.attr import Lime
 
-    return _attribute("captum_lime", model, inputs, lambda m, x: _surrogate(
-        Lime(m), "captum_lime", x, baseline, target, budget, groups, n_samples, perturbations_per_eval,
-    ), seed=seed, tokens=True)
+    return _attribute(
+        "captum_lime",
+        model,
+        inputs,
+        lambda m, x: _surrogate(
+            Lime(m),
+            "captum_lime",
+            x,
+            baseline,
+            target,
+            budget,
+            groups,
+            n_samples,
+            perturbations_per_eval,
+        ),
+        seed=seed,
+        tokens=True,
+    )
 
 
 def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
@@ -440,9 +617,15 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
     module = _torch_model(method, model)
     root = module if any(True for _ in module.children()) else torch.nn.Sequential(module)
     leaves = [m for m in root.modules() if not any(True for _ in m.children())]
-    unsupported = sorted({type(m).__name__ for m in leaves if not hasattr(m, "rule")
-                          and type(m) not in SUPPORTED_LAYERS_WITH_RULES
-                          and type(m) not in SUPPORTED_NON_LINEAR_LAYERS})
+    unsupported = sorted(
+        {
+            type(m).__name__
+            for m in leaves
+            if not hasattr(m, "rule")
+            and type(m) not in SUPPORTED_LAYERS_WITH_RULES
+            and type(m) not in SUPPORTED_NON_LINEAR_LAYERS
+        }
+    )
     if unsupported:
         raise NotApplicable(f"{method}: captum's LRP has no rule for {', '.join(unsupported)} layers")
     weighted = [m for m in leaves if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
@@ -451,8 +634,9 @@ def _lrp(method: str, inputs, model, target, make_rule) -> np.ndarray:
     try:
         for m in weighted:
             m.rule = make_rule()
-        return _attribute(method, module, inputs, lambda m, x: LRP(root).attribute(x, target=_target(target)),
-                          grad=True)
+        return _attribute(
+            method, module, inputs, lambda m, x: LRP(root).attribute(x, target=_target(target)), grad=True
+        )
     finally:
         for m, rule in zip(weighted, saved):
             if rule is missing:
@@ -491,7 +675,22 @@ def _import_captum() -> None:
     import captum.attr  # noqa: F401
 
 
-for _explainer in (saliency, input_x_gradient, integrated_gradients, smoothgrad, deeplift, guided_backprop,
-                   guided_gradcam_first_conv, guided_gradcam_last_conv, occlusion, feature_ablation, feature_permutation, shapley_value_sampling, captum_kernel_shap,
-                   captum_lime, lrp_z, lrp_alpha1beta0):
+for _explainer in (
+    saliency,
+    input_x_gradient,
+    integrated_gradients,
+    smoothgrad,
+    deeplift,
+    guided_backprop,
+    guided_gradcam_first_conv,
+    guided_gradcam_last_conv,
+    occlusion,
+    feature_ablation,
+    feature_permutation,
+    shapley_value_sampling,
+    captum_kernel_shap,
+    captum_lime,
+    lrp_z,
+    lrp_alpha1beta0,
+):
     _explainer.prepare = _import_captum  # type: ignore[attr-defined]  # the contract's function attribute

@@ -140,8 +140,18 @@ def _noisy(level: float) -> Transform:
 #: Members that explain nothing; they ignore the reference.
 NOTHING = ("zeros", "constant", "noise", "input_itself", "output_copied", "input_minus_mean")
 #: Members that corrupt a correct reference.
-CORRUPTED = ("sign_flipped", "scaled_negative", "abs_of_exact", "row_offset", "swapped", "shuffled_rows",
-             "noisy_10", "noisy_30", "noisy_100", "one_row_in_ten")
+CORRUPTED = (
+    "sign_flipped",
+    "scaled_negative",
+    "abs_of_exact",
+    "row_offset",
+    "swapped",
+    "shuffled_rows",
+    "noisy_10",
+    "noisy_30",
+    "noisy_100",
+    "one_row_in_ten",
+)
 MEMBERS = NOTHING + CORRUPTED
 
 TRANSFORMS: dict[str, Transform] = {
@@ -167,8 +177,13 @@ assert tuple(TRANSFORMS) == MEMBERS
 
 def apply(member: str, reference: Any, inputs: Any, output: Any, background: Any = None, seed: int = 0) -> np.ndarray:
     """``TRANSFORMS[member]`` with a generator seeded by ``seed`` (the same draw as the explainer)."""
-    return TRANSFORMS[member](np.asarray(reference, dtype=float), np.asarray(inputs, dtype=float),
-                              np.asarray(output, dtype=float), background, np.random.default_rng(seed))
+    return TRANSFORMS[member](
+        np.asarray(reference, dtype=float),
+        np.asarray(inputs, dtype=float),
+        np.asarray(output, dtype=float),
+        background,
+        np.random.default_rng(seed),
+    )
 
 
 def _output(predict, inputs, target) -> np.ndarray:
@@ -216,8 +231,10 @@ def _corrupted(member: str) -> Callable[..., np.ndarray]:
         return apply(member, reference, inputs, _output(predict, inputs, target), background, seed)
 
     explain.__name__ = explain.__qualname__ = member
-    explain.__doc__ = (f"Exact interventional Shapley values, corrupted: {member} "
-                       f"({(TRANSFORMS[member].__doc__ or '').strip() or member.replace('_', ' ')}).")
+    explain.__doc__ = (
+        f"Exact interventional Shapley values, corrupted: {member} "
+        f"({(TRANSFORMS[member].__doc__ or '').strip() or member.replace('_', ' ')})."
+    )
     return explain
 
 

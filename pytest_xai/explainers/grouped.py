@@ -67,6 +67,7 @@ def kernel_shap(inputs, predict, baseline, target, seed, budget, groups=None) ->
     np.random.seed(seed % 2**32)
     try:
         for i, x in enumerate(inputs):
+
             def f(z, x=x):
                 z = np.asarray(z, dtype=bool)
                 rows = np.where(z[:, ids], x, reference)
@@ -74,8 +75,7 @@ def kernel_shap(inputs, predict, baseline, target, seed, budget, groups=None) ->
                 return y[:, target] if y.ndim == 2 else y
 
             explainer = shap.KernelExplainer(f, np.zeros((1, g)))
-            phi = explainer.shap_values(np.ones((1, g)), nsamples="auto" if nsamples == auto else nsamples,
-                                        silent=True)
+            phi = explainer.shap_values(np.ones((1, g)), nsamples="auto" if nsamples == auto else nsamples, silent=True)
             values[i] = np.asarray(phi).reshape(-1)
     finally:
         np.random.set_state(state)
@@ -110,9 +110,16 @@ def lime_image(inputs, predict, baseline, target, seed, budget, groups=None) -> 
     for i, x in enumerate(inputs):
         with contextlib.redirect_stderr(io.StringIO()):  # lime_image draws a tqdm bar per point
             explanation = explainer.explain_instance(
-                channels_last(np.asarray(x, dtype=float)), classifier, labels=(label,), top_labels=None,
-                hide_color=channels_last(reference), num_features=g, num_samples=num_samples,
-                batch_size=num_samples, segmentation_fn=lambda image: segments)
+                channels_last(np.asarray(x, dtype=float)),
+                classifier,
+                labels=(label,),
+                top_labels=None,
+                hide_color=channels_last(reference),
+                num_features=g,
+                num_samples=num_samples,
+                batch_size=num_samples,
+                segmentation_fn=lambda image: segments,
+            )
         for group, weight in explanation.local_exp[label]:
             values[i, group] = weight
     return _spread(values, ids)

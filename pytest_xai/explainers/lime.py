@@ -12,8 +12,9 @@ from pytest_xai.explainers.targets import per_row
 
 
 @per_row
-def lime_tabular(inputs, predict, background, target, feature_names, seed, budget=budgets.DEFAULT,
-                 baseline=None, groups=None):
+def lime_tabular(
+    inputs, predict, background, target, feature_names, seed, budget=budgets.DEFAULT, baseline=None, groups=None
+):
     """One LIME explanation per row over all features; the attribution of feature j is the weight
     of j's (discretised) indicator in LIME's local linear model.
 
@@ -32,16 +33,20 @@ def lime_tabular(inputs, predict, background, target, feature_names, seed, budge
         raise NotApplicable("LIME needs training rows for its sampling statistics; this case has no background")
     classification = target is not None
     explainer = LimeTabularExplainer(
-        background, mode="classification" if classification else "regression",
-        feature_names=feature_names, random_state=seed, feature_selection="none",
+        background,
+        mode="classification" if classification else "regression",
+        feature_names=feature_names,
+        random_state=seed,
+        feature_selection="none",
     )
     n, d = inputs.shape
     num_samples = budgets.samples(budget, n, preferred=5000, minimum=d + 1, method="LIME")
     out = np.zeros(inputs.shape)
     for row, x in enumerate(inputs):
         if classification:
-            explanation = explainer.explain_instance(x, predict, labels=(target,), num_features=d,
-                                                     num_samples=num_samples)
+            explanation = explainer.explain_instance(
+                x, predict, labels=(target,), num_features=d, num_samples=num_samples
+            )
             pairs = explanation.as_map()[target]
         else:
             explanation = explainer.explain_instance(x, predict, num_features=d, num_samples=num_samples)

@@ -48,15 +48,17 @@ def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAUL
         raise NotApplicable("KernelSHAP needs background rows; this case defines its baseline per row instead")
     n, d = inputs.shape
     auto = 2 * d + 2048 if d > 11 else min(2 * d + 2048, 2**d - 2)  # shap enumerates all coalitions below
-    nsamples, rows = budgets.sampled_shapley(budget, n, len(background), preferred=auto, minimum=d + 1,
-                                             method="KernelSHAP")
+    nsamples, rows = budgets.sampled_shapley(
+        budget, n, len(background), preferred=auto, minimum=d + 1, method="KernelSHAP"
+    )
     data = background if rows == len(background) else shap.kmeans(background, rows)
     explainer = shap.KernelExplainer(_single_output(predict, target), data)
     state = np.random.get_state()
     np.random.seed(seed % 2**32)
     try:
-        return _output(explainer.shap_values(inputs, nsamples="auto" if nsamples == auto else nsamples,
-                                             silent=True), None)
+        return _output(
+            explainer.shap_values(inputs, nsamples="auto" if nsamples == auto else nsamples, silent=True), None
+        )
     finally:
         np.random.set_state(state)
 
@@ -121,11 +123,20 @@ def shap_permutation(inputs, predict, background, target, seed, budget=budgets.D
         return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target)  # says why not
     n, d = inputs.shape
     preferred = max(500, 2 * d + 1)
-    max_evals, rows = budgets.sampled_shapley(budget, n, len(background), preferred=preferred, minimum=2 * d + 1,
-                                              method="shap's Permutation explainer")
+    max_evals, rows = budgets.sampled_shapley(
+        budget, n, len(background), preferred=preferred, minimum=2 * d + 1, method="shap's Permutation explainer"
+    )
     masker = shap.maskers.Independent(np.asarray(background, dtype=float), max_samples=rows)
-    return _masked_explainer(shap.explainers.Permutation, inputs, predict, background, target, masker=masker,
-                             seed=seed, call={"max_evals": max_evals})
+    return _masked_explainer(
+        shap.explainers.Permutation,
+        inputs,
+        predict,
+        background,
+        target,
+        masker=masker,
+        seed=seed,
+        call={"max_evals": max_evals},
+    )
 
 
 @per_row
@@ -135,8 +146,10 @@ def shap_partition(inputs, predict, background, target):
     if inputs.ndim == 2 and background is not None:
         background = np.asarray(background, dtype=float)
         if len(np.unique(background, axis=0)) < 2:
-            raise NotApplicable("shap's Partition masker clusters features by their correlation over the "
-                                "background; this case's background has a single distinct row")
+            raise NotApplicable(
+                "shap's Partition masker clusters features by their correlation over the "
+                "background; this case's background has a single distinct row"
+            )
         masker = shap.maskers.Partition(background, max_samples=len(background))
     else:
         masker = None

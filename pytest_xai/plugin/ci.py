@@ -11,116 +11,90 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_xai.plugin.state import XaiState, checked, record_of, xai_record
+from pytest_xai.plugin.state import XaiState, record_of, xai_record
 from pytest_xai.record import Record
 
 if TYPE_CHECKING:
     from pytest_xai.baseline import Gate
 
+
 class XaiCi:
     """Baselines, repeated seeds, the smoke gate, the HTML report and pytest-html extras."""
 
     def __init__(self, config: pytest.Config, state: XaiState):
-        from pytest_xai import options
-
-        self.config, self.state = config, state
-        repeat = config.getoption("xai_repeat")
-        self.repeat = checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")
-        for option in ("xai_save_baseline", "xai_html"):
-            checked(options.check_report_path, config.getoption(option), "--" + option.replace("_", "-"))
-        self.wants_document = bool(config.getoption("xai_save_baseline") or config.getoption("xai_html"))
-        factor = config.getoption("xai_baseline_seconds_factor")
-        if factor is not None and not 1 <= factor < float("inf"):
-            raise pytest.UsageError(f"--xai-baseline-seconds-factor={factor:g}: give a finite factor >= 1, "
-                                    f"e.g. 3 to fail a test whose explainer became 3 times slower")
-        evaluations_factor = self._evaluations_factor(config)
-        self.baseline: Gate | None = (self._load_gate(config, factor, evaluations_factor)
-                                      if config.getoption("xai_baseline") else None)
-        from pytest_xai import gate
-
-        given = config.getoption("xai_gate")
-        self.gate_mode = checked(gate.check_gate, given or config.getini("xai_gate").strip(),
-                                 "--xai-gate" if given else "ini xai_gate")
-        if self.gate_mode == "regression" and self.baseline is None:
-            raise pytest.UsageError("--xai-gate=regression compares with a baseline: add --xai-baseline=PATH (a "
-                                    "report saved with --xai-save-baseline on a run you trust)")
+        self.config, self.state, self.options = config, state, state.options
+        self.baseline: Gate | None = self._load_gate(config) if self.options.baseline else None
         self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
-        from pytest_xai import shard
-
-        given = config.getoption("xai_shard")
-        self.shard = None if given is None else checked(shard.parse, given, "--xai-shard")
-        if self.shard and config.getoption("splits", None) is not None:
-            raise pytest.UsageError("--xai-shard and pytest-split's --splits both split the run: give one of them")
         self.collected: int | None = None  # xai tests of the whole (unsharded) selection
-        if self.shard:
+        if self.options.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
 
-    def _load_gate(self, config: pytest.Config, factor: float | None, evaluations_factor: float | None) -> Gate:
-        from pytest_xai import baseline, cases, checks
+    def _load_gate(self, config: pytest.Config) -> Gate:
+        from pytest_xai import baseline
         from pytest_xai.report import versions
 
+        options = self.options
+        assert options.baseline is not None
         try:
-            gate = baseline.Gate(config.getoption("xai_baseline"), {}, factor, evaluations_factor)
+            gate = baseline.Gate(
+                options.baseline, options.tolerances, options.seconds_factor, options.evaluations_factor
+            )
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
-        for source, given in (("ini xai_baseline_tolerance", config.getini("xai_baseline_tolerance")),
-                              ("--xai-baseline-tolerance", config.getoption("xai_baseline_tolerance"))):
-            if given:  # the command line wins over the ini file
-                cases.infos()  # family modules register their checks
-                gate.tolerances.update(checked(lambda v, s: baseline.parse_tolerances(v, s, list(checks.CHECKS)),
-                                               given, source))
         if not hasattr(config, "workerinput"):  # the controller warns once
-            for warning in gate.warnings(versions(), self.state.seed):
+            for warning in gate.warnings(versions(), options.seed):
                 config.issue_config_time_warning(baseline.BaselineWarning(warning), stacklevel=2)
         return gate
-
-    @staticmethod
-    def _evaluations_factor(config: pytest.Config) -> float | None:
-        """``--xai-baseline-evaluations-factor``, else ini ``xai_baseline_evaluations_factor``, else the default."""
-        from pytest_xai import baseline, options
-
-        given, source = config.getoption("xai_baseline_evaluations_factor"), "--xai-baseline-evaluations-factor"
-        if given is None:
-            given, source = config.getini("xai_baseline_evaluations_factor").strip(), "ini xai_baseline_evaluations_factor"
-        if given == "":
-            return baseline.DEFAULT_EVALUATIONS_FACTOR
-        return checked(options.check_evaluations_factor, given, source)
 
     def gate(self, node: pytest.Item, check: str, score: Any) -> None:
         """Fail a test that passed its check but regressed against the baseline."""
         if self.baseline is None:
             return
         rec = record_of(node)
-        reasons = self.baseline.regressions((rec.row or node.nodeid, rec.explainer or ""), check, float(score.value),
-                                         rec.seconds, rec.evaluations)
+        reasons = self.baseline.regressions(
+            (rec.row or node.nodeid, rec.explainer or ""), check, float(score.value), rec.seconds, rec.evaluations
+        )
         if reasons:
             rec.regression = "; ".join(reasons)
-            pytest.fail(f"{check} on case {rec.case!r} regressed against the baseline "
-                        f"{self.baseline.path}: {rec.regression}", pytrace=False)
+            pytest.fail(
+                f"{check} on case {rec.case!r} regressed against the baseline {self.baseline.path}: {rec.regression}",
+                pytrace=False,
+            )
 
     def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> None:
         """Under ``--xai-gate=regression``, mark a failing test a known failure or name its
         regression (:func:`pytest_xai.gate.judge`), before its report carries the record."""
-        if (self.gate_mode != "regression" or self.baseline is None or call.when not in ("setup", "call")
-                or call.excinfo is None or call.excinfo.errisinstance(pytest.skip.Exception)
-                or item.get_closest_marker("xfail")):
+        if (
+            self.options.gate != "regression"
+            or self.baseline is None
+            or call.when not in ("setup", "call")
+            or call.excinfo is None
+            or call.excinfo.errisinstance(pytest.skip.Exception)
+            or item.get_closest_marker("xfail")
+        ):
             return
         from pytest_xai import baseline, gate
 
         status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
-        now = Record(status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations,
-                     regression=rec.regression)
+        now = Record(
+            status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations, regression=rec.regression
+        )
         before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
-        reasons = [] if before is None else baseline.regressions(
-            now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances), **self.baseline.factors())
+        reasons = (
+            []
+            if before is None
+            else baseline.regressions(
+                now, before, tol=baseline.tolerance(rec.check, self.baseline.tolerances), **self.baseline.factors()
+            )
+        )
         rec.known_failure, rec.regression = gate.judge(now, before, reasons)
 
     def report_sections(self, records: list[Record]) -> dict:
         """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
         shards must agree on them) and, with a baseline, ``baseline``."""
-        out: dict = {"repeat": self.repeat, "budget": getattr(self.state, "budget", None), "gate": self.gate_mode}
-        if self.shard:
-            out["shard"] = {"k": self.shard[0], "n": self.shard[1], "collected": self.collected}
+        out: dict = {"repeat": self.options.repeat, "budget": self.options.budget, "gate": self.options.gate}
+        if self.options.shard:
+            out["shard"] = {"k": self.options.shard[0], "n": self.options.shard[1], "collected": self.collected}
         if self.baseline is not None:
             from pytest_xai.report import versions
 
@@ -129,7 +103,7 @@ class XaiCi:
 
     def report_paths(self) -> dict[str, str | None]:
         """The reports besides the JSON one: the saved baseline and the HTML report."""
-        return {"baseline": self.config.getoption("xai_save_baseline"), "html": self.config.getoption("xai_html")}
+        return {"baseline": self.options.save_baseline, "html": self.options.html}
 
     def writers(self) -> dict:
         """The writer of each report; the HTML one embeds the pictures this run drew beside the JSON
@@ -137,7 +111,7 @@ class XaiCi:
         from pytest_xai import embed, htmlreport
         from pytest_xai import report as xai_report
 
-        json_path = self.config.getoption("xai_report")
+        json_path = self.options.report
 
         def html(path: str, doc: dict) -> None:
             htmlreport.write(path, doc, embed.collect(json_path, doc["results"]) if json_path else {})
@@ -163,19 +137,21 @@ class XaiCi:
         """Under ``--xai-gate=regression``, exit 0 when every failure is a known one."""
         from pytest_xai import gate
 
-        if self.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
+        if self.options.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
             self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
         known = [rec.nodeid for rec in self.state.records if rec.known_failure]
-        session.exitstatus = gate.exit_code(self.gate_mode, int(session.exitstatus), self.failures, known)
+        session.exitstatus = gate.exit_code(self.options.gate, int(session.exitstatus), self.failures, known)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         """The repeat and baseline lines of pytest's header."""
         lines = []
-        if self.state.explainers and self.repeat > 1:
+        if self.state.explainers and self.options.repeat > 1:
             from pytest_xai.runner import REPEAT_ALPHA
 
-            lines.append(f"xai: repeat={self.repeat} seeds per (case, explainer); verdict by an exact test "
-                         f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})")
+            lines.append(
+                f"xai: repeat={self.options.repeat} seeds per (case, explainer); verdict by an exact test "
+                f"on the seeds' pass rate (Clopper-Pearson, one-sided {1 - REPEAT_ALPHA:.0%})"
+            )
         if self.baseline is not None:
             lines.append(f"xai: {self.baseline.header()}")
         return lines
@@ -191,8 +167,11 @@ class XaiCi:
             smoke.update(cases.smoke())
         for item in items:
             check = getattr(getattr(item, "function", None), "xai_check", None)
-            if (check and isinstance(item, pytest.Function)
-                    and (check, item.callspec.params.get("xai_case_name")) in smoke):
+            if (
+                check
+                and isinstance(item, pytest.Function)
+                and (check, item.callspec.params.get("xai_case_name")) in smoke
+            ):
                 item.add_marker(pytest.mark.xai_smoke)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -218,13 +197,16 @@ class XaiCi:
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The gate's verdict, the baseline diff table and where the HTML report and baseline went."""
-        if self.gate_mode == "regression" and self.state.records:
+        if self.options.gate == "regression" and self.state.records:
             known = sum(1 for rec in self.state.records if rec.known_failure)
-            worse = sum(1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT")
-                        and not rec.known_failure)
-            terminalreporter.write_line(f"xai gate: regression against {self.baseline and self.baseline.path}: "
-                                        f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
-                                        f"failing in the baseline too, no worse)")
+            worse = sum(
+                1 for rec in self.state.records if rec.status in ("FAIL", "ERROR", "TIMEOUT") and not rec.known_failure
+            )
+            terminalreporter.write_line(
+                f"xai gate: regression against {self.baseline and self.baseline.path}: "
+                f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
+                f"failing in the baseline too, no worse)"
+            )
         if self.baseline is not None and self.state.records:
             from pytest_xai import baseline
 
@@ -232,9 +214,9 @@ class XaiCi:
             terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
             for line in baseline.table(diff):
                 terminalreporter.write_line(line)
-        for option, what in (("xai_html", "HTML report"), ("xai_save_baseline", "baseline saved")):
-            if self.config.getoption(option) and self.state.records:
-                terminalreporter.write_line(f"{what}: {os.path.abspath(self.config.getoption(option))}")
+        for path, what in ((self.options.html, "HTML report"), (self.options.save_baseline, "baseline saved")):
+            if path and self.state.records:
+                terminalreporter.write_line(f"{what}: {os.path.abspath(path)}")
 
 
 class XaiShard:
@@ -249,20 +231,27 @@ class XaiShard:
         from pytest_xai import shard
 
         ci = self.ci
-        assert ci.shard is not None
+        assert ci.options.shard is not None
         groups: dict[str, list[pytest.Item]] = {}
         for item in items:
             groups.setdefault(_group(item), []).append(item)
-        known = {} if ci.baseline is None else {k: r.duration for k, r in ci.baseline.index.items()
-                                                if isinstance(r.duration, (int, float))}
+        known = (
+            {}
+            if ci.baseline is None
+            else {k: r.duration for k, r in ci.baseline.index.items() if isinstance(r.duration, (int, float))}
+        )
         default = sum(known.values()) / len(known) if known else 1.0
-        weights = {g: sum(known.get(record_of(i).key(), default) if xai_record in i.stash else default for i in members)
-                   for g, members in groups.items()}
-        mine = shard.assign(weights, ci.shard[1])
+        weights = {
+            g: sum(known.get(record_of(i).key(), default) if xai_record in i.stash else default for i in members)
+            for g, members in groups.items()
+        }
+        mine = shard.assign(weights, ci.options.shard[1])
         ci.collected = sum(1 for item in items if xai_record in item.stash)
-        keep = [item for item in items if mine[_group(item)] == ci.shard[0]]
+        keep = [item for item in items if mine[_group(item)] == ci.options.shard[0]]
         if len(keep) < len(items):
-            ci.config.hook.pytest_deselected(items=[item for item in items if mine[_group(item)] != ci.shard[0]])
+            ci.config.hook.pytest_deselected(
+                items=[item for item in items if mine[_group(item)] != ci.options.shard[0]]
+            )
             items[:] = keep
 
 

@@ -6,7 +6,6 @@ Part of the plugin (the only package that imports pytest).
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_xai.errors import NotApplicable
+from pytest_xai.judge import MarkerError, ReexplainError, Repeats
 from pytest_xai.plugin.state import (
     XaiState,
     record_of,
@@ -43,7 +43,7 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
         for caught in state.prefetched_warnings.pop(name, []):  # raised while it was built in the background
             warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
         try:
-            return cases.get(name, seed=state.seed, cache=state.cache, data_dir=state.data_dir)
+            return cases.get(name, seed=state.options.seed, cache=state.cache, data_dir=state.options.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
             pytest.skip(f"case {name}: {exc}")
         except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
@@ -65,8 +65,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     rec = item.stash.get(xai_record, None)
     if rec is not None:
         excinfo = call.excinfo
-        if (rec.error is None and excinfo is not None
-                and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))):
+        if (
+            rec.error is None
+            and excinfo is not None
+            and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))
+        ):
             from pytest_xai.wire import clip  # e.g. a case builder that raised: the report names it
 
             rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
@@ -92,7 +95,7 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def explain(explainer, case, *, seed: int | None = None):
         if isinstance(explainer, str):
             explainer = contract.load(explainer, option="xai_explain")
-        repeat = request.config.stash[xai_ci].repeat if seed is None else 1  # a seed the test chose is kept
+        repeat = state.options.repeat if seed is None else 1  # a seed the test chose is kept
         seed = state.runner.seed_for(case) if seed is None else seed
         rec = record_of(request.node)
         rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
@@ -133,55 +136,56 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     Case-specific arguments come from the case (``case.info.checks``) unless given.  Thresholds:
     call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` >
-    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``).
+    ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``);
+    the engine scores (:class:`pytest_xai.judge.Judge`), this turns its verdict into pass, fail or skip.
     The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
     """
-    from pytest_xai.registry import CHECKS, lookup
-    from pytest_xai.runner import resolve_thresholds
-
     state = state_of(request.config)
 
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
-        info = lookup(CHECKS, name, "check")  # a misspelt name: the closest ones
-        marker: dict = {}
-        for mark in reversed(list(request.node.iter_markers(info.marker))):
-            marker.update({k: v for k, v in mark.kwargs.items() if k in info.thresholds})
-        own = case.info.checks.get(name, {})
-        thresholds, sources = resolve_thresholds(
-            info.thresholds, call=kwargs, marker=marker, command_line=state.thresholds["command line"].get(name),
-            ini=state.thresholds["ini"].get(name), case=own)
-        params = {**own, **kwargs, **thresholds}
-        reseed = None  # under --xai-repeat, a check that re-explains does so with each repeat's seed
-        if "reexplain" in inspect.signature(info.func).parameters and "reexplain" not in params:
-            if explainer is None:
-                raise TypeError(f"check {name!r} re-runs the explainer: pass explainer=")
-            params["reexplain"] = _reexplainer(state, explainer, case)
-            reseed = lambda seed: _reexplainer(state, explainer, case, seed)
-        if "claim" in inspect.signature(info.func).parameters and "claim" not in params and explainer is not None:
-            params["claim"] = explainer.claim(name)  # e.g. explain.completeness = "background"
-        game = explainer.declared("reference") if explainer is not None else None
-        if game is not None and "conditional" in inspect.signature(info.func).parameters and "conditional" not in params:
-            params["conditional"] = game  # explain.reference = "baseline": judged against baseline Shapley values
+        markers = [(mark.name, mark.kwargs) for mark in reversed(list(request.node.iter_markers()))]
+        rec = record_of(request.node)
         try:
-            score = info.func(explanation, case, **params)
-            score = _score_repeats(request.node, info.func, explanation, case, params, score, reseed)
+            verdict = state.judge.score(
+                name,
+                explanation,
+                case,
+                explainer=explainer,
+                call=kwargs,
+                markers=markers,
+                repeats=request.node.stash.get(xai_repeats, None),
+            )
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
-        rec = record_of(request.node)
+        except MarkerError as exc:  # a misspelt threshold: a usage error, as pytest-benchmark's marker has
+            rec.error = f"{request.node.nodeid}: {exc}"
+            pytest.fail(rec.error, pytrace=False)
+        except ReexplainError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        score = verdict.score
+        if verdict.repeat is not None:
+            rec.repeat, rec.flaky = verdict.repeat, verdict.flaky
         rec.check, rec.score, rec.passed = name, round(float(score.value), 6), bool(score.passed)
         overspent = _overspent(state, case, rec.evaluations)
         detail = score.detail if overspent is None else f"{score.detail}; {overspent}"
-        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), sources, detail
+        rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), verdict.sources, detail
         rec.reference = score.params.get("reference")  # {method, evaluations, max_error, convention}
         _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
-            benchmark.extra_info.update({"xai_check": name, "xai_score": float(score.value),
-                                         "xai_passed": bool(score.passed), "xai_case": case.name})
+            benchmark.extra_info.update(
+                {
+                    "xai_check": name,
+                    "xai_score": float(score.value),
+                    "xai_passed": bool(score.passed),
+                    "xai_case": case.name,
+                }
+            )
         if not score.passed:
             worst = f"\nworst example: {dict(score.worst)}" if score.worst else ""
-            pytest.fail(f"{name} failed on case {case.name!r} (score {score.value:.3f}): {detail}{worst}",
-                        pytrace=False)
+            pytest.fail(
+                f"{name} failed on case {case.name!r} (score {score.value:.3f}): {detail}{worst}", pytrace=False
+            )
         request.config.stash[xai_ci].gate(request.node, name, score)
         return score
 
@@ -198,7 +202,7 @@ def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:
 def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     """The worst example's picture next to the JSON report, for cases that know how to draw; drawn
     in the background while the next test waits for its worker (:meth:`XaiState.draw_later`)."""
-    report = request.config.getoption("xai_report")
+    report = state_of(request.config).options.report
     if not report:
         return
     from pytest_xai.runner import draw_picture, picture_path
@@ -210,25 +214,6 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     state_of(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
 
 
-def _reexplainer(state: XaiState, explainer, case, seed: int | None = None) -> Callable[..., Any]:
-    """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
-    variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time limit
-    and validation as the first call (``Runner.reexplain``); ``seed``: that of the explanation
-    compared (a repeat's), else the ordinary one."""
-    from pytest_xai.errors import ExplainerError
-
-    def reexplain(model=None, *, other_seed: bool = False, rows=None, perturb=None):
-        try:
-            return state.runner.reexplain(explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb,
-                                          seed=seed)
-        except ExplainerError as exc:
-            what = ("a randomised model" if model is not None else "a subset of its rows" if rows is not None
-                    else "perturbed inputs" if perturb is not None else "a repeated call")
-            pytest.fail(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}", pytrace=False)
-
-    return reexplain
-
-
 def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
     """``--xai-repeat``: the explainer under ``n`` seeds (``Runner.explain_repeated``); the first
     outcome that is not ok, else the first seed's.  The runs wait on the node for ``xai_check``."""
@@ -236,21 +221,5 @@ def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):
     bad = [outcome for _, outcome, _ in runs if outcome.status != "ok"]
     if bad:
         return bad[0]
-    node.stash[xai_repeats] = ([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
+    node.stash[xai_repeats] = Repeats([(seed, outcome.explanation) for seed, outcome, _ in runs], deterministic, n)
     return runs[0][1]
-
-
-def _score_repeats(node: pytest.Item, func, explanation, case, params: dict, score, reseed=None):
-    """With ``--xai-repeat``: every seed's explanation scored and combined (``runner.combine_repeats``);
-    ``reseed(seed)`` gives the re-explainer of a check that re-explains, for that seed."""
-    runs, deterministic, n = node.stash.get(xai_repeats, ([], False, 1))
-    if not runs or runs[0][1] is not explanation:
-        return score  # the test scored an explanation of its own
-    from pytest_xai.runner import combine_repeats
-
-    scores = [score] + [func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
-                        for seed, expl in runs[1:]]
-    score, repeat, flaky = combine_repeats(scores, seeds=[seed for seed, _ in runs], n=n, deterministic=deterministic)
-    rec = record_of(node)
-    rec.repeat, rec.flaky = repeat, flaky
-    return score

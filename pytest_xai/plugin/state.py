@@ -1,4 +1,5 @@
-"""The session's state: options read once, the engine, the records of finished tests.
+"""The session's state: its options (:class:`~pytest_xai.plugin.settings.XaiOptions`), the engine, the
+records of finished tests.
 
 Part of the plugin (the only package that imports pytest).
 """
@@ -15,13 +16,12 @@ from typing import Any
 
 import pytest
 
+from pytest_xai.plugin.settings import XaiOptions
 from pytest_xai.record import Record
 
-DEFAULT_TIMEOUT = 120.0
-WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
-xai_repeats = pytest.StashKey[tuple]()
+xai_repeats = pytest.StashKey[Any]()  # the seeds' explanations of --xai-repeat (pytest_xai.judge.Repeats)
 COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 #: Modules another plugin imports at the end of every session, by plugin name.  pytest-xai depends
@@ -40,8 +40,11 @@ def import_ahead(config: pytest.Config) -> Callable[[], None] | None:
     end (None when there are none); it never raises: the plugin that needs one imports it again."""
     import importlib
 
-    wanted = [module for plugin, module in SESSION_END_IMPORTS.items()
-              if config.pluginmanager.has_plugin(plugin) and module not in sys.modules]
+    wanted = [
+        module
+        for plugin, module in SESSION_END_IMPORTS.items()
+        if config.pluginmanager.has_plugin(plugin) and module not in sys.modules
+    ]
     if not wanted:
         return None
 
@@ -131,22 +134,15 @@ class Background:
 class XaiState:
     """Everything the plugin knows for one session (one per xdist worker, plus the controller)."""
 
-    def __init__(self, config: pytest.Config, explainers: list, thresholds: dict, seed: int, timeout: float,
-                 wall_timeout: float | None = None, budget: int | None = None):
-        self.config = config
-        self.budget = budget
+    def __init__(self, config: pytest.Config, options: XaiOptions, explainers: list):
+        self.config, self.options = config, options
         self.explainers = explainers
-        self.thresholds = thresholds  # {"ini": {check: {param: value}}, "command line": {...}}
-        self.seed = seed
-        self.timeout = timeout
-        self.wall_timeout = wall_timeout if wall_timeout is not None else WALL_FACTOR * timeout
-        data_dir = config.getoption("xai_data_dir") or (config.getini("xai_data_dir") or [None])[0]
-        self.data_dir = None if data_dir is None else str(data_dir)
         self.records: list[Record] = []
         self.markers: set[str] = set()
         self.families_loaded = False
         self._cache = None
         self._runner = None
+        self._judge = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
@@ -184,11 +180,22 @@ class XaiState:
             from pytest_xai.isolate import Limits
             from pytest_xai.runner import Runner
 
-            wall = None if self.wall_timeout == float("inf") else self.wall_timeout  # inf: no backstop
-            limits = Limits(cpu=self.timeout, wall=wall) if self.timeout else None
-            self._runner = Runner(seed=self.seed, limits=limits, cache=self.cache, data_dir=self.data_dir,
-                                  budget=self.budget)
+            options = self.options
+            wall = None if options.wall_timeout == float("inf") else options.wall_timeout  # inf: no backstop
+            limits = Limits(cpu=options.timeout, wall=wall) if options.timeout else None
+            self._runner = Runner(
+                seed=options.seed, limits=limits, cache=self.cache, data_dir=options.data_dir, budget=options.budget
+            )
         return self._runner
+
+    @property
+    def judge(self):
+        """What scores a check (``pytest_xai.judge``), started on first use."""
+        if self._judge is None:
+            from pytest_xai.judge import Judge
+
+            self._judge = Judge(self.runner, self.options.thresholds)
+        return self._judge
 
     def _remember_costs(self) -> None:
         """Seconds each (case, explainer) of the suite took, kept in pytest's cache for the next
@@ -202,8 +209,13 @@ class XaiState:
         if cache is None or not spent:
             return
         known = cache.get(COSTS_KEY, {})
-        cache.set(COSTS_KEY, {**(known if isinstance(known, dict) else {}),
-                              **{pair: round(seconds, 3) for pair, seconds in spent.items()}})
+        cache.set(
+            COSTS_KEY,
+            {
+                **(known if isinstance(known, dict) else {}),
+                **{pair: round(seconds, 3) for pair, seconds in spent.items()},
+            },
+        )
 
     def suite_costs(self) -> dict[str, float]:
         """``{"case-explainer": seconds}`` from the last runs (empty without pytest's cache)."""
@@ -284,7 +296,7 @@ class XaiState:
         def build() -> None:
             with warnings.catch_warnings(record=True) as caught:
                 try:
-                    cases.get(name, seed=self.seed, cache=self.cache, data_dir=self.data_dir)
+                    cases.get(name, seed=self.options.seed, cache=self.cache, data_dir=self.options.data_dir)
                 except Exception:  # noqa: BLE001 - the test that needs the case builds it again and reports it
                     return
             self.prefetched_warnings[name] = caught
@@ -360,10 +372,14 @@ class XaiState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the record of each finished test (from its report's user properties, so under xdist too)."""
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            reason = (report.longrepr[2].removeprefix("Skipped: ")
-                      if report.skipped and isinstance(report.longrepr, (tuple, list)) else None)
-            rec = Record.from_properties(report.nodeid, report.outcome, report.duration, report.user_properties,
-                                         skipped_because=reason)
+            reason = (
+                report.longrepr[2].removeprefix("Skipped: ")
+                if report.skipped and isinstance(report.longrepr, (tuple, list))
+                else None
+            )
+            rec = Record.from_properties(
+                report.nodeid, report.outcome, report.duration, report.user_properties, skipped_because=reason
+            )
             if rec is not None:
                 self.records.append(rec)
 
@@ -378,7 +394,7 @@ class XaiState:
         terminalreporter.write_sep("=", "xai scores")
         for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
             terminalreporter.write_line(line)
-        path = self.config.getoption("xai_report")
+        path = self.options.report
         if path:
             terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
 
@@ -396,18 +412,24 @@ class XaiState:
                 rec.picture = None
         if not hasattr(self.config, "workerinput"):
             self._remember_costs()
-        path = self.config.getoption("xai_report")
-        ci = self.config.stash[xai_ci]
-        if not (path or ci.wants_document) or hasattr(self.config, "workerinput"):  # xdist: the controller reports
+        options = self.options
+        path, ci = options.report, self.config.stash[xai_ci]
+        if not (path or options.save_baseline or options.html) or hasattr(
+            self.config, "workerinput"
+        ):  # xdist: the controller reports
             return
         from pytest_xai import files
         from pytest_xai import report as xai_report
 
-        options = {"explainers": [e.spec for e in self.explainers], "thresholds": self.thresholds,
-                   "timeout": self.timeout, "wall_timeout": self.wall_timeout,
-                   "isolation": "worker processes" if self.timeout else "in-process (no isolation)",
-                   "args": list(self.config.invocation_params.args)}
-        doc = xai_report.document(self.records, options=options, seed=self.seed, exitstatus=int(session.exitstatus))
+        used = {
+            "explainers": [e.spec for e in self.explainers],
+            "thresholds": options.thresholds,
+            "timeout": options.timeout,
+            "wall_timeout": options.wall_timeout,
+            "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
+            "args": list(self.config.invocation_params.args),
+        }
+        doc = xai_report.document(self.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
         failures = []
         try:
             doc.update(ci.report_sections(self.records))
@@ -418,16 +440,6 @@ class XaiState:
             sys.stderr.write(failure + "\n")
         if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = files.REPORT_FAILED
-
-
-def checked(check: Callable[[Any, str], Any], value: Any, source: str) -> Any:
-    """``check(value, source)`` from :mod:`pytest_xai.options`; a bad value is a usage error (exit 4)."""
-    from pytest_xai.options import OptionError
-
-    try:
-        return check(value, source)
-    except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
 
 
 def state_of(config: pytest.Config) -> XaiState:

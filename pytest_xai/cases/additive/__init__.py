@@ -61,12 +61,42 @@ from pytest_xai.extras import install_line
 from pytest_xai.registry import Family
 
 __all__ = [
-    "BUDGET", "FAMILY", "GRID_LATS", "GRID_LONS", "MAX_BACKGROUND", "MLP_D", "MLP_EPOCHS", "MLP_HIDDEN", "MLP_N",
-    "N_EXPLAINED", "ORACLE_N", "PAPER_D", "PAPER_K", "PAPER_L", "SHIPPED_MLP", "SOURCE", "TRUTHS",
-    "additive_correlation", "additive_mlp", "additive_oracle", "adjacent_to_zero", "build_mlp_case",
-    "build_oracle_case", "draw_worst",
-    "exponential_covariance", "generate", "grid_cells", "ground_truth", "local_functions", "oracle_module", "paper_mlp",
-    "per_sample_correlation", "r_squared", "relu_units", "torch_predict", "train_mlp",
+    "BUDGET",
+    "FAMILY",
+    "GRID_LATS",
+    "GRID_LONS",
+    "MAX_BACKGROUND",
+    "MLP_D",
+    "MLP_EPOCHS",
+    "MLP_HIDDEN",
+    "MLP_N",
+    "N_EXPLAINED",
+    "ORACLE_N",
+    "PAPER_D",
+    "PAPER_K",
+    "PAPER_L",
+    "SHIPPED_MLP",
+    "SOURCE",
+    "TRUTHS",
+    "additive_correlation",
+    "additive_mlp",
+    "additive_oracle",
+    "adjacent_to_zero",
+    "build_mlp_case",
+    "build_oracle_case",
+    "draw_worst",
+    "exponential_covariance",
+    "generate",
+    "grid_cells",
+    "ground_truth",
+    "local_functions",
+    "oracle_module",
+    "paper_mlp",
+    "per_sample_correlation",
+    "r_squared",
+    "relu_units",
+    "torch_predict",
+    "train_mlp",
 ]
 
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
@@ -122,15 +152,19 @@ def ground_truth(case: Case, truth: str = "contribution") -> tuple[np.ndarray, n
     return rows, np.where(np.asarray(case.predict(case.inputs)) < 0, -1.0, 1.0)
 
 
-@check(marker="xai_additive", thresholds={"min_mean_r": 0.5}, reference=truth_reference("contribution"),
-       passes_by_construction={
-    "row_offset": "Pearson correlation, the paper's metric, is invariant to a constant added to a sample's heatmap",
-    "swapped": "exchanging two of d >= 32 pixels moves a per-sample correlation over d pixels by about 2/d",
-    "noisy_10": "noise at 10 % of the reference's RMS leaves r near 1/sqrt(1 + 0.1^2) = 0.995",
-    "noisy_30": "noise at 30 % of the reference's RMS leaves r near 1/sqrt(1 + 0.3^2) = 0.96",
-    "noisy_100": "noise at the reference's RMS leaves r near 1/sqrt(2) = 0.71, above 0.5, which must also pass "
-                 "Input x Gradient (0.69-0.73: exact on the pieces adjacent to zero)",
-})
+@check(
+    marker="xai_additive",
+    thresholds={"min_mean_r": 0.5},
+    reference=truth_reference("contribution"),
+    passes_by_construction={
+        "row_offset": "Pearson correlation, the paper's metric, is invariant to a constant added to a sample's heatmap",
+        "swapped": "exchanging two of d >= 32 pixels moves a per-sample correlation over d pixels by about 2/d",
+        "noisy_10": "noise at 10 % of the reference's RMS leaves r near 1/sqrt(1 + 0.1^2) = 0.995",
+        "noisy_30": "noise at 30 % of the reference's RMS leaves r near 1/sqrt(1 + 0.3^2) = 0.96",
+        "noisy_100": "noise at the reference's RMS leaves r near 1/sqrt(2) = 0.71, above 0.5, which must also pass "
+        "Input x Gradient (0.69-0.73: exact on the pieces adjacent to zero)",
+    },
+)
 def additive_correlation(attributions, case: Case, *, truth: str = "contribution", min_mean_r: float = 0.5) -> Score:
     """Mean per-sample Pearson r between heatmaps and the exact contributions (Mamalakis et al. 2022).
 
@@ -158,8 +192,14 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
     nan_note = "; ".join(f"{reasons.count(k)} x {k}" for k in sorted(set(reasons))) or "none"
     params = {"truth": truth, "min_mean_r": float(min_mean_r)}
     if not defined.any():
-        return Score(check="additive_correlation", value=0.0, passed=False, threshold=float(min_mean_r),
-                     detail=f"no sample has a defined correlation with {truth} ({nan_note})", params=params)
+        return Score(
+            check="additive_correlation",
+            value=0.0,
+            passed=False,
+            threshold=float(min_mean_r),
+            detail=f"no sample has a defined correlation with {truth} ({nan_note})",
+            params=params,
+        )
     mean, median = float(np.mean(r[defined])), float(np.median(r[defined]))
     worst = int(np.flatnonzero(defined)[np.argmin(r[defined])])
     z_h = heatmaps[worst] - heatmaps[worst].mean()
@@ -173,12 +213,22 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
         f"{'meets' if passed else 'below'} the minimum {min_mean_r:g}"
     )
     worst_info = {
-        "row": worst, "r": float(r[worst]),
-        "pixels": [{"feature": case.feature_names[i], "attribution": float(heatmaps[worst, i]),
-                    "truth": float(rows[worst, i])} for i in top],
+        "row": worst,
+        "r": float(r[worst]),
+        "pixels": [
+            {"feature": case.feature_names[i], "attribution": float(heatmaps[worst, i]), "truth": float(rows[worst, i])}
+            for i in top
+        ],
     }
-    return Score(check="additive_correlation", value=float(np.clip(mean, 0.0, 1.0)), passed=bool(passed),
-                 threshold=float(min_mean_r), detail=detail, params=params, worst=worst_info)
+    return Score(
+        check="additive_correlation",
+        value=float(np.clip(mean, 0.0, 1.0)),
+        passed=bool(passed),
+        threshold=float(min_mean_r),
+        detail=detail,
+        params=params,
+        worst=worst_info,
+    )
 
 
 # ------------------------------------------------------------------------------------------ cases
@@ -189,18 +239,30 @@ MLP_N = 200_000
 MIN_R2 = 0.99
 
 
-def _data(name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_breaks: int,
-          length_scale: float) -> dict[str, np.ndarray]:
+def _data(
+    name: str, cache: Cache, *, seed: int, n_samples: int, d: int, n_breaks: int, length_scale: float
+) -> dict[str, np.ndarray]:
     """The arrays a case needs (function definition, test rows, background), cached as npz."""
-    params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
-              "length_scale": length_scale, "recipe": 1}
+    params = {
+        "seed": seed,
+        "n_samples": n_samples,
+        "d": d,
+        "n_breaks": n_breaks,
+        "length_scale": length_scale,
+        "recipe": 1,
+    }
 
     def build() -> dict[str, np.ndarray]:
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
         n_train = round(0.9 * n_samples)
-        return {"breaks": data["breaks"], "slopes": data["slopes"], "cells": data["cells"],
-                "X_test": data["X"][n_train:], "y_test": data["y"][n_train:],
-                "background": data["X"][:min(MAX_BACKGROUND, n_train)]}
+        return {
+            "breaks": data["breaks"],
+            "slopes": data["slopes"],
+            "cells": data["cells"],
+            "X_test": data["X"][n_train:],
+            "y_test": data["y"][n_train:],
+            "background": data["X"][: min(MAX_BACKGROUND, n_train)],
+        }
 
     def validate(arrays: dict) -> None:
         k = max(n_breaks, 1)
@@ -222,10 +284,20 @@ def _case(info: CaseInfo, arrays: dict, model, predict, meta: dict) -> Case:
     cells = arrays["cells"]
     names = [f"lat{GRID_LATS[c // GRID_LONS.size]:+.1f}_lon{GRID_LONS[c % GRID_LONS.size]:.1f}" for c in cells]
     return Case(
-        info=info, inputs=inputs, predict=predict, feature_names=names, model=model, target=None,
-        background=background, baseline=np.zeros(d), torch_model=model,
-        truth={"contribution": contribution, "contribution_centred": contribution - centre,
-               "adjacent_to_zero": adjacent_to_zero(inputs, breaks)},
+        info=info,
+        inputs=inputs,
+        predict=predict,
+        feature_names=names,
+        model=model,
+        target=None,
+        background=background,
+        baseline=np.zeros(d),
+        torch_model=model,
+        truth={
+            "contribution": contribution,
+            "contribution_centred": contribution - centre,
+            "adjacent_to_zero": adjacent_to_zero(inputs, breaks),
+        },
         meta={"breaks": breaks, "slopes": slopes, "cells": cells, "d": d, "budget": BUDGET, **meta},
         draw=draw_worst,
     )
@@ -240,20 +312,32 @@ def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
         grid[case.meta["cells"]] = values
         return grid.reshape(GRID_LATS.size, GRID_LONS.size)
 
-    panels = [("attribution", on_map(attributions[row])), ("ground truth C_i(x_i)/d", on_map(case.truth["contribution"][row]))]
-    return side_by_side_png(path, panels, f"{case.name}, sample {row} (latitude 89.5 at the top)", diverging=(True, True))
+    panels = [
+        ("attribution", on_map(attributions[row])),
+        ("ground truth C_i(x_i)/d", on_map(case.truth["contribution"][row])),
+    ]
+    return side_by_side_png(
+        path, panels, f"{case.name}, sample {row} (latitude 89.5 at the top)", diverging=(True, True)
+    )
 
 
 def build_oracle_case(
-    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = ORACLE_N, d: int = PAPER_D,
-    n_breaks: int = PAPER_K, length_scale: float = PAPER_L,
+    info: CaseInfo,
+    *,
+    seed: int = 0,
+    cache: Cache = NO_CACHE,
+    n_samples: int = ORACLE_N,
+    d: int = PAPER_D,
+    n_breaks: int = PAPER_K,
+    length_scale: float = PAPER_L,
 ) -> Case:
     """The analytic ``F`` as the model: numpy ``predict`` (float64) and its exact torch twin.
 
     Without torch installed the native model is ``predict`` itself (no torch twin).
     """
-    arrays = _data("additive_oracle", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks,
-                   length_scale=length_scale)
+    arrays = _data(
+        "additive_oracle", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale
+    )
     breaks, slopes = arrays["breaks"], arrays["slopes"]
 
     def predict(X):
@@ -264,8 +348,13 @@ def build_oracle_case(
         oracle = oracle_module(breaks, slopes)
     except ImportError:
         oracle = None
-    case = _case(info, arrays, oracle if oracle is not None else predict, predict,
-                 {"n_samples": n_samples, "n_breaks": n_breaks, "length_scale": length_scale})
+    case = _case(
+        info,
+        arrays,
+        oracle if oracle is not None else predict,
+        predict,
+        {"n_samples": n_samples, "n_breaks": n_breaks, "length_scale": length_scale},
+    )
     case.torch_model = oracle
     return case
 
@@ -286,9 +375,17 @@ def _load_shipped(model, params: dict) -> bool:
 
 
 def build_mlp_case(
-    info: CaseInfo, *, seed: int = 0, cache: Cache = NO_CACHE, n_samples: int = MLP_N, d: int = MLP_D,
-    n_breaks: int = PAPER_K, length_scale: float = PAPER_L, epochs: int = MLP_EPOCHS,
-    min_r2: float = MIN_R2, recipe: str = "cpu",
+    info: CaseInfo,
+    *,
+    seed: int = 0,
+    cache: Cache = NO_CACHE,
+    n_samples: int = MLP_N,
+    d: int = MLP_D,
+    n_breaks: int = PAPER_K,
+    length_scale: float = PAPER_L,
+    epochs: int = MLP_EPOCHS,
+    min_r2: float = MIN_R2,
+    recipe: str = "cpu",
 ) -> Case:
     """The paper's MLP trained on ``F`` (CPU recipe of :func:`train_mlp`), gated on test R^2.
 
@@ -308,11 +405,18 @@ def build_mlp_case(
     except ImportError:
         raise NotApplicable(f"{info.name} needs torch, which is not installed: {install_line('torch')}") from None
 
-    arrays = _data("additive_mlp_data", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks,
-                   length_scale=length_scale)
-    params = {"seed": seed, "n_samples": n_samples, "d": d, "n_breaks": n_breaks,
-              "length_scale": length_scale, "epochs": epochs,
-              "recipe": "adam-cosine-1" if recipe == "cpu" else "paper-sgd-1"}
+    arrays = _data(
+        "additive_mlp_data", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale
+    )
+    params = {
+        "seed": seed,
+        "n_samples": n_samples,
+        "d": d,
+        "n_breaks": n_breaks,
+        "length_scale": length_scale,
+        "epochs": epochs,
+        "recipe": "adam-cosine-1" if recipe == "cpu" else "paper-sgd-1",
+    }
     lr, batch_size = (1e-3, 256) if recipe == "cpu" else (0.02, 32)
     trained: dict[str, Any] = {}
 
@@ -322,8 +426,18 @@ def build_mlp_case(
             return
         data = generate(seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale)
         n_train = round(0.9 * n_samples)
-        trained.update(train_mlp(model, data["X"][:n_train], data["y"][:n_train], seed=seed,
-                                 epochs=epochs, recipe=recipe, lr=lr, batch_size=batch_size))
+        trained.update(
+            train_mlp(
+                model,
+                data["X"][:n_train],
+                data["y"][:n_train],
+                seed=seed,
+                epochs=epochs,
+                recipe=recipe,
+                lr=lr,
+                batch_size=batch_size,
+            )
+        )
 
     def validate(model) -> None:
         if not np.all(np.isfinite(torch_predict(model)(arrays["X_test"][:N_EXPLAINED]))):
@@ -337,20 +451,25 @@ def build_mlp_case(
     r2 = r_squared(arrays["y_test"], predict(arrays["X_test"]))
     if not r2 >= min_r2:
         raise NotApplicable(f"{info.name}: model below quality gate (R^2={r2:.4f} < {min_r2:g})")
-    meta = {"n_samples": n_samples, "recipe": recipe, "n_breaks": n_breaks, "length_scale": length_scale,
-            "test_r2": r2, "training_seconds": trained.get("seconds"), "validation_r2": trained.get("validation_r2")}
+    meta = {
+        "n_samples": n_samples,
+        "recipe": recipe,
+        "n_breaks": n_breaks,
+        "length_scale": length_scale,
+        "test_r2": r2,
+        "training_seconds": trained.get("seconds"),
+        "validation_r2": trained.get("validation_r2"),
+    }
     return _case(info, arrays, model, predict, meta)
 
 
-@FAMILY.case(category="fidelity", source="analytic F",
-             checks={"additive_correlation": {"truth": "contribution"}})
+@FAMILY.case(category="fidelity", source="analytic F", checks={"additive_correlation": {"truth": "contribution"}})
 def additive_oracle(info, *, seed, cache) -> Case:
     """Explain the exact additive piecewise-linear F (d=458, K=5, L=20 deg): IG and Occlusion-1 are exact."""
     return build_oracle_case(info, seed=seed, cache=cache)
 
 
-@FAMILY.case(category="fidelity", source="trained network",
-             checks={"additive_correlation": {"truth": "contribution"}})
+@FAMILY.case(category="fidelity", source="trained network", checks={"additive_correlation": {"truth": "contribution"}})
 def additive_mlp(info, *, seed, cache) -> Case:
     """Explain the paper's MLP trained on F (d=32, CPU recipe, test R^2 >= 0.99 or the case is skipped)."""
     return build_mlp_case(info, seed=seed, cache=cache)

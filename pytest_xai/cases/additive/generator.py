@@ -76,8 +76,9 @@ def _pieces(breaks: np.ndarray, slopes: np.ndarray) -> tuple[np.ndarray, np.ndar
     return at - slopes * points, slopes
 
 
-def local_functions(X: np.ndarray, breaks: np.ndarray, slopes: np.ndarray, *, chunk: int = 512,
-                    summed: bool = False) -> np.ndarray:
+def local_functions(
+    X: np.ndarray, breaks: np.ndarray, slopes: np.ndarray, *, chunk: int = 512, summed: bool = False
+) -> np.ndarray:
     """``C_i(x_ni)`` for every sample and pixel, shape (n, d), float64; with ``summed``, each row's
     sum over the pixels, (n,): the same numbers as ``local_functions(X).sum(axis=1)``, computed
     without storing the (n, d) array.
@@ -94,14 +95,14 @@ def local_functions(X: np.ndarray, breaks: np.ndarray, slopes: np.ndarray, *, ch
     X = np.asarray(X, dtype=float)
     out = np.empty(len(X) if summed else X.shape)
     for start in range(0, len(X), chunk):
-        x = X[start:start + chunk]
+        x = X[start : start + chunk]
         piece = np.broadcast_to(first, x.shape).copy()
         for column in breaks.T:
             piece += x > column
         part = slope.take(piece)
         part *= x
         part += intercept.take(piece)
-        out[start:start + chunk] = part.sum(axis=1) if summed else part
+        out[start : start + chunk] = part.sum(axis=1) if summed else part
     return out
 
 
@@ -113,7 +114,11 @@ def adjacent_to_zero(X: np.ndarray, breaks: np.ndarray) -> np.ndarray:
 
 
 def generate(
-    *, seed: int = 0, n_samples: int = 1000, d: int = PAPER_D, n_breaks: int = PAPER_K,
+    *,
+    seed: int = 0,
+    n_samples: int = 1000,
+    d: int = PAPER_D,
+    n_breaks: int = PAPER_K,
     length_scale: float = PAPER_L,
 ) -> dict[str, np.ndarray]:
     """Samples, local functions and exact contributions of the benchmark (Mamalakis et al. 2022).
@@ -153,5 +158,11 @@ def generate(
         if np.all(np.diff(breaks, axis=1) > 0):
             break
     contribution = local_functions(X, breaks, slopes) / d
-    return {"X": X, "y": contribution.sum(axis=1), "contribution": contribution,
-            "breaks": breaks, "slopes": slopes, "cells": cells}
+    return {
+        "X": X,
+        "y": contribution.sum(axis=1),
+        "contribution": contribution,
+        "breaks": breaks,
+        "slopes": slopes,
+        "cells": cells,
+    }

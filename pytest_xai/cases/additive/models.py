@@ -98,8 +98,17 @@ def torch_predict(module):
 
 
 def train_mlp(
-    model, X: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = MLP_EPOCHS, batch_size: int = 256,
-    lr: float = 1e-3, patience: int = 3, validation: float = 0.1, recipe: str = "cpu",
+    model,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    seed: int = 0,
+    epochs: int = MLP_EPOCHS,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    patience: int = 3,
+    validation: float = 0.1,
+    recipe: str = "cpu",
 ) -> dict[str, Any]:
     """Train ``model`` on (X, y) with MSE; returns the history (held-out R^2 per epoch, seconds).
 

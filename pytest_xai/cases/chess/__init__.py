@@ -120,15 +120,63 @@ from pytest_xai.cases.chess.rules import (
 from pytest_xai.registry import Family
 
 __all__ = [
-    "BETA", "BUDGET", "CLASSES", "CLASS_WARNING", "CNN_CARD", "CNN_WEIGHTS", "COLUMNS", "DATA", "GAMMA",
-    "MAX_DISTANCE", "METRICS", "METRIC_RANGE", "MIN_FULLMOVE", "N_EXPLAINED", "N_PER_CLASS", "PLANES",
-    "QUALITY_GATE", "SOURCE", "USER_CSV", "ChessOracle", "CsvProblem", "array_to_mask", "board_heatmap_png",
-    "case_positions", "chess_cnn_check", "chess_cnn_mate", "chess_cnn_no_check", "chess_oracle_check",
-    "chess_oracle_mate", "chess_oracle_no_check", "cnn", "cnn_accuracy", "cnn_card", "cnn_warnings", "decode",
-    "distances", "draw_worst_board", "encode", "feature_names", "from_perspective", "gated_cnn_card",
-    "generate_positions", "invariant_violations", "label_of", "load_cnn", "mask_reference", "mask_to_array",
-    "masks_of", "ngt", "position_key", "read_csv", "reduce_attributions", "reference_masks", "report_header",
-    "square_groups", "user_positions", "write_csv",
+    "BETA",
+    "BUDGET",
+    "CLASSES",
+    "CLASS_WARNING",
+    "CNN_CARD",
+    "CNN_WEIGHTS",
+    "COLUMNS",
+    "DATA",
+    "GAMMA",
+    "MAX_DISTANCE",
+    "METRICS",
+    "METRIC_RANGE",
+    "MIN_FULLMOVE",
+    "N_EXPLAINED",
+    "N_PER_CLASS",
+    "PLANES",
+    "QUALITY_GATE",
+    "SOURCE",
+    "USER_CSV",
+    "ChessOracle",
+    "CsvProblem",
+    "array_to_mask",
+    "board_heatmap_png",
+    "case_positions",
+    "chess_cnn_check",
+    "chess_cnn_mate",
+    "chess_cnn_no_check",
+    "chess_oracle_check",
+    "chess_oracle_mate",
+    "chess_oracle_no_check",
+    "cnn",
+    "cnn_accuracy",
+    "cnn_card",
+    "cnn_warnings",
+    "decode",
+    "distances",
+    "draw_worst_board",
+    "encode",
+    "feature_names",
+    "from_perspective",
+    "gated_cnn_card",
+    "generate_positions",
+    "invariant_violations",
+    "label_of",
+    "load_cnn",
+    "mask_reference",
+    "mask_to_array",
+    "masks_of",
+    "ngt",
+    "position_key",
+    "read_csv",
+    "reduce_attributions",
+    "reference_masks",
+    "report_header",
+    "square_groups",
+    "user_positions",
+    "write_csv",
 ]
 
 SOURCE = "Mücke & Pfahler 2022, 'Check Mate', LWDA (CEUR-WS Vol-3341)"
@@ -151,14 +199,29 @@ def _case(info, label: int, seed: int, cache: Cache, model: Any, predict, torch_
     all_planes = encode(rows["fen"])
     planes, *masks = encode(rows["fen"][sel], *(rows[f"mask{k}"][sel] for k in range(3)))
     truth = {"mask": masks[label], **{f"mask{k}": masks[k] for k in range(3)}}
-    meta = {"fens": [str(f) for f in rows["fen"][sel]], "class": CLASSES[label],
-            "mask_type": f"mask{label}", "encoding": "side-to-move perspective (remedy A)",
-            "seed": seed, "groups": square_groups(),
-            "budget": BUDGET_PER_POSITION["oracle" if isinstance(model, ChessOracle) else "cnn"] * len(sel)}
-    return Case(info=info, inputs=planes, predict=predict, feature_names=feature_names(),
-                model=model, target=label, background=all_planes,
-                baseline=np.zeros((12, 8, 8), dtype=np.float32), torch_model=torch_model,
-                truth=truth, meta=meta, draw=draw_worst_board)
+    meta = {
+        "fens": [str(f) for f in rows["fen"][sel]],
+        "class": CLASSES[label],
+        "mask_type": f"mask{label}",
+        "encoding": "side-to-move perspective (remedy A)",
+        "seed": seed,
+        "groups": square_groups(),
+        "budget": BUDGET_PER_POSITION["oracle" if isinstance(model, ChessOracle) else "cnn"] * len(sel),
+    }
+    return Case(
+        info=info,
+        inputs=planes,
+        predict=predict,
+        feature_names=feature_names(),
+        model=model,
+        target=label,
+        background=all_planes,
+        baseline=np.zeros((12, 8, 8), dtype=np.float32),
+        torch_model=torch_model,
+        truth=truth,
+        meta=meta,
+        draw=draw_worst_board,
+    )
 
 
 def _oracle_case(info, label: int, seed: int, cache: Cache, data_dir) -> Case:
@@ -220,4 +283,3 @@ def chess_cnn_check(info, *, seed, cache, data_dir=None) -> Case:
 def chess_cnn_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, the shipped CNN; NGT = pieces essential to the mate (mask2)."""
     return _cnn_case(info, 2, seed, cache, data_dir)
-

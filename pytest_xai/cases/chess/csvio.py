@@ -33,8 +33,9 @@ def write_csv(path: str | Path, positions: dict[str, np.ndarray]) -> None:
         writer = csv.writer(fh)
         writer.writerow(COLUMNS)
         for i in range(len(positions["fen"])):
-            writer.writerow([positions["fen"][i], int(positions["label"][i])]
-                            + [int(positions[f"mask{k}"][i]) for k in range(3)])
+            writer.writerow(
+                [positions["fen"][i], int(positions["label"][i])] + [int(positions[f"mask{k}"][i]) for k in range(3)]
+            )
 
 
 def _parse_mask(text: str) -> int:
@@ -75,8 +76,7 @@ def _parse_row(fields: list[str], chess) -> tuple[str, int, int, int, int]:
     if board is not None and label is not None and not errors:
         actual = label_of(board)
         if actual != label:
-            errors.append(f"label {label} inconsistent with the FEN: python-chess says "
-                          f"{actual} ({CLASSES[actual]})")
+            errors.append(f"label {label} inconsistent with the FEN: python-chess says {actual} ({CLASSES[actual]})")
     if errors or board is None or label is None:  # board and label are None only with errors
         raise ValueError("; ".join(errors))
     return (board.fen(), label, *masks)
@@ -114,8 +114,10 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
     elif len(first) >= 2 and first[1].strip() in ("0", "1", "2"):
         columns, width, pending = list(range(5)), 5, [(first_line, first)]
     else:
-        raise DataFileError(f"{path}:{first_line}: expected a header naming "
-                            f"{', '.join(COLUMNS)} or a first data row, got {first!r:.200}")
+        raise DataFileError(
+            f"{path}:{first_line}: expected a header naming "
+            f"{', '.join(COLUMNS)} or a first data row, got {first!r:.200}"
+        )
     for line, fields in itertools.chain(pending, records):
         if not fields:
             continue
@@ -130,8 +132,6 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
                 raise DataFileError(str(problem)) from None
             problems.append(problem)
     return rows_to_arrays(rows), problems
-
-
 
 
 USER_CSV = "chess_positions.csv"  # looked for in --xai-data-dir / ini xai_data_dir
@@ -150,12 +150,18 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
     if path is None or not path.is_file():
         return None
     rows, problems = read_csv(path)
-    mismatched = [i for i, fen in enumerate(rows["fen"])
-                  if tuple(int(rows[c][i]) for c in COLUMNS[2:]) != masks_of(chess_module().Board(str(fen)))]
+    mismatched = [
+        i
+        for i, fen in enumerate(rows["fen"])
+        if tuple(int(rows[c][i]) for c in COLUMNS[2:]) != masks_of(chess_module().Board(str(fen)))
+    ]
     if problems or mismatched:
-        shown = [str(p) for p in problems[:3]] + [f"{path}: row {i + 1}: masks differ from python-chess's" for i in mismatched[:3]]
-        warnings.warn(f"pytest-xai: {len(problems) + len(mismatched)} rows of {path} skipped: " + "; ".join(shown),
-                      stacklevel=2)
+        shown = [str(p) for p in problems[:3]] + [
+            f"{path}: row {i + 1}: masks differ from python-chess's" for i in mismatched[:3]
+        ]
+        warnings.warn(
+            f"pytest-xai: {len(problems) + len(mismatched)} rows of {path} skipped: " + "; ".join(shown), stacklevel=2
+        )
     keep = np.ones(len(rows["fen"]), dtype=bool)
     keep[mismatched] = False
     picked = np.concatenate([np.flatnonzero(keep & (rows["label"] == c))[:n_per_class] for c in range(3)])
@@ -164,4 +170,3 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
 
         raise DataFileError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
     return {k: v[picked] for k, v in rows.items()}
-

@@ -36,13 +36,22 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
     fig = Figure(figsize=(9, 4.8))
     fig.subplots_adjust(left=0.04, right=0.94, bottom=0.07, top=0.84, wspace=0.25)  # fixed: tight_layout
     FigureCanvasAgg(fig)  # measured every label and glyph once more before the save
-    for ax, data, name, cmap in ((fig.add_subplot(1, 2, 1), attribution, "attribution", "Reds"),
-                                 (fig.add_subplot(1, 2, 2), mask, "NGT mask", "Blues")):
+    for ax, data, name, cmap in (
+        (fig.add_subplot(1, 2, 1), attribution, "attribution", "Reds"),
+        (fig.add_subplot(1, 2, 2), mask, "NGT mask", "Blues"),
+    ):
         image = ax.imshow(data, origin="lower", cmap=cmap, vmin=0, vmax=max(data.max(), 1e-12))
         for square, piece in board.piece_map().items():
-            ax.text(chess.square_file(square), chess.square_rank(square), _GLYPHS[piece.symbol()],
-                    ha="center", va="center", fontsize=20, color="black",
-                    path_effects=[patheffects.withStroke(linewidth=3, foreground="white")])
+            ax.text(
+                chess.square_file(square),
+                chess.square_rank(square),
+                _GLYPHS[piece.symbol()],
+                ha="center",
+                va="center",
+                fontsize=20,
+                color="black",
+                path_effects=[patheffects.withStroke(linewidth=3, foreground="white")],
+            )
         ax.set_xticks(range(8), list("abcdefgh"))
         ax.set_yticks(range(8), [str(r) for r in range(1, 9)])
         ax.set_title(name)
@@ -57,7 +66,6 @@ def board_heatmap_png(path: str | Path, fen: str, attribution_8x8, mask_8x8, tit
 def draw_worst_board(path, case: Case, attributions: np.ndarray, row: int) -> Path:
     """The picture of position ``row``: reduced attribution beside its NGT mask, in the board's frame."""
     fen = case.meta["fens"][row]
-    attribution = from_perspective(reduce_attributions(attributions[row:row + 1])[0], fen)
+    attribution = from_perspective(reduce_attributions(attributions[row : row + 1])[0], fen)
     mask = from_perspective(np.asarray(case.truth["mask"][row], dtype=float), fen)
     return board_heatmap_png(path, fen, attribution, mask, f"{case.name}, position {row}")
-

@@ -98,8 +98,6 @@ def board_from_bitboards(bbs: Sequence, chess):
     return board
 
 
-
-
 def feature_names() -> list[str]:
     """'P@e4' = the mover's pawn on e4, 'p@e4' the opponent's; squares in the mover's frame."""
     files = "abcdefgh"
@@ -111,4 +109,3 @@ def square_groups() -> np.ndarray:
     id = square index 8*rank + file, shaped (12, 8, 8).  Perturbation explainers then occlude or
     sample squares (64 features), the unit the NGT masks are about."""
     return np.broadcast_to(np.arange(64).reshape(8, 8), (12, 8, 8)).copy()
-

@@ -60,9 +60,9 @@ class ChessOracle:
 
 
 def cnn(widths: Sequence[int] = (32, 32, 48, 48), hidden: int = 128):
-    """The reference CNN (Specification 8; Mücke & Pfahler 2022, §3): four 'same' convolutions with kernels 7, 5, 3, 3, ReLU,
-    a flatten-dense head, 3 logits.  Narrower than the paper's 782,851 parameters so the
-    shipped weights stay small; see ``scripts/train_chess_cnn.py``.
+    """The reference CNN (Specification 8; Mücke & Pfahler 2022, §3): four 'same' convolutions with
+    kernels 7, 5, 3, 3, ReLU, a flatten-dense head, 3 logits.  Narrower than the paper's 782,851
+    parameters so the shipped weights stay small; see ``scripts/train_chess_cnn.py``.
     """
     from torch import nn
 
@@ -88,8 +88,6 @@ def load_cnn(path: str | Path = CNN_WEIGHTS):
     return model.to(memory_format=torch.channels_last).eval()
 
 
-
-
 def cnn_card() -> dict[str, Any]:
     """What ``scripts/train_chess_cnn.py`` measured for the shipped weights."""
     return json.loads(CNN_CARD.read_text())
@@ -102,8 +100,9 @@ def cnn_accuracy(card: dict[str, Any]) -> float:
 
 def cnn_warnings(card: dict[str, Any]) -> list[str]:
     """One warning per class whose held-out accuracy is below :data:`CLASS_WARNING`."""
-    return [f"{k} accuracy {v:.4f} < {CLASS_WARNING}" for k, v in card["accuracy_per_class"].items()
-            if v < CLASS_WARNING]
+    return [
+        f"{k} accuracy {v:.4f} < {CLASS_WARNING}" for k, v in card["accuracy_per_class"].items() if v < CLASS_WARNING
+    ]
 
 
 def gated_cnn_card() -> dict[str, Any]:
@@ -113,7 +112,8 @@ def gated_cnn_card() -> dict[str, Any]:
     if overall < QUALITY_GATE:
         raise NotApplicable(
             f"model below quality gate: held-out accuracy {overall:.4f} < {QUALITY_GATE} "
-            f"(the paper's 99.02 %); per class {_per_class(card)} ({CNN_CARD.name})")
+            f"(the paper's 99.02 %); per class {_per_class(card)} ({CNN_CARD.name})"
+        )
     return card
 
 
@@ -121,12 +121,14 @@ def _per_class(card: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in card["accuracy_per_class"].items())
 
 
-
 def report_header() -> str:
     """One line for pytest's header: the shipped CNN's held-out accuracy, overall and per class."""
     card = cnn_card()
     overall = cnn_accuracy(card)
-    gate = (f"passes the {QUALITY_GATE} gate" if overall >= QUALITY_GATE
-            else f"below the {QUALITY_GATE} gate, so the chess_cnn_* cases skip")
+    gate = (
+        f"passes the {QUALITY_GATE} gate"
+        if overall >= QUALITY_GATE
+        else f"below the {QUALITY_GATE} gate, so the chess_cnn_* cases skip"
+    )
     warnings = "".join(f"; WARNING {w}" for w in cnn_warnings(card))
     return f"chess CNN: held-out accuracy {overall:.4f} ({gate}; per class {_per_class(card)}){warnings}"

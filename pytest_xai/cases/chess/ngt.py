@@ -69,15 +69,15 @@ def distances(maps, masks, metric: str = "correlation") -> tuple[np.ndarray, np.
     return d, reasons
 
 
-
-
 # Half the distance of the `random` control (see ngt's docstring for the measurements).
 MAX_DISTANCE = {"correlation": 0.5, "chebyshev": 0.48, "euclidean": 0.27}
 METRIC_RANGE = {"correlation": 2.0, "chebyshev": 1.0, "euclidean": 1.0, "cosine": 1.0}
 
 
-_NGT_MAGNITUDE = ("the map is reduced to max |A| over the 12 planes divided by its maximum (the paper's "
-                  "reduction), so the sign and the scale of the attributions cannot matter")
+_NGT_MAGNITUDE = (
+    "the map is reduced to max |A| over the 12 planes divided by its maximum (the paper's "
+    "reduction), so the sign and the scale of the attributions cannot matter"
+)
 
 
 def mask_reference(case: Case, params) -> np.ndarray:
@@ -86,29 +86,35 @@ def mask_reference(case: Case, params) -> np.ndarray:
     return np.repeat(mask[:, None], 12, axis=1)
 
 
-@check(marker="xai_ngt", thresholds={"max_distance": MAX_DISTANCE["correlation"]}, reference=mask_reference,
-       passes_by_construction={
-    "sign_flipped": _NGT_MAGNITUDE,
-    "scaled_negative": _NGT_MAGNITUDE,
-    "abs_of_exact": _NGT_MAGNITUDE,
-    "row_offset": "a positive constant added to the non-negative mask survives the reduction as (m + c) / (1 + c), "
-                  "at correlation distance 0 from the mask",
-    "swapped": "exchanging two of the 768 plane-square inputs moves at most two of the 64 reduced squares",
-    "noisy_10": "noise at 10 % of the mask's RMS keeps the reduced map well within half the random distance",
-    "noisy_30": "noise at 30 % of the mask's RMS keeps the reduced map within half the random distance",
-    "noisy_100": "the reference is the 0/1 mask broadcast to 12 planes: noise at its RMS (below 1) lowers the "
-                 "contrast of the reduced map without reaching the random distance",
-})
-def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlation",
-        max_distance: float | None = None) -> Score:
+@check(
+    marker="xai_ngt",
+    thresholds={"max_distance": MAX_DISTANCE["correlation"]},
+    reference=mask_reference,
+    passes_by_construction={
+        "sign_flipped": _NGT_MAGNITUDE,
+        "scaled_negative": _NGT_MAGNITUDE,
+        "abs_of_exact": _NGT_MAGNITUDE,
+        "row_offset": "a positive constant added to the non-negative mask survives the reduction as (m + c) / (1 + c), "
+        "at correlation distance 0 from the mask",
+        "swapped": "exchanging two of the 768 plane-square inputs moves at most two of the 64 reduced squares",
+        "noisy_10": "noise at 10 % of the mask's RMS keeps the reduced map well within half the random distance",
+        "noisy_30": "noise at 30 % of the mask's RMS keeps the reduced map within half the random distance",
+        "noisy_100": "the reference is the 0/1 mask broadcast to 12 planes: noise at its RMS (below 1) lowers the "
+        "contrast of the reduced map without reaching the random distance",
+    },
+)
+def ngt(
+    attributions, case: Case, *, mask: str = "mask", metric: str = "correlation", max_distance: float | None = None
+) -> Score:
     """Near-ground-truth distance: the explanation, reduced to 8x8, is close to the NGT mask.
 
     Mücke & Pfahler 2022, §3: each attribution (n, 12, 8, 8) is reduced to the max |A| over
     planes per square, divided by its max, and compared with ``case.truth[mask]`` (the class'
     own mask by default).  Passes when the mean distance over the positions where ``metric`` is
     defined is <= ``max_distance``; undefined positions (constant non-zero map, empty/full mask) are
-    excluded and counted, and an all-zero map is distance 1 (it agrees with no mask).  ``max_distance=None`` takes the calibrated default of ``metric``
-    (``MAX_DISTANCE``; cosine has none, as the paper found it ~1 for every method).
+    excluded and counted, and an all-zero map is distance 1 (it agrees with no mask).
+    ``max_distance=None`` takes the calibrated default of ``metric`` (``MAX_DISTANCE``; cosine has
+    none, as the paper found it ~1 for every method).
 
     Calibration (oracle cases, seeds 0 and 1, 32 positions per class; the controls do not depend
     on the model): the mask itself broadcast to the 12 planes scores 0 on every metric; the
@@ -133,25 +139,38 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     if max_distance is None:
         if metric not in MAX_DISTANCE:
-            raise ValueError(f"{metric} distance has no default threshold (paper: ~1 for every "
-                             "explainer); pass max_distance explicitly")
+            raise ValueError(
+                f"{metric} distance has no default threshold (paper: ~1 for every "
+                "explainer); pass max_distance explicitly"
+            )
         max_distance = MAX_DISTANCE[metric]
     truth = np.asarray(case.truth[mask], dtype=bool)
     maps = reduce_attributions(attributions_of(attributions))
     d, reasons = distances(maps, truth, metric)
     used = ~np.isnan(d)
     excluded = {r: int((reasons == r).sum()) for r in sorted(set(reasons[~used]))}
-    params: dict[str, Any] = {"mask": mask, "metric": metric, "max_distance": float(max_distance),
-                              "n_used": int(used.sum()), "n_excluded": int((~used).sum())}
+    params: dict[str, Any] = {
+        "mask": mask,
+        "metric": metric,
+        "max_distance": float(max_distance),
+        "n_used": int(used.sum()),
+        "n_excluded": int((~used).sum()),
+    }
     oracle = case.model if isinstance(case.model, ChessOracle) else None
     if oracle is not None:
         params.update(oracle_boards=oracle.n_boards, oracle_invalid_boards=oracle.n_invalid)
         oracle.reset()
     why = "; excluded " + ", ".join(f"{n} ({r})" for r, n in excluded.items()) if excluded else ""
     if not used.any():
-        return Score(check="ngt", value=0.0, passed=False, threshold=float(max_distance),
-                     detail=f"{metric} distance to {mask} is undefined for all {len(d)} "
-                            f"positions{why}", params=params, worst=None)
+        return Score(
+            check="ngt",
+            value=0.0,
+            passed=False,
+            threshold=float(max_distance),
+            detail=f"{metric} distance to {mask} is undefined for all {len(d)} positions{why}",
+            params=params,
+            worst=None,
+        )
     mean = float(d[used].mean())
     params.update(mean=mean, median=float(np.median(d[used])))
     i = int(np.nanargmax(d))
@@ -159,10 +178,17 @@ def ngt(attributions, case: Case, *, mask: str = "mask", metric: str = "correlat
     worst = {"row": i, "distance": float(d[i]), "fen": None if fens is None else str(fens[i])}
     passed = mean <= max_distance
     value = float(np.clip(1.0 - mean / METRIC_RANGE[metric], 0.0, 1.0))
-    detail = (f"mean {metric} distance to {mask} {mean:.3f} over {int(used.sum())}/{len(d)} "
-              f"positions ({'<=' if passed else '>'} {max_distance:g}){why}; worst row {i} "
-              f"({d[i]:.3f}) {worst['fen']}")
-    return Score(check="ngt", value=value, passed=passed, threshold=float(max_distance),
-                 detail=detail, params=params, worst=worst)
-
-
+    detail = (
+        f"mean {metric} distance to {mask} {mean:.3f} over {int(used.sum())}/{len(d)} "
+        f"positions ({'<=' if passed else '>'} {max_distance:g}){why}; worst row {i} "
+        f"({d[i]:.3f}) {worst['fen']}"
+    )
+    return Score(
+        check="ngt",
+        value=value,
+        passed=passed,
+        threshold=float(max_distance),
+        detail=detail,
+        params=params,
+        worst=worst,
+    )

@@ -31,8 +31,10 @@ def _candidate_checks(board, chess) -> Iterable:
         return
     occ = board.occupied
     diag = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occ]
-    line = (chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occ]
-            | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occ])
+    line = (
+        chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occ]
+        | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occ]
+    )
     targets = {
         chess.PAWN: chess.BB_PAWN_ATTACKS[them][king],
         chess.KNIGHT: chess.BB_KNIGHT_ATTACKS[king],
@@ -42,9 +44,10 @@ def _candidate_checks(board, chess) -> Iterable:
         chess.KING: 0,
     }
     ours = board.occupied_co[us]
-    snipers = ours & ((chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens))
-                      | ((chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0])
-                         & (board.rooks | board.queens)))
+    snipers = ours & (
+        (chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens))
+        | ((chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & (board.rooks | board.queens))
+    )
     discoverers = 0
     for sniper in chess.scan_forward(snipers):
         between = chess.between(king, sniper) & occ
@@ -52,9 +55,13 @@ def _candidate_checks(board, chess) -> Iterable:
             discoverers |= between
     for move in board.generate_legal_moves():
         piece = board.piece_type_at(move.from_square)
-        if (chess.BB_SQUARES[move.to_square] & targets[piece]
-                or chess.BB_SQUARES[move.from_square] & discoverers
-                or move.promotion or board.is_castling(move) or board.is_en_passant(move)):
+        if (
+            chess.BB_SQUARES[move.to_square] & targets[piece]
+            or chess.BB_SQUARES[move.from_square] & discoverers
+            or move.promotion
+            or board.is_castling(move)
+            or board.is_en_passant(move)
+        ):
             yield move
 
 
@@ -96,7 +103,11 @@ def position_key(board) -> str:
 
 
 def generate_positions(
-    n_per_class: int, *, seed: int, beta: float = BETA, gamma: float = GAMMA,
+    n_per_class: int,
+    *,
+    seed: int,
+    beta: float = BETA,
+    gamma: float = GAMMA,
     min_fullmove: int = MIN_FULLMOVE,
 ) -> dict[str, np.ndarray]:
     """``n_per_class`` positions of each class from seeded mate-seeking random playouts.
@@ -156,8 +167,7 @@ def case_positions(seed: int, cache: Cache, n_per_class: int = N_PER_CLASS) -> d
     the generator rebuilds it; a change to the rules (labels, masks) fails ``validate``, which
     recomputes every row's label and masks from its FEN, and rebuilds it too.
     """
-    params = {"n_per_class": n_per_class, "seed": seed, "beta": BETA, "gamma": GAMMA,
-              "min_fullmove": MIN_FULLMOVE}
+    params = {"n_per_class": n_per_class, "seed": seed, "beta": BETA, "gamma": GAMMA, "min_fullmove": MIN_FULLMOVE}
 
     def build() -> dict[str, np.ndarray]:
         return generate_positions(n_per_class, seed=seed)
@@ -178,4 +188,3 @@ def case_positions(seed: int, cache: Cache, n_per_class: int = N_PER_CLASS) -> d
     if key not in _POSITIONS:  # the six cases share one set of positions per process
         _POSITIONS[key] = cache.arrays("chess_positions", params, build, validate)
     return _POSITIONS[key]
-

@@ -24,7 +24,6 @@ def chess_module():
     return chess
 
 
-
 def label_of(board) -> int:
     """0 no check, 1 check, 2 checkmate, for the side to move (a stalemate is 0)."""
     if not board.is_check():
@@ -90,8 +89,7 @@ def _legal_move_squares(board, chess) -> int:
     us, them = board.turn, not board.turn
     ours, theirs, occ = board.occupied_co[us], board.occupied_co[them], board.occupied
     kings = board.kings & ours
-    if (not kings or kings & (kings - 1) or not board.kings & theirs
-            or board.pawns & chess.BB_BACKRANKS):
+    if not kings or kings & (kings - 1) or not board.kings & theirs or board.pawns & chess.BB_BACKRANKS:
         m1 = 0
         for move in board.generate_legal_moves():
             m1 |= chess.BB_SQUARES[move.from_square] | chess.BB_SQUARES[move.to_square]
@@ -113,7 +111,8 @@ def _legal_move_squares(board, chess) -> int:
     # pins: an enemy slider on a line to the king with exactly one piece, ours, in between
     snipers = theirs & (
         (chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & (board.rooks | board.queens)
-        | chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens))
+        | chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens)
+    )
     pinned, lines = 0, {}
     while snipers:
         low = snipers & -snipers
@@ -220,8 +219,6 @@ def array_to_mask(array) -> np.ndarray:
     return (arr * SQUARE_BITS).sum(axis=-1, dtype=np.uint64)
 
 
-
-
 def invariant_violations(board, masks: tuple[int, int, int] | None = None) -> list[str]:
     """The Specification 4 invariants that ``board`` (with its masks) breaks; [] when all hold."""
     chess = chess_module()
@@ -237,12 +234,12 @@ def invariant_violations(board, masks: tuple[int, int, int] | None = None) -> li
     targets = {move.to_square for move in board.generate_legal_moves()}
     for checker in chess.scan_forward(board.checkers_mask()):
         if bool(m1 >> checker & 1) != (checker in targets):
-            problems.append(f"checker on {chess.square_name(checker)}: in mask1 is "
-                            f"{bool(m1 >> checker & 1)}, capturable is {checker in targets}")
+            problems.append(
+                f"checker on {chess.square_name(checker)}: in mask1 is "
+                f"{bool(m1 >> checker & 1)}, capturable is {checker in targets}"
+            )
     if label == 2 and board.checkers_mask() & ~m2:
         problems.append("a checker is missing from mask2")
     if not board.is_valid():
         problems.append(f"board.is_valid() is false ({board.status()!r})")
     return problems
-
-

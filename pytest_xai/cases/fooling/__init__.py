@@ -73,11 +73,39 @@ from pytest_xai.registry import Family
 from pytest_xai.stats import descending_ranks
 
 __all__ = [
-    "COMPAS_FILE", "FAMILY", "FEATURE_NAMES", "HIGH_RISK", "MAX_BACKGROUND", "MIN_ROUTED", "MIN_ROWS", "NUMERICAL",
-    "N_EXPLAINED", "N_ROWS", "RACE", "SLACK", "UNRELATED", "AttackIneffective", "Forest", "Scaffold", "biased_f",
-    "compas_data", "compas_lime_scaffold", "compas_shap_scaffold", "fooling", "innocuous_psi", "is_real",
-    "kmeans_summary", "lime_detector_data", "load_compas", "precondition", "shap_detector_data",
-    "split_and_standardize", "substitute", "synthetic_compas", "trained_detector", "unique_rows",
+    "COMPAS_FILE",
+    "FAMILY",
+    "FEATURE_NAMES",
+    "HIGH_RISK",
+    "MAX_BACKGROUND",
+    "MIN_ROUTED",
+    "MIN_ROWS",
+    "NUMERICAL",
+    "N_EXPLAINED",
+    "N_ROWS",
+    "RACE",
+    "SLACK",
+    "UNRELATED",
+    "AttackIneffective",
+    "Forest",
+    "Scaffold",
+    "biased_f",
+    "compas_data",
+    "compas_lime_scaffold",
+    "compas_shap_scaffold",
+    "fooling",
+    "innocuous_psi",
+    "is_real",
+    "kmeans_summary",
+    "lime_detector_data",
+    "load_compas",
+    "precondition",
+    "shap_detector_data",
+    "split_and_standardize",
+    "substitute",
+    "synthetic_compas",
+    "trained_detector",
+    "unique_rows",
 ]
 
 HIGH_RISK = 0
@@ -94,6 +122,7 @@ class AttackIneffective(RuntimeError):
 
 # ------------------------------------------------------------------------------------------ cases
 
+
 def precondition(scaffold, name, real, perturbed, how) -> dict:
     """CX-12: the attack must work, or the case errors instead of passing."""
     to_f = float(scaffold.routes_to_f(real).mean())
@@ -104,9 +133,14 @@ def precondition(scaffold, name, real, perturbed, how) -> dict:
         raise AttackIneffective(
             f"attack ineffective: the {name} detector sends {to_f:.1%} of {len(real)} held-out real rows to f "
             f"and {to_psi:.1%} of {len(perturbed)} {how} rows to psi; both must be >= {MIN_ROUTED:.0%} "
-            f"(Slack et al. 2020; CX-12), or the case would test nothing")
-    return {"real_routed_to_f": to_f, "perturbed_routed_to_psi": to_psi,
-            "real_agree_with_f": agree_f, "perturbed_agree_with_psi": agree_psi}
+            f"(Slack et al. 2020; CX-12), or the case would test nothing"
+        )
+    return {
+        "real_routed_to_f": to_f,
+        "perturbed_routed_to_psi": to_psi,
+        "real_agree_with_f": agree_f,
+        "perturbed_agree_with_psi": agree_psi,
+    }
 
 
 def _data_key(X) -> str:
@@ -116,15 +150,26 @@ def _data_key(X) -> str:
 def _case(info, seed, data, scaffold, background, meta) -> Case:
     rng = np.random.default_rng([seed, 50])
     explained = np.sort(rng.choice(len(data["test"]), N_EXPLAINED, replace=False))
-    return Case(info=info, inputs=data["test"][explained], predict=scaffold, model=scaffold,
-                target=HIGH_RISK, background=background, baseline=np.zeros(len(FEATURE_NAMES)),
-                feature_names=list(FEATURE_NAMES),
-                meta={**meta, "explained_rows": explained, "full_background": data["train"],
-                      "mean": data["mean"], "scale": data["scale"]})
+    return Case(
+        info=info,
+        inputs=data["test"][explained],
+        predict=scaffold,
+        model=scaffold,
+        target=HIGH_RISK,
+        background=background,
+        baseline=np.zeros(len(FEATURE_NAMES)),
+        feature_names=list(FEATURE_NAMES),
+        meta={
+            **meta,
+            "explained_rows": explained,
+            "full_background": data["train"],
+            "mean": data["mean"],
+            "scale": data["scale"],
+        },
+    )
 
 
-@FAMILY.case(category="fragility", source="LIME scaffold",
-             checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+@FAMILY.case(category="fragility", source="LIME scaffold", checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
 def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
     """COMPAS scaffold against LIME: off-lattice (noisy) rows see the innocuous model.
 
@@ -135,8 +180,9 @@ def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_RO
     X, y, source = compas_data(data_dir, seed, n_rows)
     data = split_and_standardize(X, y, seed)
     key = {"train": _data_key(data["train"]), "copies": 30, "std": 0.3}
-    detector, meta = trained_detector("fooling-lime-detector", cache, key, list(NUMERICAL), seed,
-                               lambda: lime_detector_data(data["train"], seed))
+    detector, meta = trained_detector(
+        "fooling-lime-detector", cache, key, list(NUMERICAL), seed, lambda: lime_detector_data(data["train"], seed)
+    )
     scaffold = Scaffold(detector, "lime")
     noisy = data["test"] + np.random.default_rng([seed, 95]).normal(0.0, 0.3, data["test"].shape)
     meta.update(precondition(scaffold, "LIME", data["test"], noisy, "N(0, 0.3^2)-perturbed"))
@@ -144,16 +190,23 @@ def compas_lime_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_RO
     return _case(info, seed, data, scaffold, background, {**meta, "source": source})
 
 
-@FAMILY.case(category="fragility", source="Kernel-SHAP scaffold",
-             checks={"fooling": {"race": RACE, "unrelated": UNRELATED}})
+@FAMILY.case(
+    category="fragility", source="Kernel-SHAP scaffold", checks={"fooling": {"race": RACE, "unrelated": UNRELATED}}
+)
 def compas_shap_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_ROWS) -> Case:
     """COMPAS scaffold against KernelSHAP: rows with features substituted from the background see psi."""
     X, y, source = compas_data(data_dir, seed, n_rows)
     data = split_and_standardize(X, y, seed)
     summary = kmeans_summary(data["train"], seed)
     key = {"train": _data_key(data["train"]), "summary": _data_key(summary), "copies": 10, "n": "30000 per 4629"}
-    detector, meta = trained_detector("fooling-shap-detector", cache, key, list(range(X.shape[1])), seed,
-                               lambda: shap_detector_data(data["train"], summary, seed))
+    detector, meta = trained_detector(
+        "fooling-shap-detector",
+        cache,
+        key,
+        list(range(X.shape[1])),
+        seed,
+        lambda: shap_detector_data(data["train"], summary, seed),
+    )
     scaffold = Scaffold(detector, "kernel_shap")
     substituted = substitute(data["test"], summary, np.random.default_rng([seed, 95]))
     substituted = substituted[~is_real(substituted, np.vstack([data["train"], data["test"]]))]
@@ -167,22 +220,27 @@ def compas_shap_scaffold(info, *, seed, cache, data_dir=None, n_rows: int = N_RO
 _RANKS_OF_ABS = "the check ranks |A| per row, which the sign and the scale of the attributions cannot change"
 
 
-@check(marker="xai_fooling", thresholds={"min_race_top": 0.9, "max_unrelated_top": 0.0}, passes_by_construction={
-    "sign_flipped": _RANKS_OF_ABS,
-    "scaled_negative": _RANKS_OF_ABS,
-    "abs_of_exact": _RANKS_OF_ABS,
-    "shuffled_rows": "the check asks only which feature is first in each row; the correct explanation puts race "
-                     "first in every row, so every other row's explanation does too",
-    "row_offset": "race's attribution dominates the reference's RMS; an offset of 0.5-1.5 RMS on every "
-                  "feature keeps |race| first",
-    "noisy_10": "noise at 10 % of the RMS is far below race's margin over the next feature",
-    "noisy_30": "noise at 30 % of the RMS stays below race's margin over the next feature",
-    "swapped@compas_shap_scaffold": "every substitution explainer is fooled by this scaffold and puts "
-                                    "unrelated_column first, race second: swapping the two top features of that "
-                                    "(fooled) reference puts race first",
-})
-def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top: float,
-            max_unrelated_top: float) -> Score:
+@check(
+    marker="xai_fooling",
+    thresholds={"min_race_top": 0.9, "max_unrelated_top": 0.0},
+    passes_by_construction={
+        "sign_flipped": _RANKS_OF_ABS,
+        "scaled_negative": _RANKS_OF_ABS,
+        "abs_of_exact": _RANKS_OF_ABS,
+        "shuffled_rows": "the check asks only which feature is first in each row; the correct explanation puts race "
+        "first in every row, so every other row's explanation does too",
+        "row_offset": "race's attribution dominates the reference's RMS; an offset of 0.5-1.5 RMS on every "
+        "feature keeps |race| first",
+        "noisy_10": "noise at 10 % of the RMS is far below race's margin over the next feature",
+        "noisy_30": "noise at 30 % of the RMS stays below race's margin over the next feature",
+        "swapped@compas_shap_scaffold": "every substitution explainer is fooled by this scaffold and puts "
+        "unrelated_column first, race second: swapping the two top features of that "
+        "(fooled) reference puts race first",
+    },
+)
+def fooling(
+    attributions, case: Case, *, race: int, unrelated: int, min_race_top: float, max_unrelated_top: float
+) -> Score:
     """Race stays the top feature of a racist model hidden behind an innocuous scaffold (not fooled).
 
     Slack et al. 2020 via Compare-xAI fooling_perturbation_alg, corrected (CX-2): per explained row,
@@ -213,14 +271,29 @@ def fooling(attributions, case: Case, *, race: int, unrelated: int, min_race_top
     leaders, counts = np.unique(row_ranks.argmin(axis=1), return_counts=True)
     leader = int(leaders[counts.argmax()])
     verdict = "not fooled" if passed else "fooled"
-    detail = (f"{verdict}: {names[race]} ranked first in {race_top:.0%} of {len(A)} rows (need >= "
-              f"{min_race_top:.0%}), {names[unrelated]} in {unrelated_top:.0%} (allowed <= {max_unrelated_top:.0%}); "
-              f"most often first: {names[leader]}; global ranks: {names[race]} {global_ranks[race]:g}, "
-              f"{names[unrelated]} {global_ranks[unrelated]:g} of 0..{n - 1}")
-    params = {"race": race, "unrelated": unrelated, "min_race_top": min_race_top,
-              "max_unrelated_top": max_unrelated_top, "race_top": race_top, "unrelated_top": unrelated_top,
-              "unrelated_score": float((unrelated_rank / (n - 1)).mean()),
-              "global_race_rank": float(global_ranks[race]), "global_unrelated_rank": float(global_ranks[unrelated])}
-    return Score("fooling", value, passed, min_race_top, detail, params,
-                 {"row": worst, "race_rank": float(race_rank[worst]),
-                  "top_feature": names[int(row_ranks[worst].argmin())]})
+    detail = (
+        f"{verdict}: {names[race]} ranked first in {race_top:.0%} of {len(A)} rows (need >= "
+        f"{min_race_top:.0%}), {names[unrelated]} in {unrelated_top:.0%} (allowed <= {max_unrelated_top:.0%}); "
+        f"most often first: {names[leader]}; global ranks: {names[race]} {global_ranks[race]:g}, "
+        f"{names[unrelated]} {global_ranks[unrelated]:g} of 0..{n - 1}"
+    )
+    params = {
+        "race": race,
+        "unrelated": unrelated,
+        "min_race_top": min_race_top,
+        "max_unrelated_top": max_unrelated_top,
+        "race_top": race_top,
+        "unrelated_top": unrelated_top,
+        "unrelated_score": float((unrelated_rank / (n - 1)).mean()),
+        "global_race_rank": float(global_ranks[race]),
+        "global_unrelated_rank": float(global_ranks[unrelated]),
+    }
+    return Score(
+        "fooling",
+        value,
+        passed,
+        min_race_top,
+        detail,
+        params,
+        {"row": worst, "race_rank": float(race_rank[worst]), "top_feature": names[int(row_ranks[worst].argmin())]},
+    )

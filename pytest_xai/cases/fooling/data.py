@@ -12,8 +12,16 @@ from pathlib import Path
 import numpy as np
 
 FEATURE_NAMES = [
-    "age", "two_year_recid", "priors_count", "length_of_stay", "c_charge_degree_F",
-    "c_charge_degree_M", "sex_Female", "sex_Male", "race", "unrelated_column",
+    "age",
+    "two_year_recid",
+    "priors_count",
+    "length_of_stay",
+    "c_charge_degree_F",
+    "c_charge_degree_M",
+    "sex_Female",
+    "sex_Male",
+    "race",
+    "unrelated_column",
 ]
 NUMERICAL = (0, 2, 3)
 RACE, UNRELATED = 8, 9
@@ -49,8 +57,19 @@ def synthetic_compas(n_rows: int = N_ROWS, seed: int = 0) -> tuple[np.ndarray, n
     return X, np.where(high, 0, 1)
 
 
-_REQUIRED = ("age", "two_year_recid", "c_charge_degree", "race", "sex", "priors_count", "c_jail_in",
-             "c_jail_out", "days_b_screening_arrest", "is_recid", "score_text")
+_REQUIRED = (
+    "age",
+    "two_year_recid",
+    "c_charge_degree",
+    "race",
+    "sex",
+    "priors_count",
+    "c_jail_in",
+    "c_jail_out",
+    "days_b_screening_arrest",
+    "is_recid",
+    "score_text",
+)
 
 
 def _date(text: str) -> datetime:
@@ -105,8 +124,9 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
             except ValueError:
                 value = float("nan")
             if not np.isfinite(value):
-                raise DataFileError(f"{path}, line {line}, column {name!r}: {cell[name]!r:.80} is not a number; "
-                                    f"{fix}") from None
+                raise DataFileError(
+                    f"{path}, line {line}, column {name!r}: {cell[name]!r:.80} is not a number; {fix}"
+                ) from None
             return value
 
         if cell["days_b_screening_arrest"] in ("", "NA"):  # pandas reads these as NaN: filtered out
@@ -116,11 +136,12 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
         if cell["c_charge_degree"] == "O" or cell["score_text"] in ("", "NA"):
             continue
         if cell["c_charge_degree"] not in ("F", "M"):
-            raise DataFileError(f"{path}, line {line}, column 'c_charge_degree': {cell['c_charge_degree']!r:.80} "
-                                f"is not F, M or O; {fix}")
+            raise DataFileError(
+                f"{path}, line {line}, column 'c_charge_degree': {cell['c_charge_degree']!r:.80} "
+                f"is not F, M or O; {fix}"
+            )
         if cell["sex"] not in ("Female", "Male"):
-            raise DataFileError(f"{path}, line {line}, column 'sex': {cell['sex']!r:.80} is not Female or Male; "
-                                f"{fix}")
+            raise DataFileError(f"{path}, line {line}, column 'sex': {cell['sex']!r:.80} is not Female or Male; {fix}")
         stay = {}
         for name in ("c_jail_in", "c_jail_out"):
             try:
@@ -128,13 +149,26 @@ def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.n
             except ValueError as exc:
                 raise DataFileError(f"{path}, line {line}, column {name!r}: {exc}; {fix}") from None
         felony, male = cell["c_charge_degree"] == "F", cell["sex"] == "Male"
-        rows.append((number("age"), number("two_year_recid"), number("priors_count"),
-                     float((stay["c_jail_out"] - stay["c_jail_in"]).days), felony, not felony,
-                     not male, male, cell["race"] == "African-American", cell["score_text"] == "High"))
+        rows.append(
+            (
+                number("age"),
+                number("two_year_recid"),
+                number("priors_count"),
+                float((stay["c_jail_out"] - stay["c_jail_in"]).days),
+                felony,
+                not felony,
+                not male,
+                male,
+                cell["race"] == "African-American",
+                cell["score_text"] == "High",
+            )
+        )
     if len(rows) < min_rows:
-        raise DataFileError(f"{path}: {len(rows)} rows remain after the filters of Slack et al. "
-                            f"(days_b_screening_arrest in [-30, 30], is_recid != -1, c_charge_degree != 'O', "
-                            f"score_text present); the attack needs at least {min_rows}; {fix}")
+        raise DataFileError(
+            f"{path}: {len(rows)} rows remain after the filters of Slack et al. "
+            f"(days_b_screening_arrest in [-30, 30], is_recid != -1, c_charge_degree != 'O', "
+            f"score_text present); the attack needs at least {min_rows}; {fix}"
+        )
     table = np.array(rows, dtype=float)
     unrelated = np.random.default_rng([seed, 2020]).integers(0, 2, len(table)).astype(float)
     X = np.column_stack([table[:, :9], unrelated])
@@ -159,5 +193,11 @@ def split_and_standardize(X, y, seed: int) -> dict[str, np.ndarray]:
 
     x_train, x_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=seed)
     scaler = StandardScaler().fit(x_train)
-    return {"train": scaler.transform(x_train), "test": scaler.transform(x_test), "y_train": y_train,
-            "y_test": y_test, "mean": scaler.mean_, "scale": scaler.scale_}
+    return {
+        "train": scaler.transform(x_train),
+        "test": scaler.transform(x_test),
+        "y_train": y_train,
+        "y_test": y_test,
+        "mean": scaler.mean_,
+        "scale": scaler.scale_,
+    }

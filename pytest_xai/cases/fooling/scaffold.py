@@ -91,17 +91,22 @@ class Forest:
         def joined(get):
             return np.concatenate([get(tree) for tree in trees])
 
-        return {"columns": np.asarray(columns), "node_count": np.array([tree.node_count for tree in trees]),
-                "left": joined(lambda t: t.children_left), "right": joined(lambda t: t.children_right),
-                "feature": joined(lambda t: t.feature), "threshold": joined(lambda t: t.threshold),
-                "p_real": joined(lambda t: t.value[:, 0, 1] / t.value[:, 0].sum(axis=1))}
+        return {
+            "columns": np.asarray(columns),
+            "node_count": np.array([tree.node_count for tree in trees]),
+            "left": joined(lambda t: t.children_left),
+            "right": joined(lambda t: t.children_right),
+            "feature": joined(lambda t: t.feature),
+            "threshold": joined(lambda t: t.threshold),
+            "p_real": joined(lambda t: t.value[:, 0, 1] / t.value[:, 0].sum(axis=1)),
+        }
 
     def _add(self, total: np.ndarray, rows: np.ndarray, open_rows: np.ndarray, trees: slice) -> None:
         """``total[open_rows]`` += each tree's leaf value, tree after tree as sklearn adds them."""
         roots = self.roots[trees]
         chunk = max(1, self.PAIRS // len(roots))
         for first in range(0, len(open_rows), chunk):
-            part = open_rows[first:first + chunk]
+            part = open_rows[first : first + chunk]
             values = self.p_real[self._leaves(rows[part], roots)]  # (trees, rows)
             # summed over axis 0, numpy adds tree after tree, as sklearn does: the same rounding
             total[part] = np.vstack([total[part][None], values]).sum(axis=0)
@@ -264,5 +269,7 @@ def shap_detector_data(train, summary, seed, copies=10):
     rng = np.random.default_rng([seed, 10])
     n_samples = round(30000 * len(train) / 4629)
     substituted = substitute(train[rng.integers(0, len(train), n_samples)], summary, rng)
-    return (np.vstack([np.tile(train, (copies, 1)), substituted]),
-            np.r_[np.ones(copies * len(train)), is_real(substituted, train).astype(float)])
+    return (
+        np.vstack([np.tile(train, (copies, 1)), substituted]),
+        np.r_[np.ones(copies * len(train)), is_real(substituted, train).astype(float)],
+    )

@@ -63,12 +63,42 @@ from pytest_xai.cases.gaussian.truth import (
 from pytest_xai.registry import Family
 
 __all__ = [
-    "CASE_CHECKS", "CONDITIONALS", "LABEL_NOISE", "MAX_EXACT_FEATURES", "MC_SAMPLES", "N_BACKGROUND", "N_EXPLAINED",
-    "N_TRAIN", "RHOS", "SOURCE", "STACKED_FEATURES", "STANDARDISATION_ROWS", "STANDARDISATION_SEED", "D", "Dataset",
-    "DistributionImputer", "Gaussian", "GaussianMixture", "Label", "Linear", "Multinomial", "NonlinearAdditive",
-    "PiecewiseConstant", "PiecewiseLinear", "Standardised", "coalition_values", "exact_shapley", "faithfulness",
-    "gt_shapley", "infidelity", "linear_interventional_shapley", "make_dataset", "monotonicity",
-    "monte_carlo_shapley", "paper_weights", "standardise",
+    "CASE_CHECKS",
+    "CONDITIONALS",
+    "LABEL_NOISE",
+    "MAX_EXACT_FEATURES",
+    "MC_SAMPLES",
+    "N_BACKGROUND",
+    "N_EXPLAINED",
+    "N_TRAIN",
+    "RHOS",
+    "SOURCE",
+    "STACKED_FEATURES",
+    "STANDARDISATION_ROWS",
+    "STANDARDISATION_SEED",
+    "D",
+    "Dataset",
+    "DistributionImputer",
+    "Gaussian",
+    "GaussianMixture",
+    "Label",
+    "Linear",
+    "Multinomial",
+    "NonlinearAdditive",
+    "PiecewiseConstant",
+    "PiecewiseLinear",
+    "Standardised",
+    "coalition_values",
+    "exact_shapley",
+    "faithfulness",
+    "gt_shapley",
+    "infidelity",
+    "linear_interventional_shapley",
+    "make_dataset",
+    "monotonicity",
+    "monte_carlo_shapley",
+    "paper_weights",
+    "standardise",
 ]
 
 SOURCE = "Liu, Khandagale, White & Neiswanger 2021 (XAI-Bench), §4, App. D/F"
@@ -83,8 +113,9 @@ CASE_CHECKS = {
 }
 
 
-def _case(info: CaseInfo, data: Dataset, predict: Callable, model: Any, truth: dict[str, np.ndarray],
-          **meta: Any) -> Case:
+def _case(
+    info: CaseInfo, data: Dataset, predict: Callable, model: Any, truth: dict[str, np.ndarray], **meta: Any
+) -> Case:
     d = data.distribution.d
     return Case(
         info=info,
@@ -116,18 +147,20 @@ def _rho_name(rho: float) -> str:
 
 def _linear_builder(rho: float) -> Callable[..., Case]:
     def build(info: CaseInfo, *, seed: int, cache: Any) -> Case:
-        return _exact_case(info, Gaussian.equicorrelated(D, rho), Linear(paper_weights()), seed,
-                           rho=rho, weights=paper_weights())
+        return _exact_case(
+            info, Gaussian.equicorrelated(D, rho), Linear(paper_weights()), seed, rho=rho, weights=paper_weights()
+        )
 
     build.__name__ = build.__qualname__ = f"gaussian_linear_{_rho_name(rho)}"
-    build.__doc__ = (f"Linear label w = [0..{D - 1}] on equicorrelated Gaussian features, rho = {rho:g} "
-                     "(XAI-Bench §5.1 sweep); the model is the standardised label function.")
+    build.__doc__ = (
+        f"Linear label w = [0..{D - 1}] on equicorrelated Gaussian features, rho = {rho:g} "
+        "(XAI-Bench §5.1 sweep); the model is the standardised label function."
+    )
     return build
 
 
 for _rho in RHOS:
-    FAMILY.case(category="fidelity", source="§5.1 rho sweep", checks=CASE_CHECKS)(
-        _linear_builder(_rho))
+    FAMILY.case(category="fidelity", source="§5.1 rho sweep", checks=CASE_CHECKS)(_linear_builder(_rho))
 
 
 @FAMILY.case(category="fidelity", source="App. F", checks=CASE_CHECKS)
@@ -142,8 +175,7 @@ def gaussian_piecewise_constant_rho50(info: CaseInfo, *, seed: int, cache: Any) 
     return _exact_case(info, Gaussian.equicorrelated(D, 0.5), PiecewiseConstant(), seed, rho=0.5)
 
 
-@FAMILY.case(category="fidelity", source="§4 piecewise linear",
-             checks=CASE_CHECKS)
+@FAMILY.case(category="fidelity", source="§4 piecewise linear", checks=CASE_CHECKS)
 def gaussian_piecewise_linear_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """w = [0..4] if sum(x) > 0 else [4..0], Gaussian rho = 0.5: not additive; exact Shapley truth."""
     label = PiecewiseLinear(paper_weights(), paper_weights()[::-1])
@@ -154,8 +186,9 @@ def gaussian_piecewise_linear_rho50(info: CaseInfo, *, seed: int, cache: Any) ->
 def gaussian_mixture_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """Linear w = [0..4] on a 2-component mixture at -1 and +1 (rho = 0.5 each, equal priors)."""
     components = [Gaussian.equicorrelated(D, 0.5, mean=m) for m in (-1.0, 1.0)]
-    return _exact_case(info, GaussianMixture(components), Linear(paper_weights()), seed,
-                       weights=paper_weights(), components=2)
+    return _exact_case(
+        info, GaussianMixture(components), Linear(paper_weights()), seed, weights=paper_weights(), components=2
+    )
 
 
 @FAMILY.case(category="fidelity", source="App. D multinomial", checks=CASE_CHECKS)
@@ -169,8 +202,9 @@ def multinomial_linear(info: CaseInfo, *, seed: int, cache: Any) -> Case:
 # explainer is given); observational truth is Monte Carlo with common random numbers, cached.
 
 
-def _trained_case(info: CaseInfo, label: Label, make_model: Callable[[], Any], seed: int, cache: Any,
-                  **meta: Any) -> Case:
+def _trained_case(
+    info: CaseInfo, label: Label, make_model: Callable[[], Any], seed: int, cache: Any, **meta: Any
+) -> Case:
     import sklearn
     from sklearn.exceptions import ConvergenceWarning
 
@@ -186,9 +220,12 @@ def _trained_case(info: CaseInfo, label: Label, make_model: Callable[[], Any], s
         return model.predict(np.asarray(X, dtype=float).reshape(len(X), -1))
 
     def build_truth() -> dict[str, np.ndarray]:
-        return {"shapley_interventional": shapley.interventional(predict, data.inputs, data.background),
-                "shapley_observational": monte_carlo_shapley(predict, distribution, data.inputs,
-                                                             "observational", seed=seed)}
+        return {
+            "shapley_interventional": shapley.interventional(predict, data.inputs, data.background),
+            "shapley_observational": monte_carlo_shapley(
+                predict, distribution, data.inputs, "observational", seed=seed
+            ),
+        }
 
     def validate(arrays: dict) -> None:
         for key in ("shapley_interventional", "shapley_observational"):
@@ -198,8 +235,18 @@ def _trained_case(info: CaseInfo, label: Label, make_model: Callable[[], Any], s
     params = {"case": info.name, "seed": seed, "mc_samples": MC_SAMPLES, "sklearn": sklearn.__version__}
     truth = cache.arrays(info.name, params, build_truth, validate)
     r2 = float(1 - np.mean((predict(data.train_X) - data.train_y) ** 2) / np.var(data.train_y))
-    return _case(info, data, predict, model, dict(truth), model_kind=type(model).__name__, train_r2=r2,
-                 mc_samples=MC_SAMPLES, rho=0.5, **meta)
+    return _case(
+        info,
+        data,
+        predict,
+        model,
+        dict(truth),
+        model_kind=type(model).__name__,
+        train_r2=r2,
+        mc_samples=MC_SAMPLES,
+        rho=0.5,
+        **meta,
+    )
 
 
 @FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
@@ -215,8 +262,9 @@ def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: 
     """sklearn DecisionTreeRegressor (depth 6) trained on the piecewise-constant label, rho = 0.5."""
     from sklearn.tree import DecisionTreeRegressor
 
-    return _trained_case(info, PiecewiseConstant(), lambda: DecisionTreeRegressor(max_depth=6, random_state=seed),
-                         seed, cache)
+    return _trained_case(
+        info, PiecewiseConstant(), lambda: DecisionTreeRegressor(max_depth=6, random_state=seed), seed, cache
+    )
 
 
 @FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
@@ -224,5 +272,10 @@ def gaussian_nonlinear_additive_mlp_rho50(info: CaseInfo, *, seed: int, cache: A
     """sklearn MLPRegressor (16, 16) trained on the nonlinear additive label, rho = 0.5."""
     from sklearn.neural_network import MLPRegressor
 
-    return _trained_case(info, NonlinearAdditive(), lambda: MLPRegressor(
-        hidden_layer_sizes=(16, 16), solver="lbfgs", max_iter=300, random_state=seed), seed, cache)
+    return _trained_case(
+        info,
+        NonlinearAdditive(),
+        lambda: MLPRegressor(hidden_layer_sizes=(16, 16), solver="lbfgs", max_iter=300, random_state=seed),
+        seed,
+        cache,
+    )

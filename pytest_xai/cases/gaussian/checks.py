@@ -47,8 +47,9 @@ def _what(found: reference.Reference | None, conditional: str) -> str:
     return f"the reference ({how} {conditional} Shapley values of the model, {found.evaluations:,} evaluations)"
 
 
-def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, threshold: float, what: str,
-             params: dict[str, Any]) -> Score:
+def _verdict(
+    name: str, result: metrics.MetricResult, threshold_name: str, threshold: float, what: str, params: dict[str, Any]
+) -> Score:
     """Pass when the mean over defined points clears ``threshold`` in the metric's direction;
     undefined points are excluded and counted, and all undefined fails."""
     params = {**params, threshold_name: threshold}
@@ -59,12 +60,19 @@ def _verdict(name: str, result: metrics.MetricResult, threshold_name: str, thres
     passed = bool(m >= threshold if higher else m <= threshold)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
     row = int(np.argmin(vals) if higher else np.argmax(vals))
-    undefined = (f"; {result.n_undefined}/{result.values.size} points undefined and excluded"
-                 if result.n_undefined else "")
+    undefined = (
+        f"; {result.n_undefined}/{result.values.size} points undefined and excluded" if result.n_undefined else ""
+    )
     sign = (">=" if passed else "<") if higher else ("<=" if passed else ">")
-    return Score(name, float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)), passed, threshold,
-                 f"mean {what} {m:.3f} ({sign} {threshold:g}){undefined}", params,
-                 {"row": row, result.name: float(result.values[row])})
+    return Score(
+        name,
+        float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)),
+        passed,
+        threshold,
+        f"mean {what} {m:.3f} ({sign} {threshold:g}){undefined}",
+        params,
+        {"row": row, result.name: float(result.values[row])},
+    )
 
 
 def _shapley_reference(case: Case, params) -> np.ndarray:
@@ -73,9 +81,15 @@ def _shapley_reference(case: Case, params) -> np.ndarray:
     return _truth(case, params.get("convention", params.get("conditional", "interventional")))[0]
 
 
-@check(marker="xai_gt_shapley", thresholds={"max_error": 0.05}, reference=_shapley_reference,
-       passes_by_construction={"noisy_10": "10 % noise (cos 0.995 with the truth) is the sampling error of a "
-                               "converged estimator; the 0.05 tolerance admits it and rejects 30 % noise"})
+@check(
+    marker="xai_gt_shapley",
+    thresholds={"max_error": 0.05},
+    reference=_shapley_reference,
+    passes_by_construction={
+        "noisy_10": "10 % noise (cos 0.995 with the truth) is the sampling error of a "
+        "converged estimator; the 0.05 tolerance admits it and rejects 30 % noise"
+    },
+)
 def gt_shapley(attributions, case: Case, *, convention: str = "interventional", max_error: float) -> Score:
     """Attributions equal the exact Shapley values of the declared convention, up to one common scale.
 
@@ -100,11 +114,19 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
     if found is not None:  # sqrt(error) obeys the triangle inequality: widen by the reference's own
         bar = (math.sqrt(max_error) + found.relative_error) ** 2
         params["reference"] = found.summary()
-    score = _verdict("gt_shapley", result, "max_error", bar, f"normalised error against {_what(found, convention)}",
-                     params)
+    score = _verdict(
+        "gt_shapley", result, "max_error", bar, f"normalised error against {_what(found, convention)}", params
+    )
     if result.defined.any():
-        return Score(score.check, score.value, score.passed, max_error,
-                     score.detail + f" (common scale beta* = {result.params['beta']:.3g})", score.params, score.worst)
+        return Score(
+            score.check,
+            score.value,
+            score.passed,
+            max_error,
+            score.detail + f" (common scale beta* = {result.params['beta']:.3g})",
+            score.params,
+            score.worst,
+        )
     return score
 
 
@@ -128,13 +150,29 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
     """The XAI-Bench metric behind check ``name``, in the form the check scores."""
     A, reference = attributions_of(attributions), _reference_for(case, conditional)
     if name == "faithfulness":  # signed and uncentred: sees sign and per-row offsets
-        return metrics.faithfulness(case.predict, case.inputs, A, reference, absolute=False, centred=False,
-                                    target=case.target, effects=_effects(name, case, conditional))
+        return metrics.faithfulness(
+            case.predict,
+            case.inputs,
+            A,
+            reference,
+            absolute=False,
+            centred=False,
+            target=case.target,
+            effects=_effects(name, case, conditional),
+        )
     if name == "monotonicity":
         return metrics.monotonicity(case.predict, case.inputs, A, reference, target=case.target)
     if name == "infidelity":  # one common beta* >= 0: sees sign and per-row rescaling
-        return metrics.infidelity(case.predict, case.inputs, A, reference, relative="global", normalize="global",
-                                  target=case.target, effects=_effects(name, case, conditional))
+        return metrics.infidelity(
+            case.predict,
+            case.inputs,
+            A,
+            reference,
+            relative="global",
+            normalize="global",
+            target=case.target,
+            effects=_effects(name, case, conditional),
+        )
     raise KeyError(name)
 
 
@@ -146,8 +184,15 @@ def _truth_score(name: str, case: Case, conditional: str) -> float:
     return scores[name, conditional]
 
 
-def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str, max_gap: float,
-                      what: str, bar: tuple[str, float] | None = None) -> Score:
+def _relative_verdict(
+    name: str,
+    attributions: Any,
+    case: Case,
+    conditional: str,
+    max_gap: float,
+    what: str,
+    bar: tuple[str, float] | None = None,
+) -> Score:
     """Pass when the mean metric is within ``max_gap`` of what the exact Shapley values of the case
     score (in the metric's direction; doing better than them passes).  Undefined points are excluded
     and counted; all undefined fails.  A case without exact Shapley values (a user's own model) is
@@ -160,8 +205,14 @@ def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str
     except NotApplicable as exc:
         if bar is None:
             raise
-        return _verdict(name, _metric(name, case, attributions, conditional), bar[0], bar[1],
-                        f"{what} (no reference on this case: {exc}; absolute bar)", {"conditional": conditional})
+        return _verdict(
+            name,
+            _metric(name, case, attributions, conditional),
+            bar[0],
+            bar[1],
+            f"{what} (no reference on this case: {exc}; absolute bar)",
+            {"conditional": conditional},
+        )
     result = _metric(name, case, attributions, conditional)
     truth = _truth_score(name, case, conditional)
     widen = 0.0 if found is None else 2.0 * found.relative_error
@@ -176,25 +227,39 @@ def _relative_verdict(name: str, attributions: Any, case: Case, conditional: str
     passed = bool(gap <= max_gap + widen)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
     row = int(np.argmin(vals) if higher else np.argmax(vals))
-    undefined = (f"; {result.n_undefined}/{result.values.size} points undefined and excluded"
-                 if result.n_undefined else "")
+    undefined = (
+        f"; {result.n_undefined}/{result.values.size} points undefined and excluded" if result.n_undefined else ""
+    )
     extra = f"; common scale beta* = {result.params['beta'][0]:.3g}" if name == "infidelity" else ""
-    return Score(name, float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)), passed, max_gap,
-                 f"mean {what} {m:.3f}, {_what(found, conditional)} score {truth:.3f}: "
-                 f"{'within' if passed else 'more than'} {max_gap + widen:.3g} of them{undefined}{extra}", params,
-                 {"row": row, result.name: float(result.values[row])})
+    return Score(
+        name,
+        float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)),
+        passed,
+        max_gap,
+        f"mean {what} {m:.3f}, {_what(found, conditional)} score {truth:.3f}: "
+        f"{'within' if passed else 'more than'} {max_gap + widen:.3g} of them{undefined}{extra}",
+        params,
+        {"row": row, result.name: float(result.values[row])},
+    )
 
 
 #: Why monotonicity passes some corrupted maps: it reads only the order of |w|.
-_SAME_ORDER = ("monotonicity reads only the order of |w| (Luss et al. 2019; XAI-Bench eq. 3): a map with the "
-               "truth's magnitudes has the truth's order; faithfulness and infidelity are the sign-aware checks")
+_SAME_ORDER = (
+    "monotonicity reads only the order of |w| (Luss et al. 2019; XAI-Bench eq. 3): a map with the "
+    "truth's magnitudes has the truth's order; faithfulness and infidelity are the sign-aware checks"
+)
 _SMALL_NOISE = "10 % noise is the sampling error of a converged estimator; the tolerance admits it"
 
 
-@check(marker="xai_faithfulness", reference=_shapley_reference, thresholds={"max_gap": 0.03, "min_score": 0.5},
-       passes_by_construction={"noisy_10": _SMALL_NOISE})
-def faithfulness(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
-                 min_score: float = 0.5) -> Score:
+@check(
+    marker="xai_faithfulness",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.03, "min_score": 0.5},
+    passes_by_construction={"noisy_10": _SMALL_NOISE},
+)
+def faithfulness(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.5
+) -> Score:
     """w_i tracks, with its sign, the drop of the output when feature i alone is resampled.
 
     XAI-Bench faithfulness (Liu et al. 2021, eq. 2; Alvarez-Melis & Jaakkola 2018) in a signed,
@@ -213,24 +278,43 @@ def faithfulness(attributions, case: Case, *, conditional: str = "interventional
     be >= min_score (default 0.5: a sign flip scores below 0, noise about 0; exact Shapley values of
     a gradient-boosting model about 0.9, ``tests/test_generic_checks.py``).
     """
-    return _relative_verdict("faithfulness", attributions, case, conditional, max_gap,
-                             f"signed uncentred faithfulness ({conditional})", ("min_score", min_score))
+    return _relative_verdict(
+        "faithfulness",
+        attributions,
+        case,
+        conditional,
+        max_gap,
+        f"signed uncentred faithfulness ({conditional})",
+        ("min_score", min_score),
+    )
 
 
-@check(marker="xai_monotonicity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "min_score": 0.6},
-       passes_by_construction={
-           "sign_flipped": _SAME_ORDER, "scaled_negative": _SAME_ORDER, "abs_of_exact": _SAME_ORDER,
-           "noisy_10": "may pass or fail: independent noise of 10 % of the RMS reorders the small attributions and "
-                       "trails the truth by up to 0.09 (fails 6 of 13 cases, seed 0), more than KernelSHAP's own "
-                       "error at the default budget (at most 0.036, passes 13 of 13), which the tolerance is for",
-           **dict.fromkeys(["input_itself@gaussian_piecewise_linear_rho50",
-                            "input_minus_mean@gaussian_piecewise_linear_rho50",
-                            "noisy_30@gaussian_piecewise_linear_rho50"],
-                           "the exact Shapley values of this non-additive label are barely monotone (0.67; noise 0.52): "
-                           "ordering by |x_i| or by the truth plus 30 % noise scores 0.62 to 0.65, within the 0.05 "
-                           "the other cases need")})
-def monotonicity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
-                 min_score: float = 0.6) -> Score:
+@check(
+    marker="xai_monotonicity",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.05, "min_score": 0.6},
+    passes_by_construction={
+        "sign_flipped": _SAME_ORDER,
+        "scaled_negative": _SAME_ORDER,
+        "abs_of_exact": _SAME_ORDER,
+        "noisy_10": "may pass or fail: independent noise of 10 % of the RMS reorders the small attributions and "
+        "trails the truth by up to 0.09 (fails 6 of 13 cases, seed 0), more than KernelSHAP's own "
+        "error at the default budget (at most 0.036, passes 13 of 13), which the tolerance is for",
+        **dict.fromkeys(
+            [
+                "input_itself@gaussian_piecewise_linear_rho50",
+                "input_minus_mean@gaussian_piecewise_linear_rho50",
+                "noisy_30@gaussian_piecewise_linear_rho50",
+            ],
+            "the exact Shapley values of this non-additive label are barely monotone (0.67; noise 0.52): "
+            "ordering by |x_i| or by the truth plus 30 % noise scores 0.62 to 0.65, within the 0.05 "
+            "the other cases need",
+        ),
+    },
+)
+def monotonicity(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.6
+) -> Score:
     """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
 
     Mean over points of the fraction of non-increasing steps (Liu et al. 2021, eq. 3; Luss et al.
@@ -248,23 +332,37 @@ def monotonicity(attributions, case: Case, *, conditional: str = "interventional
     the tolerance admits an estimator's error, not that much independent noise, and ``noisy_10`` is
     declared as allowed to pass, not promised to.  Passes by construction ``sign_flipped``,
     ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of |w|), and on the
-    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On a case without exact Shapley values the mean must
-    be >= min_score (default 0.6; it reads only the order of |w|, so it is the weakest of the three).
+    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On
+    a case without exact Shapley values the mean must be >= min_score (default 0.6; it reads only
+    the order of |w|, so it is the weakest of the three).
     """
-    return _relative_verdict("monotonicity", attributions, case, conditional, max_gap,
-                             f"monotonicity ({conditional})", ("min_score", min_score))
+    return _relative_verdict(
+        "monotonicity",
+        attributions,
+        case,
+        conditional,
+        max_gap,
+        f"monotonicity ({conditional})",
+        ("min_score", min_score),
+    )
 
 
-@check(marker="xai_infidelity", reference=_shapley_reference, thresholds={"max_gap": 0.05, "max_score": 0.15},
-       passes_by_construction={
-           "noisy_10": _SMALL_NOISE,
-           "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
-                       "30 % noise costs 0.045 to 0.049 of E[Delta f^2] on the correlated cases; gt_shapley bounds noise",
-           "swapped@gaussian_linear_rho99": "at rho = 0.99 features 3 and 4 are nearly one variable, so swapping their "
-                                            "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
-                                            "gt_shapley catches the swap"})
-def infidelity(attributions, case: Case, *, conditional: str = "interventional", max_gap: float,
-               max_score: float = 0.15) -> Score:
+@check(
+    marker="xai_infidelity",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.05, "max_score": 0.15},
+    passes_by_construction={
+        "noisy_10": _SMALL_NOISE,
+        "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
+        "30 % noise costs 0.045 to 0.049 of E[Delta f^2] on the correlated cases; gt_shapley bounds noise",
+        "swapped@gaussian_linear_rho99": "at rho = 0.99 features 3 and 4 are nearly one variable, so swapping their "
+        "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
+        "gt_shapley catches the swap",
+    },
+)
+def infidelity(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, max_score: float = 0.15
+) -> Score:
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
     Yeh et al. 2019 (XAI-Bench §3.1, Liu et al. 2021) with subset removal: each feature removed with
@@ -287,5 +385,12 @@ def infidelity(attributions, case: Case, *, conditional: str = "interventional",
     exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
     a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).
     """
-    return _relative_verdict("infidelity", attributions, case, conditional, max_gap,
-                             f"relative infidelity ({conditional})", ("max_score", max_score))
+    return _relative_verdict(
+        "infidelity",
+        attributions,
+        case,
+        conditional,
+        max_gap,
+        f"relative infidelity ({conditional})",
+        ("max_score", max_score),
+    )

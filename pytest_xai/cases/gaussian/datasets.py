@@ -30,9 +30,16 @@ class Dataset:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def make_dataset(distribution: Distribution, label: Label, *, seed: int, n_train: int = N_TRAIN,
-                 n_explained: int = N_EXPLAINED, n_background: int = N_BACKGROUND,
-                 noise: float = LABEL_NOISE) -> Dataset:
+def make_dataset(
+    distribution: Distribution,
+    label: Label,
+    *,
+    seed: int,
+    n_train: int = N_TRAIN,
+    n_explained: int = N_EXPLAINED,
+    n_background: int = N_BACKGROUND,
+    noise: float = LABEL_NOISE,
+) -> Dataset:
     """Train rows with noisy standardised labels, points to explain and a background, all seeded."""
     model = standardise(label, distribution, noise)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7]))
@@ -40,5 +47,12 @@ def make_dataset(distribution: Distribution, label: Label, *, seed: int, n_train
     train_y = (label(train_X) + noise * rng.standard_normal(n_train) - model.shift) / model.scale
     inputs = distribution.sample(n_explained, rng)
     background = distribution.sample(n_background, rng)
-    return Dataset(distribution, model, train_X, train_y, inputs, background,
-                   {"label": label.formula, "standardisation": (model.shift, model.scale), "noise": noise})
+    return Dataset(
+        distribution,
+        model,
+        train_X,
+        train_y,
+        inputs,
+        background,
+        {"label": label.formula, "standardisation": (model.shift, model.scale), "noise": noise},
+    )

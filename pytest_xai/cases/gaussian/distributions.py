@@ -174,8 +174,10 @@ class Gaussian(Distribution):
             self.chol = np.linalg.cholesky(cov)
         except np.linalg.LinAlgError:
             smallest = float(np.linalg.eigvalsh(cov).min())
-            raise ValueError(f"covariance is not positive definite (smallest eigenvalue {smallest:.3g}); "
-                             "the Gaussian has no density and its conditionals are undefined") from None
+            raise ValueError(
+                f"covariance is not positive definite (smallest eigenvalue {smallest:.3g}); "
+                "the Gaussian has no density and its conditionals are undefined"
+            ) from None
         self.d, self.mean, self.cov, self.rho = d, mean, cov, rho
         self._params: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._stacks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -189,7 +191,8 @@ class Gaussian(Distribution):
         if not (low < rho < 1.0):
             raise ValueError(
                 f"rho={rho!r} makes the {d}x{d} equicorrelation matrix (1-rho) I + rho 11^T singular or "
-                f"not positive semi-definite; valid range is {low:.6g} < rho < 1 (i.e. -1/(d-1) < rho < 1)")
+                f"not positive semi-definite; valid range is {low:.6g} < rho < 1 (i.e. -1/(d-1) < rho < 1)"
+            )
         cov = (1.0 - rho) * np.eye(d) + rho * np.ones((d, d))
         return cls(mean, cov, rho=float(rho))
 
@@ -301,8 +304,9 @@ class GaussianMixture(Distribution):
         for k, comp in enumerate(self.components):
             L = np.linalg.cholesky(comp.cov[np.ix_(mask, mask)])
             z = np.linalg.solve(L, (X[:, mask] - comp.mean[mask]).T)
-            log_w[:, k] += (-0.5 * np.square(z).sum(axis=0) - np.log(np.diag(L)).sum()
-                            - 0.5 * mask.sum() * math.log(2.0 * math.pi))
+            log_w[:, k] += (
+                -0.5 * np.square(z).sum(axis=0) - np.log(np.diag(L)).sum() - 0.5 * mask.sum() * math.log(2.0 * math.pi)
+            )
         top = log_w.max(axis=1, keepdims=True)
         return log_w - (top + np.log(np.exp(log_w - top).sum(axis=1, keepdims=True)))
 

@@ -39,8 +39,10 @@ class Label:
 
     def _needs_cov(self, cov):
         if cov is None:
-            raise ValueError(f"{type(self).__name__} has an exact expectation only under Gaussian "
-                             "conditionals; use a Gaussian or mixture distribution, or monte_carlo_shapley")
+            raise ValueError(
+                f"{type(self).__name__} has an exact expectation only under Gaussian "
+                "conditionals; use a Gaussian or mixture distribution, or monte_carlo_shapley"
+            )
         return np.diagonal(cov, axis1=-2, axis2=-1)
 
 
@@ -124,8 +126,10 @@ class PiecewiseConstant(Label):
     g0 = -1 if x < 0 else 1; g1 = -2, -1, +1, +2 on (-inf,-.5), [-.5,0), [0,.5), [.5,inf);
     g2 = trunc(2 cos(pi x)) with 0 -> +1, i.e. -1 on [2j+2/3, 2j+4/3], +1 elsewhere up to a null set."""
 
-    formula: str = ("y = g0(x0) + g1(x1) + g2(x2); g0 = sign step at 0; g1 = -2/-1/+1/+2 on bins "
-                    "split at -0.5, 0, 0.5; g2 = trunc(2 cos(pi x)) with 0 -> +1")
+    formula: str = (
+        "y = g0(x0) + g1(x1) + g2(x2); g0 = sign step at 0; g1 = -2/-1/+1/+2 on bins "
+        "split at -0.5, 0, 0.5; g2 = trunc(2 cos(pi x)) with 0 -> +1"
+    )
 
     def __call__(self, X):
         X = np.asarray(X, dtype=float)
@@ -140,9 +144,11 @@ class PiecewiseConstant(Label):
         js = np.arange(-span, span + 1)
         breaks2 = np.sort(np.concatenate([2 * js + 2 / 3, 2 * js + 4 / 3]))
         values2 = np.where(np.arange(breaks2.size + 1) % 2 == 1, -1.0, 1.0)
-        specs = ((g0, np.array([0.0]), [-1.0, 1.0]),
-                 (g1, np.array([-0.5, 0.0, 0.5]), [-2.0, -1.0, 1.0, 2.0]),
-                 (g2, breaks2, values2))
+        specs = (
+            (g0, np.array([0.0]), [-1.0, 1.0]),
+            (g1, np.array([-0.5, 0.0, 0.5]), [-2.0, -1.0, 1.0, 2.0]),
+            (g2, breaks2, values2),
+        )
         for j, (g, breaks, values) in enumerate(specs):
             m, s = means[..., j], np.sqrt(var[..., j])
             out += np.where(s > 0, _step_expectation(m, s, breaks, values), g(m))
@@ -167,10 +173,19 @@ class NonlinearAdditive(Label):
         m, v = means[..., :4], var[..., :4]
         s = np.sqrt(v[..., 1])
         safe = np.where(s > 0, s, 1.0)
-        folded = np.where(s > 0, s * math.sqrt(2 / math.pi) * np.exp(-0.5 * (m[..., 1] / safe) ** 2)
-                          + m[..., 1] * (1 - 2 * normal_cdf(-m[..., 1] / safe)), np.abs(m[..., 1]))
-        return (np.sin(m[..., 0]) * np.exp(-0.5 * v[..., 0]) + folded + m[..., 2] ** 2 + v[..., 2]
-                + np.exp(-m[..., 3] + 0.5 * v[..., 3]))
+        folded = np.where(
+            s > 0,
+            s * math.sqrt(2 / math.pi) * np.exp(-0.5 * (m[..., 1] / safe) ** 2)
+            + m[..., 1] * (1 - 2 * normal_cdf(-m[..., 1] / safe)),
+            np.abs(m[..., 1]),
+        )
+        return (
+            np.sin(m[..., 0]) * np.exp(-0.5 * v[..., 0])
+            + folded
+            + m[..., 2] ** 2
+            + v[..., 2]
+            + np.exp(-m[..., 3] + 0.5 * v[..., 3])
+        )
 
 
 @dataclass(frozen=True)
@@ -198,8 +213,9 @@ def standardise(label: Label, distribution: Distribution, noise: float = LABEL_N
     X = distribution.sample(STANDARDISATION_ROWS, np.random.default_rng(STANDARDISATION_SEED))
     y = label(X)
     try:
-        W, M, C = distribution.coalition_moments(distribution.mean[None], np.zeros((1, distribution.d), bool),
-                                                 "interventional")
+        W, M, C = distribution.coalition_moments(
+            distribution.mean[None], np.zeros((1, distribution.d), bool), "interventional"
+        )
         shift = float((W * label.expectation(M, C[None] if C is not None else None)).sum())
     except ValueError:
         shift = float(y.mean())

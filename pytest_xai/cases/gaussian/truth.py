@@ -59,8 +59,15 @@ def linear_interventional_shapley(weights: Any, X: np.ndarray, mean: Any) -> np.
     return np.asarray(weights, dtype=float) * (np.asarray(X, dtype=float) - np.asarray(mean, dtype=float))
 
 
-def monte_carlo_shapley(predict: Callable, distribution: Distribution, X: np.ndarray, conditional: str,
-                        *, n_samples: int = MC_SAMPLES, seed: int = 0) -> np.ndarray:
+def monte_carlo_shapley(
+    predict: Callable,
+    distribution: Distribution,
+    X: np.ndarray,
+    conditional: str,
+    *,
+    n_samples: int = MC_SAMPLES,
+    seed: int = 0,
+) -> np.ndarray:
     """Shapley values of any ``predict`` with v(S) estimated from ``n_samples`` draws of X_T given
     x_S (observational) or from the marginal (interventional).
 
@@ -74,6 +81,7 @@ def monte_carlo_shapley(predict: Callable, distribution: Distribution, X: np.nda
     values = np.empty((len(X), len(masks)))
     for c, mask in enumerate(masks):
         rows = distribution._sample_rows(X, mask, n_samples, np.random.default_rng(seed), conditional)
-        values[:, c] = np.asarray(predict(rows.reshape(-1, distribution.d)), dtype=float).reshape(
-            len(X), n_samples).mean(axis=1)
+        values[:, c] = (
+            np.asarray(predict(rows.reshape(-1, distribution.d)), dtype=float).reshape(len(X), n_samples).mean(axis=1)
+        )
     return values @ W

@@ -27,8 +27,9 @@ def _flat(a: np.ndarray) -> np.ndarray:
 
 def _same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
     if a.shape != b.shape:
-        raise ValueError(f"{name_a} has shape {a.shape} but {name_b} has shape {b.shape}; "
-                         f"they must match (nothing is resized)")
+        raise ValueError(
+            f"{name_a} has shape {a.shape} but {name_b} has shape {b.shape}; they must match (nothing is resized)"
+        )
 
 
 def _valid(valid, shape) -> np.ndarray:
@@ -63,8 +64,15 @@ def rescale(attributions, *, policy: str = "abs", valid=None) -> np.ndarray:
     return out.reshape(a.shape)
 
 
-def select(attributions, *, top: float | None = None, threshold: float | None = None,
-           policy: str = "abs", valid=None, seed: int = 0) -> np.ndarray:
+def select(
+    attributions,
+    *,
+    top: float | None = None,
+    threshold: float | None = None,
+    policy: str = "abs",
+    valid=None,
+    seed: int = 0,
+) -> np.ndarray:
     """E, the features an explanation selects (bool, shaped like ``attributions``); give exactly one
     rule:
 
@@ -158,10 +166,14 @@ def agreement(selected, weights, *, valid=None) -> Agreement:
         precision = np.where(size > 0, hit / np.maximum(size, 1), np.where(missed, 0.0, np.nan))
         recall = np.where(mass > 0, hit / np.where(mass > 0, mass, 1.0), np.nan)
     return Agreement(
-        precision=precision, recall=recall,
-        precision_micro=_ratio(hit.sum(), charged.sum()), recall_micro=_ratio(hit.sum(), mass.sum()),
-        precision_macro=_nanmean(precision), recall_macro=_nanmean(recall),
-        n_empty_selection=int((size == 0).sum()), n_empty_mask=int((mass == 0).sum()),
+        precision=precision,
+        recall=recall,
+        precision_micro=_ratio(hit.sum(), charged.sum()),
+        recall_micro=_ratio(hit.sum(), mass.sum()),
+        precision_macro=_nanmean(precision),
+        recall_macro=_nanmean(recall),
+        n_empty_selection=int((size == 0).sum()),
+        n_empty_mask=int((mass == 0).sum()),
         base_rate=_ratio(mass.sum(), v.sum()),
     )
 
@@ -221,20 +233,45 @@ def _selection(A, valid, *, top, selection_threshold, policy):
     return select(A, top=top, policy=policy, valid=valid), f"top {top:.0%}"
 
 
-def _binary_check(name: str, which: str, minimum: float, attributions, case: Case, *, mask, policy,
-                  aggregate, selection_threshold, top, mask_threshold) -> Score:
+def _binary_check(
+    name: str,
+    which: str,
+    minimum: float,
+    attributions,
+    case: Case,
+    *,
+    mask,
+    policy,
+    aggregate,
+    selection_threshold,
+    top,
+    mask_threshold,
+) -> Score:
     if aggregate not in ("micro", "macro"):
         raise ValueError(f"aggregate must be 'micro' or 'macro', got {aggregate!r}")
     A, truth, valid = _inputs_for_check(attributions, case, mask)
-    params = {"mask": mask, "policy": policy, "aggregate": aggregate,
-              "top": top, "selection_threshold": selection_threshold, "mask_threshold": mask_threshold,
-              f"min_{which}": minimum}
+    params = {
+        "mask": mask,
+        "policy": policy,
+        "aggregate": aggregate,
+        "top": top,
+        "selection_threshold": selection_threshold,
+        "mask_threshold": mask_threshold,
+        f"min_{which}": minimum,
+    }
     constant = constant_maps(A, valid, policy)
     if constant.all():
         what = "zero" if not np.any(_policy_scores(A, policy)[valid]) else "constant"
-        return Score(name, 0.0, False, minimum, f"the explanation explains nothing: its "
-                     f"{'|a|' if policy == 'abs' else 'a+'} map is {what} over the features of all "
-                     f"{len(constant)} samples, so it ranks no feature above another", params)
+        return Score(
+            name,
+            0.0,
+            False,
+            minimum,
+            f"the explanation explains nothing: its "
+            f"{'|a|' if policy == 'abs' else 'a+'} map is {what} over the features of all "
+            f"{len(constant)} samples, so it ranks no feature above another",
+            params,
+        )
     E, rule = _selection(A, valid, top=top, selection_threshold=selection_threshold, policy=policy)
     H = human_mask(truth, mask_threshold)
     binary = agreement(E, H, valid=valid)
@@ -245,58 +282,85 @@ def _binary_check(name: str, which: str, minimum: float, attributions, case: Cas
     reason = "explanation and human mask both empty" if which == "precision" else "human mask empty"
     n = len(per_sample)
     if math.isnan(value):
-        return Score(name, 0.0, False, minimum, f"{which} undefined: {reason} in all {n} samples "
-                     f"(selection {rule} of {policy} attributions)", params)
+        return Score(
+            name,
+            0.0,
+            False,
+            minimum,
+            f"{which} undefined: {reason} in all {n} samples (selection {rule} of {policy} attributions)",
+            params,
+        )
     selected_fraction = _nanmean(E.reshape(n, -1).sum(1) / valid.reshape(n, -1).sum(1))
     floor = binary.base_rate if which == "precision" else selected_fraction
     passed = bool(value >= minimum)
-    detail = (f"{aggregate} {which} {value:.3f} (micro {getattr(binary, which + '_micro'):.3f}, macro "
-              f"{getattr(binary, which + '_macro'):.3f}, weighted {getattr(weighted, which + '_' + aggregate):.3f}) "
-              f"of the {rule} |a| features vs H = {mask} > {mask_threshold:g}; a random explainer scores "
-              f"about {floor:.3f}; need >= {minimum:g}; {int(np.isnan(per_sample).sum())}/{n} samples NaN ({reason})")
+    detail = (
+        f"{aggregate} {which} {value:.3f} (micro {getattr(binary, which + '_micro'):.3f}, macro "
+        f"{getattr(binary, which + '_macro'):.3f}, weighted {getattr(weighted, which + '_' + aggregate):.3f}) "
+        f"of the {rule} |a| features vs H = {mask} > {mask_threshold:g}; a random explainer scores "
+        f"about {floor:.3f}; need >= {minimum:g}; {int(np.isnan(per_sample).sum())}/{n} samples NaN ({reason})"
+    )
     if policy == "positive":
         detail = detail.replace("|a|", "a+")
     worst = None
     if not np.all(np.isnan(per_sample)):
         r = int(np.nanargmin(per_sample))
         ids = case.meta.get("ids")
-        worst = {"row": r, "id": ids[r] if ids is not None else r, which: float(per_sample[r]),
-                 "overlay": _overlay(E[r], H[r], valid[r])}
+        worst = {
+            "row": r,
+            "id": ids[r] if ids is not None else r,
+            which: float(per_sample[r]),
+            "overlay": _overlay(E[r], H[r], valid[r]),
+        }
     return Score(name, float(min(1.0, max(0.0, value))), passed, minimum, detail, params, worst)
 
 
-_MAGNITUDE = ("the human mask is unsigned and the check reads |a| (Mohseni & Ragan's convention), so the sign "
-              "and the scale of the map cannot matter")
+_MAGNITUDE = (
+    "the human mask is unsigned and the check reads |a| (Mohseni & Ragan's convention), so the sign "
+    "and the scale of the map cannot matter"
+)
 _SELECTION_BY_CONSTRUCTION = {
     "sign_flipped": _MAGNITUDE,
     "scaled_negative": _MAGNITUDE,
     "abs_of_exact": _MAGNITUDE,
     "row_offset": "the reference (the weighted human mask) is non-negative: a positive constant added to a row "
-                  "keeps the order of |a|, hence the top-k selection",
+    "keeps the order of |a|, hence the top-k selection",
     "swapped": "the two most important features of the human mask both lie inside it: exchanging them changes "
-               "no selection",
+    "no selection",
     "noisy_10": "noise at 10 % of the RMS of a sparse mask (objects 4-22 % of the canvas, weights up to 1) "
-                "rarely lifts an unmarked feature into the top k",
+    "rarely lifts an unmarked feature into the top k",
     "noisy_30": "noise at 30 % of the RMS of a sparse mask rarely lifts an unmarked feature into the top k",
     "noisy_100": "the RMS of a sparse mask is far below its peak (weights up to 1 on 4-22 % of the features), "
-                 "so noise at the RMS level leaves most of the top k inside the mask",
+    "so noise at the RMS level leaves most of the top k inside the mask",
 }
 _MAE_BY_CONSTRUCTION = {
     **{k: v for k, v in _SELECTION_BY_CONSTRUCTION.items() if k != "noisy_100"},
     "row_offset": "â is the min-max rescaling of |a| per sample, which removes a positive per-row constant "
-                  "added to the non-negative reference",
+    "added to the non-negative reference",
     "swapped": "exchanging the two most important features, both inside the human mask, moves the MAE over "
-               "hundreds of features by less than the tolerance",
+    "hundreds of features by less than the tolerance",
     "noisy_10": "noise at 10 % of the reference's RMS moves the MAE by less than the 20 % margin",
     "noisy_30": "noise at 30 % of the RMS of a sparse mask moves the MAE by less than the 20 % margin",
 }
 
 
-@check(marker="xai_human", thresholds={"min_precision": 0.5, "top": 0.05, "mask_threshold": 0.45},
-       passes_by_construction=_SELECTION_BY_CONSTRUCTION, reference=truth_reference("weighted_mask"))
-def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
-                    aggregate: str = "micro", selection_threshold: float | None = None,
-                    min_precision: float, top: float, mask_threshold: float) -> Score:
+@check(
+    marker="xai_human",
+    thresholds={"min_precision": 0.5, "top": 0.05, "mask_threshold": 0.45},
+    passes_by_construction=_SELECTION_BY_CONSTRUCTION,
+    reference=truth_reference("weighted_mask"),
+)
+def human_precision(
+    attributions,
+    case: Case,
+    *,
+    mask: str = "weighted_mask",
+    policy: str = "abs",
+    aggregate: str = "micro",
+    selection_threshold: float | None = None,
+    min_precision: float,
+    top: float,
+    mask_threshold: float,
+) -> Score:
     """The features an explanation selects lie where humans looked: |E ∩ H| / |E| >= min_precision.
 
     Mohseni & Ragan v1 binary precision (micro = pooled over samples, as the paper's "for the
@@ -318,16 +382,39 @@ def human_precision(attributions, case: Case, *, mask: str = "weighted_mask", po
     non-negative human mask (the order is kept), exchanging its two top features (both inside the
     mask), and noise up to the RMS of the sparse mask (it rarely reaches the top k).
     """
-    return _binary_check("human_precision", "precision", min_precision, attributions, case, mask=mask,
-                         policy=policy, aggregate=aggregate, selection_threshold=selection_threshold,
-                         top=top, mask_threshold=mask_threshold)
+    return _binary_check(
+        "human_precision",
+        "precision",
+        min_precision,
+        attributions,
+        case,
+        mask=mask,
+        policy=policy,
+        aggregate=aggregate,
+        selection_threshold=selection_threshold,
+        top=top,
+        mask_threshold=mask_threshold,
+    )
 
 
-@check(marker="xai_human", thresholds={"min_recall": 0.6, "top": 0.25, "mask_threshold": 0.45},
-       passes_by_construction=_SELECTION_BY_CONSTRUCTION, reference=truth_reference("weighted_mask"))
-def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
-                 aggregate: str = "micro", selection_threshold: float | None = None,
-                 min_recall: float, top: float, mask_threshold: float) -> Score:
+@check(
+    marker="xai_human",
+    thresholds={"min_recall": 0.6, "top": 0.25, "mask_threshold": 0.45},
+    passes_by_construction=_SELECTION_BY_CONSTRUCTION,
+    reference=truth_reference("weighted_mask"),
+)
+def human_recall(
+    attributions,
+    case: Case,
+    *,
+    mask: str = "weighted_mask",
+    policy: str = "abs",
+    aggregate: str = "micro",
+    selection_threshold: float | None = None,
+    min_recall: float,
+    top: float,
+    mask_threshold: float,
+) -> Score:
     """The explanation covers what humans looked at: |E ∩ H| / |H| >= min_recall.
 
     Mohseni & Ragan v1 binary recall (micro by default).  E = the top ``top`` fraction of |a|, 25 %
@@ -340,15 +427,30 @@ def human_recall(attributions, case: Case, *, mask: str = "weighted_mask", polic
     scores 0.06 / 0.41 / 0.41 (0.81 / 0.97 / 0.97 before the ids were permuted and the background
     made bright).  Passed by construction: as :func:`human_precision`.
     """
-    return _binary_check("human_recall", "recall", min_recall, attributions, case, mask=mask,
-                         policy=policy, aggregate=aggregate, selection_threshold=selection_threshold,
-                         top=top, mask_threshold=mask_threshold)
+    return _binary_check(
+        "human_recall",
+        "recall",
+        min_recall,
+        attributions,
+        case,
+        mask=mask,
+        policy=policy,
+        aggregate=aggregate,
+        selection_threshold=selection_threshold,
+        top=top,
+        mask_threshold=mask_threshold,
+    )
 
 
-@check(marker="xai_human", thresholds={"max_relative_mae": 0.8}, passes_by_construction=_MAE_BY_CONSTRUCTION,
-       reference=truth_reference("weighted_mask"))
-def human_mae(attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs",
-              max_relative_mae: float) -> Score:
+@check(
+    marker="xai_human",
+    thresholds={"max_relative_mae": 0.8},
+    passes_by_construction=_MAE_BY_CONSTRUCTION,
+    reference=truth_reference("weighted_mask"),
+)
+def human_mae(
+    attributions, case: Case, *, mask: str = "weighted_mask", policy: str = "abs", max_relative_mae: float
+) -> Score:
     """The rescaled explanation â matches the weighted human mask better than an empty explanation:
     MAE = mean |â - h| <= max_relative_mae * mean h.
 
@@ -371,15 +473,25 @@ def human_mae(attributions, case: Case, *, mask: str = "weighted_mask", policy: 
     value = _nanmean(per_sample)
     params = {"mask": mask, "policy": policy, "max_relative_mae": max_relative_mae}
     if math.isnan(value):
-        return Score("human_mae", 0.0, False, max_relative_mae, "MAE undefined: no valid features in any sample",
-                     params)
+        return Score(
+            "human_mae", 0.0, False, max_relative_mae, "MAE undefined: no valid features in any sample", params
+        )
     nothing = _nanmean(mae(np.zeros(A.shape), truth, valid=valid))
     relative = value / nothing if nothing > 0 else math.inf
     passed = bool(relative <= max_relative_mae)
     r = int(np.nanargmax(per_sample))
     ids = case.meta.get("ids")
-    detail = (f"MAE {value:.3f} between â (min-max of {'|a|' if policy == 'abs' else 'a+'}) and {mask}, "
-              f"{relative:.2f} x the {nothing:.3f} of an explanation selecting nothing; need <= "
-              f"{max_relative_mae:g} x; worst sample {ids[r] if ids is not None else r} at {per_sample[r]:.3f}")
-    return Score("human_mae", float(max(0.0, 1.0 - value)), passed, max_relative_mae, detail, params,
-                 {"row": r, "id": ids[r] if ids is not None else r, "mae": float(per_sample[r])})
+    detail = (
+        f"MAE {value:.3f} between â (min-max of {'|a|' if policy == 'abs' else 'a+'}) and {mask}, "
+        f"{relative:.2f} x the {nothing:.3f} of an explanation selecting nothing; need <= "
+        f"{max_relative_mae:g} x; worst sample {ids[r] if ids is not None else r} at {per_sample[r]:.3f}"
+    )
+    return Score(
+        "human_mae",
+        float(max(0.0, 1.0 - value)),
+        passed,
+        max_relative_mae,
+        detail,
+        params,
+        {"row": r, "id": ids[r] if ids is not None else r, "mae": float(per_sample[r])},
+    )

@@ -11,6 +11,11 @@ def draw_worst_image(path, case: Case, attributions: np.ndarray, row: int):
     """Image, attribution and weighted human mask of sample ``row``."""
     from pytest_xai.pictures import side_by_side_png
 
-    panels = [("image", case.inputs[row]), ("attribution", attributions[row]),
-              ("weighted human mask", case.truth["weighted_mask"][row])]
-    return side_by_side_png(path, panels, f"{case.name}, sample {case.meta['ids'][row]}", diverging=(False, True, False))
+    panels = [
+        ("image", case.inputs[row]),
+        ("attribution", attributions[row]),
+        ("weighted human mask", case.truth["weighted_mask"][row]),
+    ]
+    return side_by_side_png(
+        path, panels, f"{case.name}, sample {case.meta['ids'][row]}", diverging=(False, True, False)
+    )

@@ -87,8 +87,12 @@ def _norm(name: str) -> str:
 _IMAGE_ROLES = {
     "original": {"org_img", "org_imgs", "original_images", "original_image", "org_images"},
     "weighted": {"human_attention_mask", "human_attention_masks"},
-    "segmentation": {"object_segmentation_mask", "object_segmentation_masks", "segmentation_mask",
-                     "segmentation_masks"},
+    "segmentation": {
+        "object_segmentation_mask",
+        "object_segmentation_masks",
+        "segmentation_mask",
+        "segmentation_masks",
+    },
 }
 
 
@@ -127,8 +131,9 @@ def _files_by_id(folder: Path | None, loaded: Loaded, strict: bool) -> dict[str,
         if not path.is_file() or path.suffix.lower() not in IMAGE_SUFFIXES:
             continue
         if path.stem in found:
-            loaded._problem(strict, path, f"a second file for image id {path.stem!r} "
-                                          f"(first: {found[path.stem].name}); ignored")
+            loaded._problem(
+                strict, path, f"a second file for image id {path.stem!r} (first: {found[path.stem].name}); ignored"
+            )
             continue
         found[path.stem] = path
     return found
@@ -206,8 +211,9 @@ def _read_json(path: Path) -> Any:
         text = raw.decode("utf-8-sig")  # a byte-order mark, as some editors write, is dropped
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise BenchmarkFormatError(f"{path}: not UTF-8 text ({exc.reason} at line {line}, byte {exc.start}); "
-                                   f"save it as UTF-8") from None
+        raise BenchmarkFormatError(
+            f"{path}: not UTF-8 text ({exc.reason} at line {line}, byte {exc.start}); save it as UTF-8"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -264,8 +270,9 @@ def parse_newsgroups(obj: Any, article: str, *, label: str, where: str = "<json>
     return TextRecord(str(obj["article"]), label, "20news", tokens, weights, problems)
 
 
-def parse_imdb(obj: Any, review: str, *, id: str, label: str, where: str = "<json>",
-               index_base: int | str = "auto") -> TextRecord:
+def parse_imdb(
+    obj: Any, review: str, *, id: str, label: str, where: str = "<json>", index_base: int | str = "auto"
+) -> TextRecord:
     """An IMDB annotation ``{"<index>": [token, weight], ...}`` applied, position-exact, to the
     whitespace split of the review.
 
@@ -307,11 +314,13 @@ def parse_imdb(obj: Any, review: str, *, id: str, label: str, where: str = "<jso
 
 def _text_root(root: Path) -> Path:
     for candidate in (root, root / "Text"):
-        if candidate.is_dir() and any(_norm(c.name) in ("20news_group", "imdb") for c in candidate.iterdir()
-                                      if c.is_dir()):
+        if candidate.is_dir() and any(
+            _norm(c.name) in ("20news_group", "imdb") for c in candidate.iterdir() if c.is_dir()
+        ):
             return candidate
-    raise FileNotFoundError(f"{root}: no benchmark text folders found; expected 20news_group/ or IMDB/ "
-                            f"under {root} or {root}/Text")
+    raise FileNotFoundError(
+        f"{root}: no benchmark text folders found; expected 20news_group/ or IMDB/ under {root} or {root}/Text"
+    )
 
 
 def _child(folder: Path, *spellings: str) -> Path | None:
@@ -361,14 +370,19 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
         for label_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
             jobs += [(kind, label_dir.name, p) for p in sorted(label_dir.glob("*.json"))]
     if not jobs:
-        raise FileNotFoundError(f"{base}: no annotation files (*.json) under 20news_group/human_attention/ "
-                                f"or IMDB/human_attention/")
+        raise FileNotFoundError(
+            f"{base}: no annotation files (*.json) under 20news_group/human_attention/ or IMDB/human_attention/"
+        )
     for kind, label, path in jobs:
         try:
             if kind == "20news":
                 if index is None:
-                    loaded.skipped.append(Skipped(path, "the article text is not part of the benchmark; "
-                                                        "pass newsgroups=<your 20 Newsgroups copy>"))
+                    loaded.skipped.append(
+                        Skipped(
+                            path,
+                            "the article text is not part of the benchmark; pass newsgroups=<your 20 Newsgroups copy>",
+                        )
+                    )
                     continue
                 article = index.get((label, path.stem))
                 if article is None:
@@ -383,15 +397,23 @@ def load_texts(root, *, newsgroups=None, strict: bool = False, index_base: int |
                         review = candidate
                         break
                 if review is None:
-                    raise BenchmarkFormatError(f"{path}: no review text {label}_val/{path.stem}.txt under "
-                                               f"{reviews or imdb / 'org_reviews'}")
-                record = parse_imdb(_read_json(path), _read_text(review), id=path.stem, label=label,
-                                    where=str(path), index_base=index_base)
+                    raise BenchmarkFormatError(
+                        f"{path}: no review text {label}_val/{path.stem}.txt under {reviews or imdb / 'org_reviews'}"
+                    )
+                record = parse_imdb(
+                    _read_json(path),
+                    _read_text(review),
+                    id=path.stem,
+                    label=label,
+                    where=str(path),
+                    index_base=index_base,
+                )
         except BenchmarkFormatError as exc:
             if strict:
                 raise
             loaded.skipped.append(Skipped(path, str(exc)))
             continue
-        loaded.records.append(TextRecord(record.id, record.label, record.source, record.tokens,
-                                         record.weights, record.problems, path))
+        loaded.records.append(
+            TextRecord(record.id, record.label, record.source, record.tokens, record.weights, record.problems, path)
+        )
     return loaded

@@ -50,7 +50,7 @@ def _dilate(mask: np.ndarray, steps: int) -> np.ndarray:
         grow = steps > 0
         padded = np.pad(out, [(0, 0)] * (out.ndim - 2) + [(1, 1), (1, 1)], constant_values=not grow)
         h, w = out.shape[-2:]
-        shifted = [padded[..., i:i + h, j:j + w] for i in range(3) for j in range(3)]
+        shifted = [padded[..., i : i + h, j : j + w] for i in range(3) for j in range(3)]
         out = np.logical_or.reduce(shifted) if grow else np.logical_and.reduce(shifted)
     return out
 
@@ -73,7 +73,7 @@ def _part(kind: str, r: int, cy: int, cx: int, s: np.ndarray) -> np.ndarray:
 def _smooth(rng: np.random.Generator) -> np.ndarray:
     """Smoothed uniform noise (a 5x5 box filter), min-max scaled to [0, 1]."""
     noise = rng.random((SIZE + 4, SIZE + 4))
-    smooth = sum((noise[i:i + SIZE, j:j + SIZE] for i in range(5) for j in range(5)), np.zeros((SIZE, SIZE))) / 25.0
+    smooth = sum((noise[i : i + SIZE, j : j + SIZE] for i in range(5) for j in range(5)), np.zeros((SIZE, SIZE))) / 25.0
     return (smooth - smooth.min()) / (smooth.max() - smooth.min())
 
 
@@ -109,8 +109,15 @@ def _jpeg(weighted: np.ndarray, quality: int) -> np.ndarray:
     return out
 
 
-def make_shapes(n: int, *, seed: int, shapes: Sequence[str] = SHAPES, n_annotators: int = 10,
-                clip_to_object: bool = False, jpeg_quality: int | None = None) -> dict[str, np.ndarray]:
+def make_shapes(
+    n: int,
+    *,
+    seed: int,
+    shapes: Sequence[str] = SHAPES,
+    n_annotators: int = 10,
+    clip_to_object: bool = False,
+    jpeg_quality: int | None = None,
+) -> dict[str, np.ndarray]:
     """``n`` seeded 32x32 gray images, one object each, with simulated human annotations.
 
     Returns arrays ``images`` (n, 32, 32) in [0, 1], ``labels`` (index into ``shapes``),
@@ -150,7 +157,7 @@ def make_shapes(n: int, *, seed: int, shapes: Sequence[str] = SHAPES, n_annotato
             if rng.random() < 0.15:
                 k = int(rng.integers(2, 4))
                 y0, x0 = (int(t) for t in rng.integers(0, SIZE - k, size=2))
-                mark[y0:y0 + k, x0:x0 + k] = True
+                mark[y0 : y0 + k, x0 : x0 + k] = True
             out["annotators"][i, a] = mark
     weighted = out["annotators"].mean(axis=1)
     if clip_to_object:
@@ -214,10 +221,10 @@ class ShapesOracle:
         best = np.empty((len(x), len(SHAPES)))
         shape = (self.FFT, self.FFT)
         for start in range(0, len(x), self.CHUNK):
-            spectrum = np.fft.rfft2(z[start:start + self.CHUNK], s=shape)[:, None]
+            spectrum = np.fft.rfft2(z[start : start + self.CHUNK], s=shape)[:, None]
             corr = np.fft.irfft2(spectrum * self._spectra, s=shape)[..., :SIZE, :SIZE]
             peak = corr.max(axis=(-2, -1)).astype(float).reshape(len(spectrum), len(RADII), len(SHAPES))
-            best[start:start + self.CHUNK] = peak.max(axis=1)
+            best[start : start + self.CHUNK] = peak.max(axis=1)
         return self.beta * best
 
     def predict(self, x) -> np.ndarray:

@@ -15,14 +15,60 @@ import numpy as np
 TOPICS = ("sci.med", "sci.electronics")
 
 LEXICONS = {
-    "sci.med": ("doctor", "patient", "clinic", "symptom", "diagnosis", "surgery", "vaccine", "therapy",
-                "dose", "infection", "tumor", "nurse", "hospital", "fever", "allergy", "insulin",
-                "antibiotic", "cardiac", "physician", "medication", "disease", "virus", "biopsy",
-                "migraine", "prescription"),
-    "sci.electronics": ("circuit", "voltage", "resistor", "capacitor", "transistor", "diode", "amplifier",
-                        "solder", "oscilloscope", "inductor", "ohm", "current", "battery", "relay",
-                        "microcontroller", "breadboard", "wattage", "transformer", "signal", "frequency",
-                        "antenna", "multimeter", "impedance", "rectifier", "led"),
+    "sci.med": (
+        "doctor",
+        "patient",
+        "clinic",
+        "symptom",
+        "diagnosis",
+        "surgery",
+        "vaccine",
+        "therapy",
+        "dose",
+        "infection",
+        "tumor",
+        "nurse",
+        "hospital",
+        "fever",
+        "allergy",
+        "insulin",
+        "antibiotic",
+        "cardiac",
+        "physician",
+        "medication",
+        "disease",
+        "virus",
+        "biopsy",
+        "migraine",
+        "prescription",
+    ),
+    "sci.electronics": (
+        "circuit",
+        "voltage",
+        "resistor",
+        "capacitor",
+        "transistor",
+        "diode",
+        "amplifier",
+        "solder",
+        "oscilloscope",
+        "inductor",
+        "ohm",
+        "current",
+        "battery",
+        "relay",
+        "microcontroller",
+        "breadboard",
+        "wattage",
+        "transformer",
+        "signal",
+        "frequency",
+        "antenna",
+        "multimeter",
+        "impedance",
+        "rectifier",
+        "led",
+    ),
 }
 PAD = "<pad>"
 
@@ -64,8 +110,9 @@ def _vocabulary() -> tuple[str, ...]:
 VOCABULARY = _vocabulary()
 _INDEX = {w: i for i, w in enumerate(VOCABULARY)}
 BACKGROUND_IDS = np.array([_INDEX[w] for w in BACKGROUND_WORDS])  # in Zipf rank order
-TOPIC_OF = np.array([0] + [1 if w in LEXICONS["sci.med"] else 2 if w in LEXICONS["sci.electronics"] else 0
-                            for w in VOCABULARY[1:]])
+TOPIC_OF = np.array(
+    [0] + [1 if w in LEXICONS["sci.med"] else 2 if w in LEXICONS["sci.electronics"] else 0 for w in VOCABULARY[1:]]
+)
 # 0 = <pad> or background word, 1 = sci.med lexicon, 2 = sci.electronics lexicon
 
 
@@ -78,8 +125,16 @@ class SyntheticDoc:
     weights: np.ndarray  # fraction of annotators who marked each token
 
 
-def make_texts(n: int, *, seed: int, labels: Sequence[int] | None = None, n_annotators: int = 4,
-               p_hit: float = 0.8, p_false: float = 0.02, zipf: float = 1.1) -> list[SyntheticDoc]:
+def make_texts(
+    n: int,
+    *,
+    seed: int,
+    labels: Sequence[int] | None = None,
+    n_annotators: int = 4,
+    p_hit: float = 0.8,
+    p_false: float = 0.02,
+    zipf: float = 1.1,
+) -> list[SyntheticDoc]:
     """``n`` seeded documents of 50-200 tokens for the two topics of :data:`TOPICS`.
 
     Background tokens follow a Zipf law (exponent ``zipf``) over 1,000 synthetic non-words; 3-8 words
@@ -106,8 +161,15 @@ def make_texts(n: int, *, seed: int, labels: Sequence[int] | None = None, n_anno
             ids[spots[m]] = rng.choice(other)
         planted = TOPIC_OF[ids] == 1 + topics[i]
         marks = rng.random((n_annotators, length)) < np.where(planted, p_hit, p_false)
-        docs.append(SyntheticDoc(f"{TOPICS[topics[i]]}-{seed}-{i}", int(topics[i]),
-                                 tuple(VOCABULARY[t] for t in ids), planted, marks.mean(axis=0)))
+        docs.append(
+            SyntheticDoc(
+                f"{TOPICS[topics[i]]}-{seed}-{i}",
+                int(topics[i]),
+                tuple(VOCABULARY[t] for t in ids),
+                planted,
+                marks.mean(axis=0),
+            )
+        )
     return docs
 
 
@@ -151,7 +213,7 @@ def encode(docs: Sequence[SyntheticDoc], length: int | None = None) -> np.ndarra
     index = _INDEX
     ids = np.zeros((len(docs), length))
     for row, doc in enumerate(docs):
-        ids[row, :len(doc.tokens)] = [index[t] for t in doc.tokens]
+        ids[row, : len(doc.tokens)] = [index[t] for t in doc.tokens]
     return ids
 
 

@@ -26,8 +26,19 @@ from pytest_xai.cases.tabular.checks import (
 )
 from pytest_xai.registry import Family
 
-__all__ = ["COMPARE_XAI", "FAMILY", "correlated", "dummy", "explains_nothing", "ranking", "summarise", "switch_pairs",
-           "symmetric_effect", "symmetry", "torch_twin"]
+__all__ = [
+    "COMPARE_XAI",
+    "FAMILY",
+    "correlated",
+    "dummy",
+    "explains_nothing",
+    "ranking",
+    "summarise",
+    "switch_pairs",
+    "symmetric_effect",
+    "symmetry",
+    "torch_twin",
+]
 
 COMPARE_XAI = "Belaid et al. 2022, Compare-xAI"
 FAMILY = Family("tabular", source=COMPARE_XAI, smoke=("symmetry", "cough_and_fever"))
@@ -59,14 +70,24 @@ def _binary_grid(n_features: int, repeat: int) -> np.ndarray:
     return np.repeat(points, repeat, axis=0)
 
 
-def _xgboost_model(info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: np.ndarray,
-                   n_estimators: int, max_depth: int):
+def _xgboost_model(
+    info: CaseInfo, cache, X: np.ndarray, y: np.ndarray, points: np.ndarray, n_estimators: int, max_depth: int
+):
     """XGBRegressor as in Compare-xAI (eta=1, base_score=0) but with reg_lambda=0 (CX-7), cached."""
     import xgboost
 
-    params = {"objective": "reg:squarederror", "n_estimators": n_estimators, "max_depth": max_depth,
-              "learning_rate": 1.0, "base_score": 0.0, "reg_lambda": 0.0, "min_child_weight": 0.0,
-              "random_state": 0, "tree_method": "exact", "n_jobs": 1}
+    params = {
+        "objective": "reg:squarederror",
+        "n_estimators": n_estimators,
+        "max_depth": max_depth,
+        "learning_rate": 1.0,
+        "base_score": 0.0,
+        "reg_lambda": 0.0,
+        "min_child_weight": 0.0,
+        "random_state": 0,
+        "tree_method": "exact",
+        "n_jobs": 1,
+    }
     truth = np.array([y[np.all(X == p, axis=1)][0] for p in points])
     tolerance = 1e-6 * max(1.0, float(np.ptp(truth)))
 
@@ -115,32 +136,47 @@ def _tabular_case(info, cache, X, formula, n_estimators, max_depth, feature_name
     predict = _predict_xgboost(model)
     background = summarise(X)
     return Case(
-        info=info, inputs=points, predict=predict, model=model, background=background,
+        info=info,
+        inputs=points,
+        predict=predict,
+        model=model,
+        background=background,
         torch_model=torch_twin(formula),
-        baseline=np.zeros(X.shape[1]), feature_names=feature_names,
+        baseline=np.zeros(X.shape[1]),
+        feature_names=feature_names,
         truth={"shapley": shapley.interventional(predict, points, background)},
-        meta={"full_background": X}, **fields,
+        meta={"full_background": X},
+        **fields,
     )
 
 
-@FAMILY.case(category="fidelity", source="test cough_and_fever",
-             checks={"symmetry": {"features": (0, 1), "mirror": (0, 2, 1, 3)}})
+@FAMILY.case(
+    category="fidelity",
+    source="test cough_and_fever",
+    checks={"symmetry": {"features": (0, 1), "mirror": (0, 2, 1, 3)}},
+)
 def cough_and_fever(info, *, seed, cache) -> Case:
     """y = 80 (cough AND fever): the two symmetric features deserve equal, mirrored credit."""
-    return _tabular_case(info, cache, _binary_grid(2, 5000), lambda x: 80.0 * x[:, 0] * x[:, 1], 2, 2,
-                         ["cough", "fever"])
+    return _tabular_case(
+        info, cache, _binary_grid(2, 5000), lambda x: 80.0 * x[:, 0] * x[:, 1], 2, 2, ["cough", "fever"]
+    )
 
 
-@FAMILY.case(category="fidelity", source="test cough_and_fever_10_90",
-             checks={"ranking": {"feature": 0, "rows": (3,)}})
+@FAMILY.case(category="fidelity", source="test cough_and_fever_10_90", checks={"ranking": {"feature": 0, "rows": (3,)}})
 def cough_and_fever_10_90(info, *, seed, cache) -> Case:
     """y = 80 (cough AND fever) + 10 cough: cough matters more, globally and at (1, 1)."""
-    return _tabular_case(info, cache, _binary_grid(2, 5000), lambda x: 80.0 * x[:, 0] * x[:, 1] + 10.0 * x[:, 0],
-                         2, 2, ["cough", "fever"])
+    return _tabular_case(
+        info,
+        cache,
+        _binary_grid(2, 5000),
+        lambda x: 80.0 * x[:, 0] * x[:, 1] + 10.0 * x[:, 0],
+        2,
+        2,
+        ["cough", "fever"],
+    )
 
 
-@FAMILY.case(category="fidelity", source="test a_and_b_or_c",
-             checks={"ranking": {"feature": 0}})
+@FAMILY.case(category="fidelity", source="test a_and_b_or_c", checks={"ranking": {"feature": 0}})
 def a_and_b_or_c(info, *, seed, cache) -> Case:
     """y = A AND (B OR C): A is the most important feature (importance 0.375 vs 0.125, 0.125)."""
     a_and_b_or_c = lambda x: x[:, 0] * (x[:, 1] + x[:, 2] - x[:, 1] * x[:, 2])
@@ -151,16 +187,25 @@ def _b_squared(X):
     return X[:, 1] ** 2
 
 
-@FAMILY.case(category="fidelity", source="test counterexample_dummy_axiom (Sundararajan & Najmi 2020)",
-             checks={"dummy": {"features": (0,)}})
+@FAMILY.case(
+    category="fidelity",
+    source="test counterexample_dummy_axiom (Sundararajan & Najmi 2020)",
+    checks={"dummy": {"features": (0,)}},
+)
 def counterexample_dummy_axiom(info, *, seed, cache) -> Case:
     """f(a, b) = b^2 on a 6x6 grid: a is a dummy and must get zero attribution."""
     grid = np.array([(a, b) for a in range(6) for b in range(6)], dtype=float)
     X = np.repeat(grid, 555, axis=0)
     background = summarise(X)
     return Case(
-        info=info, inputs=grid, predict=_b_squared, model=_b_squared, background=background,
-        baseline=np.zeros(2), feature_names=["a", "b"], torch_model=torch_twin(_b_squared),
+        info=info,
+        inputs=grid,
+        predict=_b_squared,
+        model=_b_squared,
+        background=background,
+        baseline=np.zeros(2),
+        feature_names=["a", "b"],
+        torch_model=torch_twin(_b_squared),
         truth={"shapley": shapley.interventional(_b_squared, grid, background)},
         meta={"full_background": X},
     )
@@ -172,6 +217,7 @@ def counterexample_dummy_axiom(info, *, seed, cache) -> Case:
 def _a_plus_b(X):
     """x0 + x1 (and a + b for correlated_features: column 2 is unused)."""
     return X[:, 0] + X[:, 1]
+
 
 _X0_PLUS_X1_CHECKS = {"symmetry": {"features": (0, 1)}, "symmetric_effect": {"features": (0, 1)}}
 
@@ -191,8 +237,11 @@ def _x0_plus_x1_case(info, cache, counts) -> Case:
     return _tabular_case(info, cache, X, _a_plus_b, 1, 2, ["x0", "x1"])
 
 
-@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_non_uniform_stat_dep (Janzing et al. 2020)",
-             checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(
+    category="stability",
+    source="test x0_plus_x1_distrib_non_uniform_stat_dep (Janzing et al. 2020)",
+    checks=_X0_PLUS_X1_CHECKS,
+)
 def x0_plus_x1_non_uniform_stat_dep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on dependent, non-uniform data: (0,0)x50, (1,1)x100, (1,0)x450, (0,1)x1050.
 
@@ -201,15 +250,21 @@ def x0_plus_x1_non_uniform_stat_dep(info, *, seed, cache) -> Case:
     return _x0_plus_x1_case(info, cache, [50, 100, 450, 1050])
 
 
-@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_uniform_stat_dep (Janzing et al. 2020)",
-             checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(
+    category="stability",
+    source="test x0_plus_x1_distrib_uniform_stat_dep (Janzing et al. 2020)",
+    checks=_X0_PLUS_X1_CHECKS,
+)
 def x0_plus_x1_uniform_stat_dep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on dependent data with uniform marginals: (0,0)x4500, (1,1)x4500, (1,0)x500, (0,1)x500."""
     return _x0_plus_x1_case(info, cache, [4500, 4500, 500, 500])
 
 
-@FAMILY.case(category="stability", source="test x0_plus_x1_distrib_non_uniform_stat_indep (Janzing et al. 2020)",
-             checks=_X0_PLUS_X1_CHECKS)
+@FAMILY.case(
+    category="stability",
+    source="test x0_plus_x1_distrib_non_uniform_stat_indep (Janzing et al. 2020)",
+    checks=_X0_PLUS_X1_CHECKS,
+)
 def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
     """y = x0 + x1 on independent data, P(x0=1) = 0.25, P(x1=1) = 0.75: (0,0)x1875, (1,1)x1875,
     (1,0)x625, (0,1)x5625.  Observational Shapley equals interventional here."""
@@ -219,10 +274,11 @@ def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
 # ----------------------------------------------------------------- correlated features (2.8)
 
 
-
-
-@FAMILY.case(category="fragility", source="test correlated_features (Kumar et al. 2020)",
-             checks={"correlated": {"used": 1, "twin": 2}})
+@FAMILY.case(
+    category="fragility",
+    source="test correlated_features (Kumar et al. 2020)",
+    checks={"correlated": {"used": 1, "twin": 2}},
+)
 def correlated_features(info, *, seed, cache) -> Case:
     """f(a, b, c) = a + b on 6 points (a_k, k, k), k = 0..5: c is an exact copy of b but unused.
 
@@ -238,8 +294,14 @@ def correlated_features(info, *, seed, cache) -> Case:
     X = np.repeat(points, 3333, axis=0)
     background = summarise(X)
     return Case(
-        info=info, inputs=points, predict=_a_plus_b, model=_a_plus_b, background=background,
-        baseline=np.zeros(3), feature_names=["a", "b", "c"], torch_model=torch_twin(_a_plus_b),
+        info=info,
+        inputs=points,
+        predict=_a_plus_b,
+        model=_a_plus_b,
+        background=background,
+        baseline=np.zeros(3),
+        feature_names=["a", "b", "c"],
+        torch_model=torch_twin(_a_plus_b),
         truth={"shapley": shapley.interventional(_a_plus_b, points, background)},
         meta={"full_background": X},
     )

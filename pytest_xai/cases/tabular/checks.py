@@ -61,15 +61,19 @@ def explains_nothing(attributions: Any, case: Case, features: Iterable[int], cro
         e, g = float(moved.mean()), float(change.mean())
         name = case.feature_names[f] if f < len(case.feature_names) else str(f)
         if abs(g) > atol and not e * g > 0:
-            return (f"switching feature {f} ({name}) from its min to its max changes the output by {g:.4g} on "
-                    f"average but its attribution by {e:.4g}: an attribution that does not move with the output "
-                    f"(or moves against it) explains nothing")
+            return (
+                f"switching feature {f} ({name}) from its min to its max changes the output by {g:.4g} on "
+                f"average but its attribution by {e:.4g}: an attribution that does not move with the output "
+                f"(or moves against it) explains nothing"
+            )
         wrong = (np.abs(change) > atol) & ~(moved * change > 0)
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            return (f"switching feature {f} ({name}) from its min to its max (row {int(lo[k])} -> row {int(hi[k])}) "
-                    f"changes the output by {change[k]:.4g} but its attribution by {moved[k]:.4g}: an attribution "
-                    f"that does not move with the output (or moves against it) explains nothing")
+            return (
+                f"switching feature {f} ({name}) from its min to its max (row {int(lo[k])} -> row {int(hi[k])}) "
+                f"changes the output by {change[k]:.4g} but its attribution by {moved[k]:.4g}: an attribution "
+                f"that does not move with the output (or moves against it) explains nothing"
+            )
         additive = bool(np.ptp(change) <= atol)
         for j in features:
             if j == f or not additive:
@@ -78,35 +82,45 @@ def explains_nothing(attributions: Any, case: Case, features: Iterable[int], cro
             excess = np.where(np.abs(change) > atol, np.abs(cross) - cross_rtol * np.abs(moved), -np.inf)
             k = int(np.argmax(excess))
             if excess[k] >= -atol:
-                return (f"the model is additive in feature {f} ({name}), yet switching it on (row {int(lo[k])} -> "
-                        f"row {int(hi[k])}) moves feature {j}'s attribution by {cross[k]:.4g}, at least {cross_rtol:g} "
-                        f"of its own {moved[k]:.4g}: the explanation does not tell the features apart (e.g. the model "
-                        f"output copied to every feature, or a per-row offset)")
+                return (
+                    f"the model is additive in feature {f} ({name}), yet switching it on (row {int(lo[k])} -> "
+                    f"row {int(hi[k])}) moves feature {j}'s attribution by {cross[k]:.4g}, at least {cross_rtol:g} "
+                    f"of its own {moved[k]:.4g}: the explanation does not tell the features apart (e.g. the model "
+                    f"output copied to every feature, or a per-row offset)"
+                )
     return None
 
 
 _BLIND_TO_SIGN = "importance is mean |attribution| over rows, blind to sign and to which row is which by definition"
 
 
-@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"), passes_by_construction={
-    "noisy_10": "10 % noise keeps the two importances within the 0.05 the rtol admits for sampling noise",
-    "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
-                                     "Shapley value",
-    "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
-    "output_copied@cough_and_fever": "for f = 80 cough fever the output copied to both features is twice the "
-                                     "baseline-0 Shapley values (40 cough fever each), a correct explanation",
-    "input_itself@cough_and_fever": "symmetry compares the two features with each other only: any symmetric "
-                                    "function of the input (the input on a symmetric grid) is symmetric and "
-                                    "moves with the output; the ranking and dummy checks reject it",
-    "input_minus_mean@cough_and_fever": "as the input itself, centred on a symmetric background (mean 0.5, 0.5)",
-    **dict.fromkeys(["row_offset@x0_plus_x1_*", "noisy_30@x0_plus_x1_*"],
-                    "on x0 + x1 symmetry compares the two importances only (no mirror) and must admit observational "
-                    "values, whose cross effect reaches 0.63 of the own effect on non_uniform_stat_dep; a per-row "
-                    "offset or 30 % noise keeps the importances equal by chance on some seeds; symmetric_effect, "
-                    "which encodes the interventional effect, rejects both"),
-})
-def symmetry(attributions: Any, case: Case, *, features: Sequence[int], mirror: Sequence[int] | None = None,
-             rtol: float) -> Score:
+@check(
+    marker="xai_symmetry",
+    thresholds={"rtol": 0.05},
+    reference=truth_reference("shapley"),
+    passes_by_construction={
+        "noisy_10": "10 % noise keeps the two importances within the 0.05 the rtol admits for sampling noise",
+        "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
+        "Shapley value",
+        "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
+        "output_copied@cough_and_fever": "for f = 80 cough fever the output copied to both features is twice the "
+        "baseline-0 Shapley values (40 cough fever each), a correct explanation",
+        "input_itself@cough_and_fever": "symmetry compares the two features with each other only: any symmetric "
+        "function of the input (the input on a symmetric grid) is symmetric and "
+        "moves with the output; the ranking and dummy checks reject it",
+        "input_minus_mean@cough_and_fever": "as the input itself, centred on a symmetric background (mean 0.5, 0.5)",
+        **dict.fromkeys(
+            ["row_offset@x0_plus_x1_*", "noisy_30@x0_plus_x1_*"],
+            "on x0 + x1 symmetry compares the two importances only (no mirror) and must admit observational "
+            "values, whose cross effect reaches 0.63 of the own effect on non_uniform_stat_dep; a per-row "
+            "offset or 30 % noise keeps the importances equal by chance on some seeds; symmetric_effect, "
+            "which encodes the interventional effect, rejects both",
+        ),
+    },
+)
+def symmetry(
+    attributions: Any, case: Case, *, features: Sequence[int], mirror: Sequence[int] | None = None, rtol: float
+) -> Score:
     """Two features the model treats symmetrically get equal importance and mirrored attributions.
 
     Compare-xAI cough_and_fever, corrected (CX-3): delta_I = |I_i - I_j| / max(I_i, I_j) and, when the
@@ -128,8 +142,14 @@ def symmetry(attributions: Any, case: Case, *, features: Sequence[int], mirror: 
     params = {"features": tuple(features), "mirror": mirror, "rtol": rtol}
     top = max(I[i], I[j])
     if top == 0:
-        return Score("symmetry", 0.0, False, rtol, f"features {i} and {j} both got zero importance: "
-                     "symmetry is only meaningful when they are credited", params)
+        return Score(
+            "symmetry",
+            0.0,
+            False,
+            rtol,
+            f"features {i} and {j} both got zero importance: symmetry is only meaningful when they are credited",
+            params,
+        )
     nothing = explains_nothing(attributions, case, (i, j))  # cross_rtol 1: admits observational values
     if nothing:
         return Score("symmetry", 0.0, False, rtol, nothing, params)
@@ -145,24 +165,42 @@ def symmetry(attributions: Any, case: Case, *, features: Sequence[int], mirror: 
         detail += f"; mirrored attributions differ by up to {delta_A:.3g} of the output range"
         if delta_A > delta:
             delta = delta_A
-            worst = {"row": r, "mirror_row": int(mirror[r]), "attribution": float(A[r, i]),
-                     "mirrored_attribution": float(A[mirror[r], j])}
+            worst = {
+                "row": r,
+                "mirror_row": int(mirror[r]),
+                "attribution": float(A[r, i]),
+                "mirrored_attribution": float(A[mirror[r], j]),
+            }
     passed = bool(delta <= rtol)
-    return Score("symmetry", 1.0 - min(1.0, float(delta)), passed, rtol,
-                 f"{'symmetric' if passed else 'asymmetric'}: {detail}; rtol={rtol:g}", params, worst)
+    return Score(
+        "symmetry",
+        1.0 - min(1.0, float(delta)),
+        passed,
+        rtol,
+        f"{'symmetric' if passed else 'asymmetric'}: {detail}; rtol={rtol:g}",
+        params,
+        worst,
+    )
 
 
-@check(marker="xai_dummy", thresholds={"rtol": 1e-3}, reference=truth_reference("shapley"), passes_by_construction={
-    "sign_flipped": _BLIND_TO_SIGN, "scaled_negative": _BLIND_TO_SIGN, "abs_of_exact": _BLIND_TO_SIGN,
-    "shuffled_rows": _BLIND_TO_SIGN,
-    "one_row_in_ten": "the dummy axiom is about zero credit only: exact values on one row in ten and zeros elsewhere "
-                      "credit no dummy and credit the used features; faithfulness and the agreement checks reject it",
-    "input_minus_mean@digits_*": "the digits dummy pixels are constant over the explained and background rows "
-                                 "(0, or one fixed ink pattern), so x - mean(background) is 0 on them, as every "
-                                 "data-referenced estimator is: the dummy axiom cannot tell it from KernelSHAP",
-    "input_itself@digits_data_dummy": "the data dummy pixels are 0 in every row, so the input is 0 on them "
-                                      "(digits_function_dummy puts ink there to fail it)",
-})
+@check(
+    marker="xai_dummy",
+    thresholds={"rtol": 1e-3},
+    reference=truth_reference("shapley"),
+    passes_by_construction={
+        "sign_flipped": _BLIND_TO_SIGN,
+        "scaled_negative": _BLIND_TO_SIGN,
+        "abs_of_exact": _BLIND_TO_SIGN,
+        "shuffled_rows": _BLIND_TO_SIGN,
+        "one_row_in_ten": "the dummy axiom is about zero credit only: exact values on one row in ten and zeros "
+        "elsewhere credit no dummy and credit the used features; faithfulness and the agreement checks reject it",
+        "input_minus_mean@digits_*": "the digits dummy pixels are constant over the explained and background rows "
+        "(0, or one fixed ink pattern), so x - mean(background) is 0 on them, as every "
+        "data-referenced estimator is: the dummy axiom cannot tell it from KernelSHAP",
+        "input_itself@digits_data_dummy": "the data dummy pixels are 0 in every row, so the input is 0 on them "
+        "(digits_function_dummy puts ink there to fail it)",
+    },
+)
 def dummy(attributions: Any, case: Case, *, features: Sequence[int], rtol: float) -> Score:
     """Features the model does not use (dummies) get zero importance (the dummy axiom).
 
@@ -182,30 +220,51 @@ def dummy(attributions: Any, case: Case, *, features: Sequence[int], rtol: float
     tau = rtol * float(I.max()) + 1e-12 * case.output_range
     credited = I[~dummies]
     if credited.size and credited.max() <= tau:
-        return Score("dummy", 0.0, False, rtol, "no non-dummy feature received any importance: an explainer "
-                     "that attributes nothing trivially satisfies the dummy axiom", params)
+        return Score(
+            "dummy",
+            0.0,
+            False,
+            rtol,
+            "no non-dummy feature received any importance: an explainer "
+            "that attributes nothing trivially satisfies the dummy axiom",
+            params,
+        )
     reference = float(credited.max()) if credited.size else float(I.max())
     ratio = I[dummies] / reference
     worst_index = int(np.flatnonzero(dummies)[ratio.argmax()])
     zero = I[dummies] <= tau
     passed = bool(zero.all())
     value = float(np.mean(1.0 - np.minimum(1.0, ratio)))
-    detail = (f"{int(zero.sum())}/{int(dummies.sum())} dummy features at zero importance; the largest, "
-              f"feature {worst_index} ({case.feature_names[worst_index] if I.ndim == 1 else worst_index}), "
-              f"gets {float(ratio.max()):.3g} of the top importance (tolerance {rtol:g})")
-    return Score("dummy", value, passed, rtol, detail, params,
-                 {"feature": worst_index, "importance": float(I[worst_index]), "relative": float(ratio.max())})
+    detail = (
+        f"{int(zero.sum())}/{int(dummies.sum())} dummy features at zero importance; the largest, "
+        f"feature {worst_index} ({case.feature_names[worst_index] if I.ndim == 1 else worst_index}), "
+        f"gets {float(ratio.max()):.3g} of the top importance (tolerance {rtol:g})"
+    )
+    return Score(
+        "dummy",
+        value,
+        passed,
+        rtol,
+        detail,
+        params,
+        {"feature": worst_index, "importance": float(I[worst_index]), "relative": float(ratio.max())},
+    )
 
 
-@check(marker="xai_ranking", thresholds={"max_rank": 0.0}, reference=truth_reference("shapley"), passes_by_construction={
-    "noisy_10": "10 % noise does not reorder features whose importances differ by more than that",
-    "noisy_30": "30 % noise rarely reorders the clearly most important feature",
-    "row_offset": "a per-row offset shifts every feature of the row alike: the feature that leads by more than "
-                  "the offset stays first and keeps moving with the output, and ranking reads nothing else",
-    "noisy_100@a_and_b_or_c": "a_and_b_or_c ranks global importance only, and feature a's attributions "
-                              "(|phi_a| >= 0.21, about twice b's and c's) stay first under noise of the reference's "
-                              "RMS (0.24) in 74 % of seeds, still moving with the output",
-})
+@check(
+    marker="xai_ranking",
+    thresholds={"max_rank": 0.0},
+    reference=truth_reference("shapley"),
+    passes_by_construction={
+        "noisy_10": "10 % noise does not reorder features whose importances differ by more than that",
+        "noisy_30": "30 % noise rarely reorders the clearly most important feature",
+        "row_offset": "a per-row offset shifts every feature of the row alike: the feature that leads by more than "
+        "the offset stays first and keeps moving with the output, and ranking reads nothing else",
+        "noisy_100@a_and_b_or_c": "a_and_b_or_c ranks global importance only, and feature a's attributions "
+        "(|phi_a| >= 0.21, about twice b's and c's) stay first under noise of the reference's "
+        "RMS (0.24) in 74 % of seeds, still moving with the output",
+    },
+)
 def ranking(attributions: Any, case: Case, *, feature: int, rows: Sequence[int] = (), max_rank: float) -> Score:
     """A feature known to matter most is ranked first, globally and at the given rows.
 
@@ -235,16 +294,27 @@ def ranking(attributions: Any, case: Case, *, feature: int, rows: Sequence[int] 
     name = case.feature_names[feature] if feature < len(case.feature_names) else str(feature)
     detail = ", ".join(f"{k}: rank {v:g}" for k, v in where.items())
     verdict = "ranked first" if passed else f"not ranked first (worst: {label}, rank {rank:g})"
-    return Score("ranking", 1.0 - rank / max(1, n - 1), passed, max_rank,
-                 f"feature {feature} ({name}) {verdict}; {detail}", params,
-                 {"where": label, "rank": rank, "importance": I.tolist() if n <= 12 else None})
+    return Score(
+        "ranking",
+        1.0 - rank / max(1, n - 1),
+        passed,
+        max_rank,
+        f"feature {feature} ({name}) {verdict}; {detail}",
+        params,
+        {"where": label, "rank": rank, "importance": I.tolist() if n <= 12 else None},
+    )
 
 
-@check(marker="xai_symmetry", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"), passes_by_construction={
-    "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
-                                     "Shapley value",
-    "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
-})
+@check(
+    marker="xai_symmetry",
+    thresholds={"rtol": 0.05},
+    reference=truth_reference("shapley"),
+    passes_by_construction={
+        "input_minus_mean@x0_plus_x1_*": "for f = x0 + x1 the input minus the background mean IS the interventional "
+        "Shapley value",
+        "input_itself@x0_plus_x1_*": "for f = x0 + x1 the input itself is the baseline-0 Shapley value (phi_i = x_i)",
+    },
+)
 def symmetric_effect(attributions: Any, case: Case, *, features: Sequence[int], rtol: float) -> Score:
     """Two features with the same effect on the model get the same offset-free attribution effect.
 
@@ -277,23 +347,39 @@ def symmetric_effect(attributions: Any, case: Case, *, features: Sequence[int], 
     for f in (i, j):
         hi, lo = switch_pairs(X, f)
         if hi.size == 0:
-            raise ValueError(f"case {case.name!r}: no two explained rows differ only in feature {f}; "
-                             "symmetric_effect needs such pairs")
+            raise ValueError(
+                f"case {case.name!r}: no two explained rows differ only in feature {f}; "
+                "symmetric_effect needs such pairs"
+            )
         effects.append(float(np.mean(A[hi, f] - A[lo, f])))
     top = max(abs(effects[0]), abs(effects[1]))
     worst = {"effects": effects}
     if top == 0:
-        return Score("symmetric_effect", 0.0, False, rtol, f"switching feature {i} or {j} on changes neither "
-                     "attribution: the effect symmetry is only meaningful when they are credited", params, worst)
+        return Score(
+            "symmetric_effect",
+            0.0,
+            False,
+            rtol,
+            f"switching feature {i} or {j} on changes neither "
+            "attribution: the effect symmetry is only meaningful when they are credited",
+            params,
+            worst,
+        )
     nothing = explains_nothing(attributions, case, (i, j), cross_rtol=rtol)
     if nothing:
         return Score("symmetric_effect", 0.0, False, rtol, nothing, params, worst)
     delta = abs(effects[0] - effects[1]) / top
     passed = bool(delta <= rtol)
-    return Score("symmetric_effect", 1.0 - min(1.0, delta), passed, rtol,
-                 f"{'symmetric' if passed else 'asymmetric'} effect: switching feature {i} on moves its attribution "
-                 f"by {effects[0]:.4g}, feature {j} by {effects[1]:.4g} (relative gap {delta:.3g}; rtol={rtol:g})",
-                 params, worst)
+    return Score(
+        "symmetric_effect",
+        1.0 - min(1.0, delta),
+        passed,
+        rtol,
+        f"{'symmetric' if passed else 'asymmetric'} effect: switching feature {i} on moves its attribution "
+        f"by {effects[0]:.4g}, feature {j} by {effects[1]:.4g} (relative gap {delta:.3g}; rtol={rtol:g})",
+        params,
+        worst,
+    )
 
 
 @check(marker="xai_correlated", thresholds={"rtol": 0.05}, reference=truth_reference("shapley"))
@@ -323,15 +409,30 @@ def correlated(attributions: Any, case: Case, *, used: int, twin: int, rtol: flo
     params = {"used": int(used), "twin": int(twin), "rtol": rtol}
     names = (case.feature_names[used], case.feature_names[twin])
     if I[used] == 0:
-        return Score("correlated", 0.0, False, rtol, f"the used feature {names[0]} got zero importance "
-                     f"(and {names[1]} {I[twin]:.3g}): the model uses {names[0]}", params,
-                     {"importance": [float(I[used]), float(I[twin])]})
+        return Score(
+            "correlated",
+            0.0,
+            False,
+            rtol,
+            f"the used feature {names[0]} got zero importance "
+            f"(and {names[1]} {I[twin]:.3g}): the model uses {names[0]}",
+            params,
+            {"importance": [float(I[used]), float(I[twin])]},
+        )
     effect = _own_effect(case, used)
     follows = _follows(A[:, used], effect)
     if follows is not None and not follows >= 0.5:
-        return Score("correlated", 0.0, False, rtol, f"the attribution of the used feature {names[0]} does not follow "
-                     f"its own effect on the output across rows (Pearson {follows:.3g}, need >= 0.5): it explains "
-                     f"nothing about {names[0]}", params, {"pearson_with_effect": follows})
+        return Score(
+            "correlated",
+            0.0,
+            False,
+            rtol,
+            f"the attribution of the used feature {names[0]} does not follow "
+            f"its own effect on the output across rows (Pearson {follows:.3g}, need >= 0.5): it explains "
+            f"nothing about {names[0]}",
+            params,
+            {"pearson_with_effect": follows},
+        )
     delta_I = float(I[twin] / I[used])
     a_used, a_twin = np.abs(A[:, used]), np.abs(A[:, twin])
     silent = np.maximum(a_used, a_twin) <= 1e-12 * case.output_range
@@ -354,9 +455,15 @@ def correlated(attributions: Any, case: Case, *, used: int, twin: int, rtol: flo
     if (~defined).any():
         detail += f" ({int((~defined).sum())} rows with both at zero and no effect of {names[0]} left out)"
     passed = bool(delta <= rtol)
-    return Score("correlated", 1.0 - min(1.0, delta), passed, rtol,
-                 f"{'only the used twin credited' if passed else 'the unused twin is credited'}: {detail}; "
-                 f"rtol={rtol:g}", params, worst)
+    return Score(
+        "correlated",
+        1.0 - min(1.0, delta),
+        passed,
+        rtol,
+        f"{'only the used twin credited' if passed else 'the unused twin is credited'}: {detail}; rtol={rtol:g}",
+        params,
+        worst,
+    )
 
 
 def _own_effect(case: Case, feature: int) -> Floats | None:

@@ -54,7 +54,7 @@ def wavelet(width: int = 12) -> np.ndarray:
     """A Gaussian bump (sd 1.8 steps) minus its least-squares fit by a quadratic, unit norm: a bump
     with two dips, blind to what a slow wave looks like over 12 steps (a quadratic, nearly)."""
     j = np.arange(width) - (width - 1) / 2
-    bump = np.exp(-j**2 / (2 * 1.8**2))
+    bump = np.exp(-(j**2) / (2 * 1.8**2))
     poly = np.stack([np.ones(width), j, j**2], axis=1)
     return _unit(bump - poly @ np.linalg.lstsq(poly, bump, rcond=None)[0])
 
@@ -65,16 +65,25 @@ def burst(width: int = 16) -> np.ndarray:
     return _unit(np.hanning(width + 2)[1:-1] * np.sin(np.pi * j / 2 + np.pi / 4))
 
 
-def series(n: int, seed: int, *, channels: int = 1, pattern: np.ndarray | None = None,
-           planted: Any = True, channel: Any = 0, amplitude: Any = AMPLITUDE) -> tuple[np.ndarray, np.ndarray]:
+def series(
+    n: int,
+    seed: int,
+    *,
+    channels: int = 1,
+    pattern: np.ndarray | None = None,
+    planted: Any = True,
+    channel: Any = 0,
+    amplitude: Any = AMPLITUDE,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(x, window)``: n waves-plus-noise series (n, channels, T) with ``pattern`` added, times
     ``amplitude``, at a random start on ``channel`` of the rows where ``planted``; ``window`` marks
     those time steps (bool, shaped like ``x``)."""
     rng = np.random.default_rng([seed, 34])
     t = np.arange(T)
     size = (n, channels, 1)
-    x = (rng.uniform(1.5, 2.5, size) * np.sin(2 * np.pi * t / rng.uniform(40, 80, size) + rng.uniform(0, 2 * np.pi, size))
-         + 0.1 * rng.standard_normal((n, channels, T)))
+    x = rng.uniform(1.5, 2.5, size) * np.sin(
+        2 * np.pi * t / rng.uniform(40, 80, size) + rng.uniform(0, 2 * np.pi, size)
+    ) + 0.1 * rng.standard_normal((n, channels, T))
     window = np.zeros(x.shape, dtype=bool)
     if pattern is not None:
         starts = rng.integers(0, T - len(pattern) + 1, n)
@@ -100,8 +109,14 @@ def _case(info, x: np.ndarray, window: np.ndarray, model, meta: dict[str, Any]) 
     predict = predictor(model)
     channels = x.shape[1]
     return Case(
-        info=info, inputs=x, predict=predict, model=model, torch_model=model, target=predict(x).argmax(axis=1),
-        background=np.zeros((1, channels, T)), baseline=np.zeros((channels, T)),
+        info=info,
+        inputs=x,
+        predict=predict,
+        model=model,
+        torch_model=model,
+        target=predict(x).argmax(axis=1),
+        background=np.zeros((1, channels, T)),
+        baseline=np.zeros((channels, T)),
         feature_names=[f"c{c}t{t}" for c in range(channels) for t in range(T)],
         truth={"window": window},
         # feature groups (contract name ``groups``): segments of SEGMENT steps of one channel, so that
@@ -148,8 +163,10 @@ def timeseries_cnn(info, *, seed) -> Case:
     held_out, labels, _ = cnn_series(2000, HELD_OUT_SEED)
     measured = accuracy(model, held_out, labels)
     if measured < ACCURACY_GATE:
-        raise NotApplicable(f"model below quality gate: held-out accuracy {measured:.4f} < {ACCURACY_GATE} "
-                            f"(pytest_xai/data/timeseries_cnn.json)")
+        raise NotApplicable(
+            f"model below quality gate: held-out accuracy {measured:.4f} < {ACCURACY_GATE} "
+            f"(pytest_xai/data/timeseries_cnn.json)"
+        )
     x, labels, window = cnn_series(100, seed)
     right = (predictor(model)(x).argmax(axis=1) == labels) & (labels == 1)
     rows = np.flatnonzero(right)[:N_EXPLAINED]
@@ -159,25 +176,30 @@ def timeseries_cnn(info, *, seed) -> Case:
 # ------------------------------------------------------------------------------------------------
 # Checks
 
-_MAGNITUDE = "the check reads |a| only (which time steps rank first), so the sign and the scale of a correct map " \
-             "cannot matter"
+_MAGNITUDE = (
+    "the check reads |a| only (which time steps rank first), so the sign and the scale of a correct map cannot matter"
+)
 _ORDER = {
     "sign_flipped": _MAGNITUDE,
     "scaled_negative": _MAGNITUDE,
     "abs_of_exact": _MAGNITUDE,
     "row_offset": "the reference (the window mask) is non-negative: a positive offset per row keeps its order",
     "swapped": "windows start at random places, so the two time steps most often inside one are exchanged "
-               "inside most windows: the order of the rest is kept",
+    "inside most windows: the order of the rest is kept",
     "noisy_10": "noise at 10 % of the RMS of a sparse mask leaves the window on top",
     "noisy_30": "noise at 30 % of the RMS of a sparse mask rarely lifts a time step outside the window above one "
-                "inside",
+    "inside",
     "noisy_100": "noise at the RMS of a sparse mask (the window is 8-25 % of the steps) leaves most of the window "
-                 "in the top k",
+    "in the top k",
 }
 
 
-@check(marker="xai_timeseries", thresholds={"min_precision": 0.5}, passes_by_construction=_ORDER,
-       reference=truth_reference("window"))
+@check(
+    marker="xai_timeseries",
+    thresholds={"min_precision": 0.5},
+    passes_by_construction=_ORDER,
+    reference=truth_reference("window"),
+)
 def window_precision(attributions, case: Case, *, min_precision: float) -> Score:
     """The time steps an explanation ranks first lie in the planted window: precision at the
     window's size (its k steps against the top k by |a|, over every channel), mean over rows >=
@@ -201,11 +223,20 @@ def window_precision(attributions, case: Case, *, min_precision: float) -> Score
     value = result.mean
     params = {"min_precision": min_precision}
     row = int(np.nanargmin(result.values))
-    detail = (f"mean precision {value:.3f} of the top-|a| time steps at the window's size (need >= "
-              f"{min_precision:g}; a constant map scores about {window.mean():.3f}); worst row {row}: "
-              f"{result.values[row]:.2f}")
-    return Score("window_precision", float(value), bool(value >= min_precision), min_precision, detail, params,
-                 {"row": row, "precision": float(result.values[row])})
+    detail = (
+        f"mean precision {value:.3f} of the top-|a| time steps at the window's size (need >= "
+        f"{min_precision:g}; a constant map scores about {window.mean():.3f}); worst row {row}: "
+        f"{result.values[row]:.2f}"
+    )
+    return Score(
+        "window_precision",
+        float(value),
+        bool(value >= min_precision),
+        min_precision,
+        detail,
+        params,
+        {"row": row, "precision": float(result.values[row])},
+    )
 
 
 _OFF_WINDOW = {
@@ -213,12 +244,16 @@ _OFF_WINDOW = {
     "noisy_10": "noise at 10 % of the RMS of a sparse mask puts 0.17-0.27 of the credit outside, below the floor",
     "noisy_30": "noise at 30 % of the RMS of a sparse mask puts 0.37-0.53 of the credit outside, around the floor",
     "one_row_in_ten": "the check is about credit outside the window only: a correct map on one row in ten and "
-                      "rows explained as nothing (left out) credit nothing outside; window_precision rejects it",
+    "rows explained as nothing (left out) credit nothing outside; window_precision rejects it",
 }
 
 
-@check(marker="xai_timeseries", thresholds={"max_share": 0.4}, passes_by_construction=_OFF_WINDOW,
-       reference=truth_reference("window"))
+@check(
+    marker="xai_timeseries",
+    thresholds={"max_share": 0.4},
+    passes_by_construction=_OFF_WINDOW,
+    reference=truth_reference("window"),
+)
 def off_window_credit(attributions, case: Case, *, max_share: float) -> Score:
     """Time steps outside every window get no more credit than a floor: per row, the share of sum |a|
     that lies outside the window, mean over rows <= max_share.
@@ -244,16 +279,31 @@ def off_window_credit(attributions, case: Case, *, max_share: float) -> Score:
     silent = total == 0
     params = {"max_share": max_share}
     if silent.all():
-        return Score("off_window_credit", 0.0, False, max_share,
-                     f"the explanation explains nothing: all {n} rows are zero", params)
+        return Score(
+            "off_window_credit",
+            0.0,
+            False,
+            max_share,
+            f"the explanation explains nothing: all {n} rows are zero",
+            params,
+        )
     share = (np.where(inside, 0.0, flat).sum(axis=1) / np.where(silent, 1.0, total))[~silent]
     value = float(share.mean())
     row = int(np.flatnonzero(~silent)[share.argmax()])
-    detail = (f"mean share of |a| outside the window {value:.3g} (need <= {max_share:g}; the window holds "
-              f"{inside.mean():.3f} of the steps); worst row {row}: {share.max():.3g}"
-              + (f"; {int(silent.sum())} rows explained as nothing left out" if silent.any() else ""))
-    return Score("off_window_credit", 1.0 - value, bool(value <= max_share), max_share, detail, params,
-                 {"row": row, "share": float(share.max())})
+    detail = (
+        f"mean share of |a| outside the window {value:.3g} (need <= {max_share:g}; the window holds "
+        f"{inside.mean():.3f} of the steps); worst row {row}: {share.max():.3g}"
+        + (f"; {int(silent.sum())} rows explained as nothing left out" if silent.any() else "")
+    )
+    return Score(
+        "off_window_credit",
+        1.0 - value,
+        bool(value <= max_share),
+        max_share,
+        detail,
+        params,
+        {"row": row, "share": float(share.max())},
+    )
 
 
 #: Random deletions per row, the floor of :func:`deletion_drop`.
@@ -271,8 +321,12 @@ def _deleted(case: Case, masks: np.ndarray) -> np.ndarray:
     return outputs(case.predict, perturbed, np.repeat(np.broadcast_to(case.target, n), m)).reshape(n, m)
 
 
-@check(marker="xai_timeseries", thresholds={"min_score": 0.5}, passes_by_construction=_ORDER,
-       reference=truth_reference("window"))
+@check(
+    marker="xai_timeseries",
+    thresholds={"min_score": 0.5},
+    passes_by_construction=_ORDER,
+    reference=truth_reference("window"),
+)
 def deletion_drop(attributions, case: Case, *, min_score: float) -> Score:
     """Deleting the stretches of time the explanation ranks first hurts the prediction as much as
     deleting the planted window: (drop(top) - drop(random)) / (drop(window) - drop(random)) >= min_score.
@@ -315,14 +369,29 @@ def deletion_drop(attributions, case: Case, *, min_score: float) -> Score:
     scale = float((drop_window - drop_random).sum())
     params = {"min_score": min_score, "random_deletions": RANDOM_DELETIONS}
     if not scale > 0:
-        raise ValueError(f"case {case.name!r}: deleting the planted windows does not hurt the prediction more than "
-                         f"random deletions ({scale:.3g}); the case cannot score deletions")
+        raise ValueError(
+            f"case {case.name!r}: deleting the planted windows does not hurt the prediction more than "
+            f"random deletions ({scale:.3g}); the case cannot score deletions"
+        )
     value = float((drop_top - drop_random).sum()) / scale
     row = int(np.argmin(drop_top - drop_window))
-    detail = (f"deleting the top-|a| groups of time steps (as many steps as the window) drops the target probability "
-              f"by {drop_top.sum():.3g} over {n} rows, deleting the windows {drop_window.sum():.3g}, random groups "
-              f"{drop_random.sum():.3g}: score {value:.3f} (need >= {min_score:g}); worst row {row}: "
-              f"{drop_top[row]:.3g} against {drop_window[row]:.3g}")
-    return Score("deletion_drop", float(min(1.0, max(0.0, value))), bool(value >= min_score), min_score, detail,
-                 params, {"row": row, "drop_top": float(drop_top[row]), "drop_window": float(drop_window[row]),
-                          "drop_random": float(drop_random[row])})
+    detail = (
+        f"deleting the top-|a| groups of time steps (as many steps as the window) drops the target probability "
+        f"by {drop_top.sum():.3g} over {n} rows, deleting the windows {drop_window.sum():.3g}, random groups "
+        f"{drop_random.sum():.3g}: score {value:.3f} (need >= {min_score:g}); worst row {row}: "
+        f"{drop_top[row]:.3g} against {drop_window[row]:.3g}"
+    )
+    return Score(
+        "deletion_drop",
+        float(min(1.0, max(0.0, value))),
+        bool(value >= min_score),
+        min_score,
+        detail,
+        params,
+        {
+            "row": row,
+            "drop_top": float(drop_top[row]),
+            "drop_window": float(drop_window[row]),
+            "drop_random": float(drop_random[row]),
+        },
+    )

@@ -38,7 +38,9 @@ def predictor(model: nn.Module):
     return predict
 
 
-def matched_filter(templates: np.ndarray, threshold: float, head_weight: np.ndarray, head_bias: np.ndarray) -> nn.Module:
+def matched_filter(
+    templates: np.ndarray, threshold: float, head_weight: np.ndarray, head_bias: np.ndarray
+) -> nn.Module:
     """One template per channel (``templates`` (channels, width)), correlated with its own channel
     (a grouped ``Conv1d`` without bias), the maximum response over time per channel, its excess
     over ``threshold`` (ReLU), then logits = ``head_weight`` @ excesses + ``head_bias`` and softmax.
@@ -47,8 +49,14 @@ def matched_filter(templates: np.ndarray, threshold: float, head_weight: np.ndar
     the threshold move the output: the receptive field of that maximum is the planted window, and
     the channels below the threshold (the waves alone respond up to about 0.5, the pattern 2) get exactly 0."""
     channels, width = templates.shape
-    model = nn.Sequential(nn.Conv1d(channels, channels, width, groups=channels), nn.AdaptiveMaxPool1d(1),
-                          nn.Flatten(), nn.ReLU(), nn.Linear(channels, len(head_bias)), nn.Softmax(dim=1))
+    model = nn.Sequential(
+        nn.Conv1d(channels, channels, width, groups=channels),
+        nn.AdaptiveMaxPool1d(1),
+        nn.Flatten(),
+        nn.ReLU(),
+        nn.Linear(channels, len(head_bias)),
+        nn.Softmax(dim=1),
+    )
     conv, head = model[0], model[4]
     assert isinstance(conv, nn.Conv1d) and isinstance(head, nn.Linear) and conv.bias is not None
     with torch.no_grad():
@@ -62,12 +70,21 @@ def matched_filter(templates: np.ndarray, threshold: float, head_weight: np.ndar
 def cnn() -> nn.Module:
     """The trained network: two 'same' convolutions (8 filters of width 9, ReLU), the maximum over
     time, a linear head over 2 classes, softmax (682 parameters)."""
-    return nn.Sequential(nn.Conv1d(1, 8, 9, padding=4), nn.ReLU(), nn.Conv1d(8, 8, 9, padding=4), nn.ReLU(),
-                         nn.AdaptiveMaxPool1d(1), nn.Flatten(), nn.Linear(8, 2), nn.Softmax(dim=1))
+    return nn.Sequential(
+        nn.Conv1d(1, 8, 9, padding=4),
+        nn.ReLU(),
+        nn.Conv1d(8, 8, 9, padding=4),
+        nn.ReLU(),
+        nn.AdaptiveMaxPool1d(1),
+        nn.Flatten(),
+        nn.Linear(8, 2),
+        nn.Softmax(dim=1),
+    )
 
 
-def train(x: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 30, lr: float = 3e-3,
-          batch: int = 64) -> tuple[nn.Module, dict[str, Any]]:
+def train(
+    x: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 30, lr: float = 3e-3, batch: int = 64
+) -> tuple[nn.Module, dict[str, Any]]:
     """Adam on cross-entropy (seeded, one thread); the step size falls tenfold for the last 20 %."""
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -81,13 +98,18 @@ def train(x: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 30, lr:
         for _ in range(epochs):
             order = torch.randperm(len(xs))
             for first in range(0, len(xs), batch):
-                rows = order[first:first + batch]
+                rows = order[first : first + batch]
                 optimiser.zero_grad()
                 torch.log(model(xs[rows]) + 1e-9).neg().gather(1, ys[rows, None]).mean().backward()
                 optimiser.step()
             schedule.step()
-    return _frozen(model), {"epochs": epochs, "lr": lr, "batch": batch, "seed": seed,
-                            "training_seconds": round(time.perf_counter() - start, 1)}
+    return _frozen(model), {
+        "epochs": epochs,
+        "lr": lr,
+        "batch": batch,
+        "seed": seed,
+        "training_seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def accuracy(model: nn.Module, x: np.ndarray, labels: np.ndarray) -> float:
@@ -97,8 +119,13 @@ def accuracy(model: nn.Module, x: np.ndarray, labels: np.ndarray) -> float:
 def save_trained(model: nn.Module, card: dict[str, Any]) -> None:
     """Write the state_dict (float32) and its card (``scripts/train_timeseries_cnn.py``)."""
     torch.save(model.state_dict(), TRAINED_WEIGHTS)
-    card = {"file": TRAINED_WEIGHTS.name, **card, "size_bytes": TRAINED_WEIGHTS.stat().st_size,
-            "parameters": sum(p.numel() for p in model.parameters()), "torch": torch.__version__}
+    card = {
+        "file": TRAINED_WEIGHTS.name,
+        **card,
+        "size_bytes": TRAINED_WEIGHTS.stat().st_size,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "torch": torch.__version__,
+    }
     TRAINED_CARD.write_text(json.dumps(card, indent=2) + "\n")
 
 

@@ -46,8 +46,32 @@ FAMILY = Family("transformer", source=SOURCE, smoke=("token_mask_precision", "tr
 PAD = 0
 LENGTH = 10  # positions per row: short rows end in padding
 N_EXPLAINED = 16
-VOCABULARY = ("<pad>", "good", "great", "fine", "superb", "bad", "awful", "poor", "dull", "not", "never",
-              "the", "a", "film", "plot", "it", "was", "and", "of", "actor", "scene", "to", "in", "music")
+VOCABULARY = (
+    "<pad>",
+    "good",
+    "great",
+    "fine",
+    "superb",
+    "bad",
+    "awful",
+    "poor",
+    "dull",
+    "not",
+    "never",
+    "the",
+    "a",
+    "film",
+    "plot",
+    "it",
+    "was",
+    "and",
+    "of",
+    "actor",
+    "scene",
+    "to",
+    "in",
+    "music",
+)
 #: Sentiment weights of the hand-set units (the lexicon); every other word is neutral.
 WEIGHTS = {1: 1.0, 2: 1.5, 3: 0.5, 4: 1.25, 5: -1.0, 6: -1.5, 7: -0.75, 8: -0.5}
 LEXICON = np.array(sorted(WEIGHTS))
@@ -62,7 +86,7 @@ TRAIN_SEED, HELD_OUT_SEED = 2023, 2024  # the shipped model's training rows and 
 def _padded(rows: list[np.ndarray]) -> np.ndarray:
     out = np.full((len(rows), LENGTH), float(PAD))
     for i, row in enumerate(rows):
-        out[i, :len(row)] = row
+        out[i, : len(row)] = row
     return out
 
 
@@ -113,12 +137,19 @@ def negation_rows(n: int, seed: int, kinds: Any = None) -> tuple[np.ndarray, np.
     return _padded(rows), (kinds == 1).astype(int), kinds
 
 
-def _case(info, ids: np.ndarray, model, predict, target: Any, truth: dict[str, np.ndarray],
-          meta: dict[str, Any]) -> Case:
+def _case(
+    info, ids: np.ndarray, model, predict, target: Any, truth: dict[str, np.ndarray], meta: dict[str, Any]
+) -> Case:
     words = [[VOCABULARY[int(i)] for i in row if i != PAD] for row in ids]
     return Case(
-        info=info, inputs=ids, predict=predict, model=model, torch_model=model, target=target,
-        background=np.full((1, LENGTH), float(PAD)), baseline=np.full(LENGTH, float(PAD)),
+        info=info,
+        inputs=ids,
+        predict=predict,
+        model=model,
+        torch_model=model,
+        target=target,
+        background=np.full((1, LENGTH), float(PAD)),
+        baseline=np.full(LENGTH, float(PAD)),
         feature_names=[f"token{i}" for i in range(LENGTH)],
         truth={"padding": ids == PAD, **truth},
         meta={"pad_token_id": PAD, "vocabulary": VOCABULARY, "words": words, **meta},
@@ -134,8 +165,10 @@ def _exact(info, ids: np.ndarray, model, predict, closed_form: np.ndarray, meta:
     enumerated = baseline_shapley(lambda z: predict(z)[:, 1], ids, np.full(LENGTH, float(PAD)))
     if not np.allclose(closed_form, enumerated, rtol=1e-5, atol=1e-6):
         row = int(np.abs(closed_form - enumerated).max(axis=1).argmax())
-        raise AssertionError(f"unit {info.name}: closed-form attributions disagree with enumeration on row {row}: "
-                             f"{closed_form[row]!r} vs {enumerated[row]!r}")
+        raise AssertionError(
+            f"unit {info.name}: closed-form attributions disagree with enumeration on row {row}: "
+            f"{closed_form[row]!r} vs {enumerated[row]!r}"
+        )
     truth = {"token_values": closed_form, "token_mask": closed_form != 0}
     return _case(info, ids, model, predict, 1, truth, meta)
 
@@ -149,8 +182,7 @@ def _values() -> np.ndarray:
 _CHECKS: dict[str, dict[str, Any]] = {"token_mask_precision": {}, "padding_credit": {}, "token_values": {}}
 
 
-@FAMILY.case(category="fidelity", source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)",
-             checks=_CHECKS)
+@FAMILY.case(category="fidelity", source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)", checks=_CHECKS)
 def transformer_lexicon(info, *, seed) -> Case:
     """Hand-set transformer, uniform attention over the sequence, padding included: p1 = 1/2 +
     (1/L) sum of the sentiment words' weights; exact per-token attributions w(x_t) / L."""
@@ -162,8 +194,11 @@ def transformer_lexicon(info, *, seed) -> Case:
     return _exact(info, ids, model, predictor(model), weights / LENGTH, {"weights": WEIGHTS})
 
 
-@FAMILY.case(category="fidelity", source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)",
-             checks={"token_mask_precision": {}, "token_values": {}})
+@FAMILY.case(
+    category="fidelity",
+    source="hand-set unit in the manner of XAI-Units (Lee et al. 2025)",
+    checks={"token_mask_precision": {}, "token_values": {}},
+)
 def transformer_position(info, *, seed) -> Case:
     """Hand-set transformer whose attention reads position 2 only: p1 = 1/2 + 0.3 w(x_2); sentiment
     words elsewhere are distractors with exactly zero attribution."""
@@ -176,8 +211,11 @@ def transformer_position(info, *, seed) -> Case:
     return _exact(info, ids, model, predictor(model), closed, {"weights": WEIGHTS, "position": POSITION})
 
 
-@FAMILY.case(category="fidelity", source="trained tiny transformer (pytest_xai/data/tiny_transformer.json)",
-             checks={"token_mask_precision": {}, "padding_credit": {}})
+@FAMILY.case(
+    category="fidelity",
+    source="trained tiny transformer (pytest_xai/data/tiny_transformer.json)",
+    checks={"token_mask_precision": {}, "padding_credit": {}},
+)
 def transformer_negation(info, *, seed) -> Case:
     """Trained transformer (shipped): positive when "good" or "great" occurs and neither "not" nor
     "never" does; explained on 8 positive and 8 negated rows of the case's seed (not the training
@@ -188,16 +226,25 @@ def transformer_negation(info, *, seed) -> Case:
     held_out, labels, _ = negation_rows(2000, seed=HELD_OUT_SEED)
     measured = accuracy(model, held_out, labels)
     if measured < ACCURACY_GATE:
-        raise NotApplicable(f"model below quality gate: held-out accuracy {measured:.4f} < {ACCURACY_GATE} "
-                            f"(pytest_xai/data/tiny_transformer.json)")
+        raise NotApplicable(
+            f"model below quality gate: held-out accuracy {measured:.4f} < {ACCURACY_GATE} "
+            f"(pytest_xai/data/tiny_transformer.json)"
+        )
     predict = predictor(model)
     pool, labels, kinds = negation_rows(200, seed, kinds=np.tile([1, 2], 100))
     right = predict(pool).argmax(axis=1) == labels
-    rows = np.concatenate([np.flatnonzero(right & (kinds == k))[:N_EXPLAINED // 2] for k in (1, 2)])
+    rows = np.concatenate([np.flatnonzero(right & (kinds == k))[: N_EXPLAINED // 2] for k in (1, 2)])
     ids = pool[np.sort(rows)]
     decisive = np.isin(ids, TRIGGERS + NEGATORS)
-    return _case(info, ids, model, predict, predict(ids).argmax(axis=1), {"token_mask": decisive},
-                 {"held_out_accuracy": measured, "triggers": TRIGGERS, "negators": NEGATORS})
+    return _case(
+        info,
+        ids,
+        model,
+        predict,
+        predict(ids).argmax(axis=1),
+        {"token_mask": decisive},
+        {"held_out_accuracy": measured, "triggers": TRIGGERS, "negators": NEGATORS},
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -213,26 +260,31 @@ def _reference(case: Case, params: Any) -> np.ndarray:
     return np.asarray(truth, dtype=float)
 
 
-_MAGNITUDE = ("the check reads |a| only (which tokens rank first), so the sign and the scale of a correct map "
-              "cannot matter")
+_MAGNITUDE = (
+    "the check reads |a| only (which tokens rank first), so the sign and the scale of a correct map cannot matter"
+)
 _PRECISION_BY_CONSTRUCTION = {
     "sign_flipped": _MAGNITUDE,
     "scaled_negative": _MAGNITUDE,
     "abs_of_exact": _MAGNITUDE,
     "shuffled_rows@transformer_position": "the decisive position is position 2 in every row, so another row's "
-                                          "correct map ranks the same token first; token_values rejects it",
+    "correct map ranks the same token first; token_values rejects it",
     "row_offset": "a positive offset per row (0.5-1.5 of the map's RMS) changes the order only where a decisive "
-                  "token's value is negative and within twice the offset, rare on a sparse map whose values exceed "
-                  "its RMS (on the trained case the reference is the 0/1 mask: never); token_values rejects it",
+    "token's value is negative and within twice the offset, rare on a sparse map whose values exceed "
+    "its RMS (on the trained case the reference is the 0/1 mask: never); token_values rejects it",
     "noisy_10": "noise at 10 % of the RMS of a sparse map leaves the decisive tokens on top",
     "noisy_100@transformer_position": "one decisive value per row, 0.15-0.45, against noise at the map's RMS (about "
-                                      "0.1): it stays first on most rows; token_values rejects it",
+    "0.1): it stays first on most rows; token_values rejects it",
     "noisy_30": "noise at 30 % of the RMS of a sparse map rarely lifts a neutral token above a decisive one",
 }
 
 
-@check(marker="xai_transformer", thresholds={"min_precision": 0.9},
-       passes_by_construction=_PRECISION_BY_CONSTRUCTION, reference=_reference)
+@check(
+    marker="xai_transformer",
+    thresholds={"min_precision": 0.9},
+    passes_by_construction=_PRECISION_BY_CONSTRUCTION,
+    reference=_reference,
+)
 def token_mask_precision(attributions, case: Case, *, min_precision: float) -> Score:
     """The tokens an explanation ranks first are the ones that decide the label: precision at the
     mask's size (the k decisive tokens of a row against its top k by |a|) >= min_precision.
@@ -259,15 +311,28 @@ def token_mask_precision(attributions, case: Case, *, min_precision: float) -> S
         return Score("token_mask_precision", 0.0, False, min_precision, "no row has a decisive token", params)
     row = int(np.nanargmin(result.values))
     words = case.meta.get("words")
-    top = [int(t) for t in np.argsort(-np.abs(A[row]), kind="stable")[:int(mask[row].sum())] if A[row, t] != 0]
-    detail = (f"mean precision {value:.3f} of the top-|a| tokens at the size of each row's decisive set "
-              f"(need >= {min_precision:g}; the mask's share, what a constant map scores, is "
-              f"{mask.sum() / mask.size:.3f}); worst row {row} ({result.values[row]:.2f}): ranked first "
-              f"{top or 'nothing (all zero)'}, decisive {np.flatnonzero(mask[row]).tolist()}")
-    return Score("token_mask_precision", float(value), bool(value >= min_precision), min_precision, detail, params,
-                 {"row": row, "precision": float(result.values[row]), "ranked_first": top,
-                  "decisive": np.flatnonzero(mask[row]).tolist(),
-                  "words": words[row] if words is not None else None})
+    top = [int(t) for t in np.argsort(-np.abs(A[row]), kind="stable")[: int(mask[row].sum())] if A[row, t] != 0]
+    detail = (
+        f"mean precision {value:.3f} of the top-|a| tokens at the size of each row's decisive set "
+        f"(need >= {min_precision:g}; the mask's share, what a constant map scores, is "
+        f"{mask.sum() / mask.size:.3f}); worst row {row} ({result.values[row]:.2f}): ranked first "
+        f"{top or 'nothing (all zero)'}, decisive {np.flatnonzero(mask[row]).tolist()}"
+    )
+    return Score(
+        "token_mask_precision",
+        float(value),
+        bool(value >= min_precision),
+        min_precision,
+        detail,
+        params,
+        {
+            "row": row,
+            "precision": float(result.values[row]),
+            "ranked_first": top,
+            "decisive": np.flatnonzero(mask[row]).tolist(),
+            "words": words[row] if words is not None else None,
+        },
+    )
 
 
 _PADDING_BY_CONSTRUCTION = {
@@ -275,21 +340,25 @@ _PADDING_BY_CONSTRUCTION = {
     "scaled_negative": "the padding's correct attribution is 0 in every row; scaling keeps it 0",
     "abs_of_exact": "the padding's correct attribution is 0 in every row; |.| keeps it 0",
     "input_itself": "token ids are labels: the padding's id is 0, so the ids themselves are 0 on the padding, as "
-                    "every padding-baseline method is; token_mask_precision rejects the ids (the decisive words' "
-                    "are small)",
+    "every padding-baseline method is; token_mask_precision rejects the ids (the decisive words' "
+    "are small)",
     "input_minus_mean": "the background is the all-padding row (id 0), so the input minus its mean is the ids "
-                        "themselves: 0 on the padding; token_mask_precision rejects it",
+    "themselves: 0 on the padding; token_mask_precision rejects it",
     "swapped": "the two most important positions of a correct map are early ones, a word in every row (rows "
-               "have at least 4 words), so exchanging them moves no credit onto the padding",
+    "have at least 4 words), so exchanging them moves no credit onto the padding",
     "shuffled_rows": "another row's correct map credits this row's padding only where that row's decisive words "
-                     "lie beyond this row's end, which some draws avoid; token_mask_precision rejects it",
+    "lie beyond this row's end, which some draws avoid; token_mask_precision rejects it",
     "one_row_in_ten": "the check is about credit on the padding only: a correct map on one row in ten and rows "
-                      "explained as nothing (left out) credit no padding; token_mask_precision rejects it",
+    "explained as nothing (left out) credit no padding; token_mask_precision rejects it",
 }
 
 
-@check(marker="xai_transformer", thresholds={"max_share": 0.01}, passes_by_construction=_PADDING_BY_CONSTRUCTION,
-       reference=_reference)
+@check(
+    marker="xai_transformer",
+    thresholds={"max_share": 0.01},
+    passes_by_construction=_PADDING_BY_CONSTRUCTION,
+    reference=_reference,
+)
 def padding_credit(attributions, case: Case, *, max_share: float) -> Score:
     """The padding gets no credit: per row, the share of sum |a| on padding positions, mean over rows
     <= max_share.
@@ -312,20 +381,39 @@ def padding_credit(attributions, case: Case, *, max_share: float) -> Score:
     silent = total == 0
     params = {"max_share": max_share}
     if silent.all():
-        return Score("padding_credit", 0.0, False, max_share, f"the explanation explains nothing: all {len(A)} rows "
-                     f"are zero (within {FLOAT_NOISE:g} of the map's largest |a|)", params)
+        return Score(
+            "padding_credit",
+            0.0,
+            False,
+            max_share,
+            f"the explanation explains nothing: all {len(A)} rows "
+            f"are zero (within {FLOAT_NOISE:g} of the map's largest |a|)",
+            params,
+        )
     share = np.where(silent, 0.0, (A * padding).sum(axis=1) / np.where(silent, 1.0, total))
     value = float(share[~silent].mean())
     row = int(share.argmax())
-    detail = (f"mean share of |a| on the padding {value:.3g} (need <= {max_share:g}; {int(padding.sum())} of "
-              f"{padding.size} positions are padding); worst row {row}: {share[row]:.3g}"
-              + (f"; {int(silent.sum())} rows explained as nothing left out" if silent.any() else ""))
-    return Score("padding_credit", float(max(0.0, 1.0 - value)), bool(value <= max_share), max_share, detail,
-                 params, {"row": row, "share": float(share[row])})
+    detail = (
+        f"mean share of |a| on the padding {value:.3g} (need <= {max_share:g}; {int(padding.sum())} of "
+        f"{padding.size} positions are padding); worst row {row}: {share[row]:.3g}"
+        + (f"; {int(silent.sum())} rows explained as nothing left out" if silent.any() else "")
+    )
+    return Score(
+        "padding_credit",
+        float(max(0.0, 1.0 - value)),
+        bool(value <= max_share),
+        max_share,
+        detail,
+        params,
+        {"row": row, "share": float(share[row])},
+    )
 
 
-@check(marker="xai_transformer", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
-       reference=truth_reference("token_values"))
+@check(
+    marker="xai_transformer",
+    thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+    reference=truth_reference("token_values"),
+)
 def token_values(attributions, case: Case, *, max_relative_mse: float, min_fraction: float) -> Score:
     """Exact per-token values where the weights make them exact: per-row relative MSE against
     ``truth["token_values"]`` <= max_relative_mse on at least min_fraction of the rows.
@@ -344,9 +432,16 @@ def token_values(attributions, case: Case, *, max_relative_mse: float, min_fract
     within = rel <= max_relative_mse
     fraction = float(within.mean())
     row = int(np.nanargmax(rel))
-    detail = (f"{fraction:.0%} of {len(rel)} rows within relative MSE {max_relative_mse:g} of the exact token values "
-              f"(need {min_fraction:.0%}); worst row {row}: relative MSE {rel[row]:.3g}")
-    return Score("token_values", fraction, fraction >= min_fraction, min_fraction, detail,
-                 {"max_relative_mse": max_relative_mse, "min_fraction": min_fraction},
-                 {"row": row, "attribution": A[row].tolist(), "truth": truth[row].tolist(),
-                  "relative_mse": float(rel[row])})
+    detail = (
+        f"{fraction:.0%} of {len(rel)} rows within relative MSE {max_relative_mse:g} of the exact token values "
+        f"(need {min_fraction:.0%}); worst row {row}: relative MSE {rel[row]:.3g}"
+    )
+    return Score(
+        "token_values",
+        fraction,
+        fraction >= min_fraction,
+        min_fraction,
+        detail,
+        {"max_relative_mse": max_relative_mse, "min_fraction": min_fraction},
+        {"row": row, "attribution": A[row].tolist(), "truth": truth[row].tolist(), "relative_mse": float(rel[row])},
+    )

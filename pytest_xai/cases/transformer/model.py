@@ -68,8 +68,11 @@ class TinyTransformer(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_length, config.hidden_size)
         self.attention = SelfAttention(config.hidden_size)
         if config.head_hidden:
-            self.classifier: nn.Module = nn.Sequential(nn.Linear(config.hidden_size, config.head_hidden), nn.ReLU(),
-                                                       nn.Linear(config.head_hidden, config.num_labels))
+            self.classifier: nn.Module = nn.Sequential(
+                nn.Linear(config.hidden_size, config.head_hidden),
+                nn.ReLU(),
+                nn.Linear(config.head_hidden, config.num_labels),
+            )
         else:
             self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
@@ -134,8 +137,9 @@ def hand_set(values: np.ndarray, *, length: int, gain: float, position: int | No
     position p whatever the tokens: p1 = 1/2 + gain * w(x_p).  Either way the output is affine in
     the token embeddings, so Integrated Gradients from the padding, occlusion with the padding and
     Shapley values against it all equal w(x_t) scaled, and every other token gets exactly 0."""
-    config = TransformerConfig(vocab_size=len(values), hidden_size=4, max_length=length, head_hidden=0,
-                               pool="first", output="probabilities")
+    config = TransformerConfig(
+        vocab_size=len(values), hidden_size=4, max_length=length, head_hidden=0, pool="first", output="probabilities"
+    )
     model = TinyTransformer(config)
     angle = 2 * np.pi * np.arange(length) / length
     with torch.no_grad():
@@ -169,8 +173,9 @@ def hand_set(values: np.ndarray, *, length: int, gain: float, position: int | No
 TRAINED_CONFIG = TransformerConfig()  # 16 hidden, mean read-out, MLP head, softmax
 
 
-def train(ids: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 40, lr: float = 3e-3,
-          batch: int = 64) -> tuple[TinyTransformer, dict[str, Any]]:
+def train(
+    ids: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 40, lr: float = 3e-3, batch: int = 64
+) -> tuple[TinyTransformer, dict[str, Any]]:
     """Adam on cross-entropy (seeded, one thread); the step size falls tenfold for the last 20 %."""
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -184,13 +189,18 @@ def train(ids: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 40, l
         for _ in range(epochs):
             order = torch.randperm(len(x))
             for first in range(0, len(x), batch):
-                rows = order[first:first + batch]
+                rows = order[first : first + batch]
                 optimiser.zero_grad()
                 torch.log(model(x[rows]) + 1e-9).neg().gather(1, y[rows, None]).mean().backward()
                 optimiser.step()
             schedule.step()
-    return _frozen(model), {"epochs": epochs, "lr": lr, "batch": batch, "seed": seed,
-                            "training_seconds": round(time.perf_counter() - start, 1)}
+    return _frozen(model), {
+        "epochs": epochs,
+        "lr": lr,
+        "batch": batch,
+        "seed": seed,
+        "training_seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def accuracy(model: TinyTransformer, ids: np.ndarray, labels: np.ndarray) -> float:
@@ -200,9 +210,14 @@ def accuracy(model: TinyTransformer, ids: np.ndarray, labels: np.ndarray) -> flo
 def save_trained(model: TinyTransformer, card: dict[str, Any]) -> None:
     """Write the state_dict (float32) and its card (``scripts/train_tiny_transformer.py``)."""
     torch.save(model.state_dict(), TRAINED_WEIGHTS)
-    card = {"file": TRAINED_WEIGHTS.name, "config": asdict(model.config), **card,
-            "size_bytes": TRAINED_WEIGHTS.stat().st_size,
-            "parameters": sum(p.numel() for p in model.parameters()), "torch": torch.__version__}
+    card = {
+        "file": TRAINED_WEIGHTS.name,
+        "config": asdict(model.config),
+        **card,
+        "size_bytes": TRAINED_WEIGHTS.stat().st_size,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "torch": torch.__version__,
+    }
     TRAINED_CARD.write_text(json.dumps(card, indent=2) + "\n")
 
 

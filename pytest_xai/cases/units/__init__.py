@@ -70,10 +70,29 @@ from pytest_xai.cases.units.networks import (
 from pytest_xai.registry import Family
 
 __all__ = [
-    "CANCEL_GATE", "FAMILY", "INTERACTION_GATE", "MAX_ENUMERATED_FEATURES", "SHATTERED_LAYOUT", "SOURCE", "as_float64",
-    "assert_gate", "baseline_shapley", "cross_check", "forward", "linear", "regression_predict", "relative_mse",
-    "relative_sensitivity", "relu", "self_test", "sequential", "shapley_on_background", "units_common_mse",
-    "units_mse", "units_sensitivity", "units_shapley_mse",
+    "CANCEL_GATE",
+    "FAMILY",
+    "INTERACTION_GATE",
+    "MAX_ENUMERATED_FEATURES",
+    "SHATTERED_LAYOUT",
+    "SOURCE",
+    "as_float64",
+    "assert_gate",
+    "baseline_shapley",
+    "cross_check",
+    "forward",
+    "linear",
+    "regression_predict",
+    "relative_mse",
+    "relative_sensitivity",
+    "relu",
+    "self_test",
+    "sequential",
+    "shapley_on_background",
+    "units_common_mse",
+    "units_mse",
+    "units_sensitivity",
+    "units_shapley_mse",
 ]
 
 SOURCE = "Lee et al. 2025, XAI-Units (arXiv 2506.01059)"
@@ -83,8 +102,20 @@ FAMILY = Family("units", source=SOURCE, smoke=("units_mse", "units_weighted_feat
 SHATTERED_LAYOUT = {"n_points": 40, "n_perturbations": 10, "dummies": (5,)}
 
 
-def _case(info: CaseInfo, *, x, model, labels, feature_names, baseline, truth, meta, target=None,
-          predict=None, background="baseline") -> Case:
+def _case(
+    info: CaseInfo,
+    *,
+    x,
+    model,
+    labels,
+    feature_names,
+    baseline,
+    truth,
+    meta,
+    target=None,
+    predict=None,
+    background="baseline",
+) -> Case:
     """The unit's case, after its self-test.  ``background="baseline"`` (the default) ships the
     baseline as the single background row, so background-based explainers use the GT's reference."""
     self_test(info.name, model, x, labels)
@@ -92,9 +123,17 @@ def _case(info: CaseInfo, *, x, model, labels, feature_names, baseline, truth, m
     if isinstance(background, str):
         background = np.asarray(baseline, dtype=np.float64).reshape(1, -1)
     return Case(
-        info=info, inputs=x, predict=predict or regression_predict(model), feature_names=feature_names,
-        model=model, torch_model=model, target=target, background=background, baseline=baseline,
-        truth=truth, meta={"labels": labels, **meta},
+        info=info,
+        inputs=x,
+        predict=predict or regression_predict(model),
+        feature_names=feature_names,
+        model=model,
+        torch_model=model,
+        target=target,
+        background=background,
+        baseline=baseline,
+        truth=truth,
+        meta={"labels": labels, **meta},
     )
 
 
@@ -103,8 +142,7 @@ def _case(info: CaseInfo, *, x, model, labels, feature_names, baseline, truth, m
 # --------------------------------------------------------------------------------------------
 
 
-@FAMILY.case(category="fidelity", source="weighted features",
-             checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="weighted features", checks={"units_mse": {}})
 def units_weighted_features(info, *, seed, cache):
     """U1: y = Σ w_i x_i computed by a ReLU-pair network; ground truth w ⊙ x (baseline 0)."""
     n, rows = 10, 200
@@ -120,12 +158,19 @@ def units_weighted_features(info, *, seed, cache):
     gt = w * x
     shap = baseline_shapley(regression_predict(model), x, baseline)
     cross_check(info.name, gt, shap)
-    return _case(info, x=x, model=model, labels=x @ w, feature_names=[f"x{i}" for i in range(n)],
-                 baseline=baseline, truth={"xai_units": gt, "shapley": shap}, meta={"weights": w})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=x @ w,
+        feature_names=[f"x{i}" for i in range(n)],
+        baseline=baseline,
+        truth={"xai_units": gt, "shapley": shap},
+        meta={"weights": w},
+    )
 
 
-@FAMILY.case(category="fidelity", source="conflicting features",
-             checks={"units_mse": {}, "units_shapley_mse": {}})
+@FAMILY.case(category="fidelity", source="conflicting features", checks={"units_mse": {}, "units_shapley_mse": {}})
 def units_conflicting_features(info, *, seed, cache):
     """U2: a set cancel flag c_i switches feature i off (gate -100); two ground-truth conventions.
 
@@ -153,13 +198,19 @@ def units_conflicting_features(info, *, seed, cache):
     shap = baseline_shapley(regression_predict(model), x, baseline)
     cross_check(info.name, closed, shap)
     names = [f"x{i}" for i in range(n)] + [f"cancel{i}" for i in range(n)]
-    return _case(info, x=x, model=model, labels=labels, feature_names=names, baseline=baseline,
-                 truth={"xai_units": xai_units, "shapley": shap},
-                 meta={"weights": w, "cancel_features": list(range(n, 2 * n))})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=labels,
+        feature_names=names,
+        baseline=baseline,
+        truth={"xai_units": xai_units, "shapley": shap},
+        meta={"weights": w, "cancel_features": list(range(n, 2 * n))},
+    )
 
 
-@FAMILY.case(category="fidelity", source="interacting features",
-             checks={"units_mse": {}, "units_shapley_mse": {}})
+@FAMILY.case(category="fidelity", source="interacting features", checks={"units_mse": {}, "units_shapley_mse": {}})
 def units_interacting_features(info, *, seed, cache):
     """U3: a binary x_a switches the weight of x_b between w_b0 and w_b1 (gate -1000).
 
@@ -207,13 +258,23 @@ def units_interacting_features(info, *, seed, cache):
     shap = baseline_shapley(regression_predict(model), x, baseline)
     cross_check(info.name, closed, shap)
     names = [f"cat{i}" if i in dict(pairs) else f"x{i}" for i in range(n)]
-    return _case(info, x=x, model=model, labels=labels, feature_names=names, baseline=baseline,
-                 truth={"xai_units": xai_units, "shapley": shap},
-                 meta={"pairs": pairs, "weights": w, "weights_when_on": w_b1})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=labels,
+        feature_names=names,
+        baseline=baseline,
+        truth={"xai_units": xai_units, "shapley": shap},
+        meta={"pairs": pairs, "weights": w, "weights_when_on": w_b1},
+    )
 
 
-@FAMILY.case(category="fidelity", source="uncertainty-aware (common features)",
-             checks={"units_common_mse": {"common": (5, 6, 7)}})
+@FAMILY.case(
+    category="fidelity",
+    source="uncertainty-aware (common features)",
+    checks={"units_common_mse": {"common": (5, 6, 7)}},
+)
 def units_common_features(info, *, seed, cache):
     """U4: features added equally to every logit cannot change a softmax output: they deserve 0.
 
@@ -245,14 +306,21 @@ def units_common_features(info, *, seed, cache):
         raise AssertionError(f"unit {info.name}: common features have non-zero Shapley values")
     mask = np.ones(n)
     mask[list(common)] = 0.0
-    return _case(info, x=x, model=model, labels=probs, feature_names=[f"x{i}" for i in range(n - k)]
-                 + [f"common{i}" for i in range(k)], baseline=baseline, target=target, predict=predict,
-                 truth={"mask": np.broadcast_to(mask, x.shape).copy(), "shapley": shap},
-                 meta={"common_features": list(common)})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=probs,
+        feature_names=[f"x{i}" for i in range(n - k)] + [f"common{i}" for i in range(k)],
+        baseline=baseline,
+        target=target,
+        predict=predict,
+        truth={"mask": np.broadcast_to(mask, x.shape).copy(), "shapley": shap},
+        meta={"common_features": list(common)},
+    )
 
 
-@FAMILY.case(category="stability", source="shattered gradients",
-             checks={"units_sensitivity": dict(SHATTERED_LAYOUT)})
+@FAMILY.case(category="stability", source="shattered gradients", checks={"units_sensitivity": dict(SHATTERED_LAYOUT)})
 def units_shattered_gradients(info, *, seed, cache):
     """U5: ReLU(w·x) with |w| ~ 10,000 on a cloud N(0, 0.05²) straddling the kink (no ground truth).
 
@@ -295,9 +363,17 @@ def units_shattered_gradients(info, *, seed, cache):
     labels = np.maximum(x @ w, 0.0)[:, None]
     baseline = np.zeros(n + len(dummies))
     names = [f"x{i}" for i in range(n)] + [f"dummy{i}" for i in dummies]
-    return _case(info, x=x, model=model, labels=labels, feature_names=names,
-                 baseline=baseline, background=wide, truth={},
-                 meta={"weights": w, "sigma": sigma, "radius": radius, **layout})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=labels,
+        feature_names=names,
+        baseline=baseline,
+        background=wide,
+        truth={},
+        meta={"weights": w, "sigma": sigma, "radius": radius, **layout},
+    )
 
 
 def _pertinent_negatives(info, seed, pn_baseline):
@@ -322,20 +398,25 @@ def _pertinent_negatives(info, seed, pn_baseline):
     shap = baseline_shapley(regression_predict(model), x, baseline)
     cross_check(info.name, gt, shap)
     names = [f"pn{i}" if is_pn[i] else f"x{i}" for i in range(n)]
-    return _case(info, x=x, model=model, labels=contribution(x).sum(axis=1), feature_names=names,
-                 baseline=baseline, truth={"xai_units": gt, "shapley": shap},
-                 meta={"weights": w, "pn_features": pn.tolist(), "pn_weight_factor": factor})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=contribution(x).sum(axis=1),
+        feature_names=names,
+        baseline=baseline,
+        truth={"xai_units": gt, "shapley": shap},
+        meta={"weights": w, "pn_features": pn.tolist(), "pn_weight_factor": factor},
+    )
 
 
-@FAMILY.case(category="fidelity", source="pertinent negatives",
-             checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="pertinent negatives", checks={"units_mse": {}})
 def units_pertinent_negatives_zero(info, *, seed, cache):
     """U6, baseline 0: a present pertinent-negative feature (x = 1) costs w - 10w = -9w."""
     return _pertinent_negatives(info, seed, 0)
 
 
-@FAMILY.case(category="fidelity", source="pertinent negatives",
-             checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="pertinent negatives", checks={"units_mse": {}})
 def units_pertinent_negatives_one(info, *, seed, cache):
     """U6, baseline 1: an absent pertinent-negative feature (x = 0) earns 10w - w = 9w."""
     return _pertinent_negatives(info, seed, 1)
@@ -355,8 +436,10 @@ def _boolean(info, seed, kind):
     x = patterns[np.concatenate([first, rest])]
     layer2 = np.where((patterns == special).all(axis=1), 1.0, -1.0)
     model = sequential(
-        linear(patterns), relu(),
-        linear(np.diag(layer2), np.full(2**n, -(n - 1.0))), relu(),
+        linear(patterns),
+        relu(),
+        linear(np.diag(layer2), np.full(2**n, -(n - 1.0))),
+        relu(),
         linear(np.full((1, 2**n), 2.0 * special), np.array([-special])),
     )
     is_special = (x == special).all(axis=1)
@@ -367,20 +450,26 @@ def _boolean(info, seed, kind):
     gt = np.where(differs, (delta / differs.sum(axis=1))[:, None], 0.0)
     shap = baseline_shapley(regression_predict(model), x, baseline)
     cross_check(info.name, gt, shap)
-    return _case(info, x=x, model=model, labels=labels, feature_names=[f"b{i}" for i in range(n)],
-                 baseline=baseline, background=None, truth={"xai_units": gt, "shapley": shap},
-                 meta={"operator": kind})
+    return _case(
+        info,
+        x=x,
+        model=model,
+        labels=labels,
+        feature_names=[f"b{i}" for i in range(n)],
+        baseline=baseline,
+        background=None,
+        truth={"xai_units": gt, "shapley": shap},
+        meta={"operator": kind},
+    )
 
 
-@FAMILY.case(category="fidelity", source="boolean AND",
-             checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="boolean AND", checks={"units_mse": {}})
 def units_boolean_and(info, *, seed, cache):
     """U7: AND over ±1 inputs by truth-table enumeration; GT = symmetric split of f(x) - f(b)."""
     return _boolean(info, seed, "and")
 
 
-@FAMILY.case(category="fidelity", source="boolean OR",
-             checks={"units_mse": {}})
+@FAMILY.case(category="fidelity", source="boolean OR", checks={"units_mse": {}})
 def units_boolean_or(info, *, seed, cache):
     """U7: OR over ±1 inputs by truth-table enumeration; GT = symmetric split of f(x) - f(b)."""
     return _boolean(info, seed, "or")

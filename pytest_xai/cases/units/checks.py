@@ -40,20 +40,37 @@ def _mse_score(name, case, a, g, rel, max_relative_mse, min_fraction, convention
     fraction = float(within.mean())
     worst = int(np.nanargmax(rel)) if np.isfinite(rel).any() else 0
     return Score(
-        check=name, value=fraction, passed=fraction >= min_fraction, threshold=min_fraction,
-        detail=(f"{fraction:.0%} of {len(rel)} rows within relative MSE {max_relative_mse:g} of the "
-                f"{convention} ground truth (need {min_fraction:.0%}); worst row {worst}: "
-                f"relative MSE {rel[worst]:.3g}"),
-        params={"max_relative_mse": max_relative_mse, "min_fraction": min_fraction,
-                "convention": convention, "median_relative_mse": float(np.nanmedian(rel))},
-        worst={"row": worst, "input": np.asarray(case.inputs)[worst].tolist(),
-               "attribution": a[worst].tolist(), "truth": g[worst].tolist(),
-               "difference": (a[worst] - g[worst]).tolist(), "relative_mse": float(rel[worst])},
+        check=name,
+        value=fraction,
+        passed=fraction >= min_fraction,
+        threshold=min_fraction,
+        detail=(
+            f"{fraction:.0%} of {len(rel)} rows within relative MSE {max_relative_mse:g} of the "
+            f"{convention} ground truth (need {min_fraction:.0%}); worst row {worst}: "
+            f"relative MSE {rel[worst]:.3g}"
+        ),
+        params={
+            "max_relative_mse": max_relative_mse,
+            "min_fraction": min_fraction,
+            "convention": convention,
+            "median_relative_mse": float(np.nanmedian(rel)),
+        },
+        worst={
+            "row": worst,
+            "input": np.asarray(case.inputs)[worst].tolist(),
+            "attribution": a[worst].tolist(),
+            "truth": g[worst].tolist(),
+            "difference": (a[worst] - g[worst]).tolist(),
+            "relative_mse": float(rel[worst]),
+        },
     )
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
-       reference=truth_reference("xai_units"))
+@check(
+    marker="xai_units",
+    thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+    reference=truth_reference("xai_units"),
+)
 def units_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Per-row relative MSE against the unit's XAI-Units ground truth (Lee et al. 2025, §4).
 
@@ -66,12 +83,14 @@ def units_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -
     """
     a = _attributions(attributions, case, "units_mse")
     g = np.asarray(case.truth["xai_units"], dtype=np.float64).reshape(a.shape)
-    return _mse_score("units_mse", case, a, g, relative_mse(a, g), max_relative_mse, min_fraction,
-                      "XAI-Units")
+    return _mse_score("units_mse", case, a, g, relative_mse(a, g), max_relative_mse, min_fraction, "XAI-Units")
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
-       reference=truth_reference("shapley"))
+@check(
+    marker="xai_units",
+    thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+    reference=truth_reference("shapley"),
+)
 def units_shapley_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Per-row relative MSE against the exact baseline-Shapley values (Lee et al. 2025; Shapley 1953).
 
@@ -81,27 +100,34 @@ def units_shapley_mse(attributions, case, *, max_relative_mse=1e-3, min_fraction
     """
     a = _attributions(attributions, case, "units_shapley_mse")
     g = np.asarray(case.truth["shapley"], dtype=np.float64).reshape(a.shape)
-    return _mse_score("units_shapley_mse", case, a, g, relative_mse(a, g), max_relative_mse,
-                      min_fraction, "baseline-Shapley")
+    return _mse_score(
+        "units_shapley_mse", case, a, g, relative_mse(a, g), max_relative_mse, min_fraction, "baseline-Shapley"
+    )
 
 
-_ZERO_STAYS_ZERO = ("the check scores only the common features, whose correct attribution is 0 on every row; "
-                    "this corruption of the reference maps 0 to 0 there")
+_ZERO_STAYS_ZERO = (
+    "the check scores only the common features, whose correct attribution is 0 on every row; "
+    "this corruption of the reference maps 0 to 0 there"
+)
 _COMMON_BY_CONSTRUCTION = {
     "sign_flipped": _ZERO_STAYS_ZERO,
     "scaled_negative": _ZERO_STAYS_ZERO,
     "abs_of_exact": _ZERO_STAYS_ZERO,
     "swapped": "the two most important features of the reference are ordinary features; exchanging them "
-               "leaves the common features, the only ones scored, at 0",
+    "leaves the common features, the only ones scored, at 0",
     "shuffled_rows": "the reference is 0 on the common features in every row, so another row's explanation "
-                     "is 0 there too",
+    "is 0 there too",
     "one_row_in_ten": "the reference is 0 on the common features, so keeping it on one row in ten and zeroing the "
-                      "others keeps them at 0 while the ordinary features of the kept rows are credited",
+    "others keeps them at 0 while the ordinary features of the kept rows are credited",
 }
 
 
-@check(marker="xai_units", thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
-       passes_by_construction=_COMMON_BY_CONSTRUCTION, reference=truth_reference("shapley"))
+@check(
+    marker="xai_units",
+    thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+    passes_by_construction=_COMMON_BY_CONSTRUCTION,
+    reference=truth_reference("shapley"),
+)
 def units_common_mse(attributions, case, *, common, max_relative_mse=1e-3, min_fraction=0.95) -> Score:
     """Attribution on softmax-invariant common features, which deserve 0 (Lee et al. 2025, U4).
 
@@ -123,20 +149,31 @@ def units_common_mse(attributions, case, *, common, max_relative_mse=1e-3, min_f
     shap = np.asarray(case.truth["shapley"], dtype=np.float64).reshape(a.shape)
     ordinary = np.delete(a, common, axis=1)
     if not (np.abs(ordinary) > 1e-12 * np.abs(shap).max()).any():
-        return Score(check="units_common_mse", value=0.0, passed=False, threshold=min_fraction,
-                     detail=(f"the map explains nothing: no ordinary feature gets any credit on any of the "
-                             f"{len(a)} rows, though they decide the output; 0 on the common features is "
-                             "then no achievement"),
-                     params={"max_relative_mse": max_relative_mse, "min_fraction": min_fraction,
-                             "convention": "zero-on-common-features"})
+        return Score(
+            check="units_common_mse",
+            value=0.0,
+            passed=False,
+            threshold=min_fraction,
+            detail=(
+                f"the map explains nothing: no ordinary feature gets any credit on any of the "
+                f"{len(a)} rows, though they decide the output; 0 on the common features is "
+                "then no achievement"
+            ),
+            params={
+                "max_relative_mse": max_relative_mse,
+                "min_fraction": min_fraction,
+                "convention": "zero-on-common-features",
+            },
+        )
     scale = (shap**2).mean(axis=1)
     rel = (a[:, common] ** 2).mean(axis=1) / np.maximum(scale, 0.01 * scale.mean())
     masked = a.copy()
     keep = np.ones(a.shape[1], dtype=bool)
     keep[common] = False
     masked[:, keep] = 0.0  # the worst-row report shows only the scored (common) features
-    return _mse_score("units_common_mse", case, masked, g, rel, max_relative_mse, min_fraction,
-                      "zero-on-common-features")
+    return _mse_score(
+        "units_common_mse", case, masked, g, rel, max_relative_mse, min_fraction, "zero-on-common-features"
+    )
 
 
 def relative_sensitivity(a: np.ndarray, n_points: int, n_perturbations: int) -> np.ndarray:
@@ -171,20 +208,25 @@ def shapley_on_background(case, params=None, rows: int = 20) -> np.ndarray:
 
 _SENSITIVITY_BY_CONSTRUCTION = {
     "sign_flipped": "the relative change ||a(x') - a(x)|| / max(||a(x)||, ||a(x')||) and the zero on the "
-                    "dummy are invariant to the sign and the scale of the map",
+    "dummy are invariant to the sign and the scale of the map",
     "scaled_negative": "the relative change and the zero on the dummy are invariant to sign and scale",
     "abs_of_exact": "|a| moves at most as much as a (||a'| - |a|| <= |a' - a|) and keeps the dummy at 0",
     "swapped": "the unit has no ground truth: exchanging two active features' columns changes neither "
-               "the stability of the map nor the dummy's zero",
+    "the stability of the map nor the dummy's zero",
     "shuffled_rows": "the reference is smooth: over the cloud (scale 0.05 against a N(0, 10²) background) "
-                     "its rows differ by less than the tolerance, so exchanging rows keeps them stable",
+    "its rows differ by less than the tolerance, so exchanging rows keeps them stable",
 }
 
 
-@check(marker="xai_units", thresholds={"max_relative_change": 0.5, "min_fraction": 0.8, "rtol": 1e-3},
-       passes_by_construction=_SENSITIVITY_BY_CONSTRUCTION, reference=shapley_on_background)
-def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=(), max_relative_change=0.5,
-                      min_fraction=0.8, rtol=1e-3) -> Score:
+@check(
+    marker="xai_units",
+    thresholds={"max_relative_change": 0.5, "min_fraction": 0.8, "rtol": 1e-3},
+    passes_by_construction=_SENSITIVITY_BY_CONSTRUCTION,
+    reference=shapley_on_background,
+)
+def units_sensitivity(
+    attributions, case, *, n_points, n_perturbations, dummies=(), max_relative_change=0.5, min_fraction=0.8, rtol=1e-3
+) -> Score:
     """Stability under tiny input noise on the shattered-gradients unit (Lee et al. 2025, U5).
 
     Per point, :func:`relative_sensitivity` over its perturbed copies (L∞ radius 0.02); the point
@@ -210,46 +252,82 @@ def units_sensitivity(attributions, case, *, n_points, n_perturbations, dummies=
     reference (its rows differ by less than the tolerance over the cloud).
     """
     a = _attributions(attributions, case, "units_sensitivity")
-    params = {"max_relative_change": max_relative_change, "min_fraction": min_fraction, "rtol": rtol,
-              "dummies": tuple(int(j) for j in dummies)}
+    params = {
+        "max_relative_change": max_relative_change,
+        "min_fraction": min_fraction,
+        "rtol": rtol,
+        "dummies": tuple(int(j) for j in dummies),
+    }
     if (np.ptp(a, axis=1) == 0).all():
-        return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction, params=params,
-                     detail=f"the map explains nothing: it is constant over the features of all {len(a)} rows "
-                            f"({'all zero' if not a.any() else 'e.g. ' + format(float(a[0, 0]), '.3g')}), so its "
-                            "stability says nothing about the model")
+        return Score(
+            check="units_sensitivity",
+            value=0.0,
+            passed=False,
+            threshold=min_fraction,
+            params=params,
+            detail=f"the map explains nothing: it is constant over the features of all {len(a)} rows "
+            f"({'all zero' if not a.any() else 'e.g. ' + format(float(a[0, 0]), '.3g')}), so its "
+            "stability says nothing about the model",
+        )
     if len(dummies):
         importance = np.abs(a).mean(axis=0)
         active = np.delete(importance, list(dummies))
         ratio = float(importance[list(dummies)].max() / active.max()) if active.max() > 0 else np.inf
         if ratio > rtol:
             j = int(np.asarray(dummies)[importance[list(dummies)].argmax()])
-            return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction,
-                         params={**params, "dummy_ratio": ratio},
-                         detail=(f"the map credits {case.feature_names[j]}, a feature the unit never reads "
-                                 f"(weight 0), with {ratio:.3g} of the top importance (tolerance {rtol:g}): it "
-                                 "is not computed from the model, so its stability says nothing"))
+            return Score(
+                check="units_sensitivity",
+                value=0.0,
+                passed=False,
+                threshold=min_fraction,
+                params={**params, "dummy_ratio": ratio},
+                detail=(
+                    f"the map credits {case.feature_names[j]}, a feature the unit never reads "
+                    f"(weight 0), with {ratio:.3g} of the top importance (tolerance {rtol:g}): it "
+                    "is not computed from the model, so its stability says nothing"
+                ),
+            )
     change = relative_sensitivity(a, n_points, n_perturbations)
     output = np.asarray(case.outputs(), dtype=float)
     cloud = np.concatenate([output[:n_points, None], output[n_points:].reshape(n_perturbations, n_points).T], axis=1)
     change = np.where(np.isnan(change) & (np.ptp(cloud, axis=1) > 0), 2.0, change)  # silent where f moves: worst
     defined = ~np.isnan(change)
     if not defined.any():
-        return Score(check="units_sensitivity", value=0.0, passed=False, threshold=min_fraction,
-                     detail=f"attributions are zero at all {n_points} points and their perturbations: "
-                            "stability is undefined", params={"undefined_points": int(n_points)})
+        return Score(
+            check="units_sensitivity",
+            value=0.0,
+            passed=False,
+            threshold=min_fraction,
+            detail=f"attributions are zero at all {n_points} points and their perturbations: stability is undefined",
+            params={"undefined_points": int(n_points)},
+        )
     stable = change[defined] <= max_relative_change
     fraction = float(stable.mean())
     worst = int(np.flatnonzero(defined)[np.argmax(change[defined])])
     return Score(
-        check="units_sensitivity", value=fraction, passed=fraction >= min_fraction,
+        check="units_sensitivity",
+        value=fraction,
+        passed=fraction >= min_fraction,
         threshold=min_fraction,
-        detail=(f"{fraction:.0%} of {int(defined.sum())} points keep their attribution within "
-                f"{max_relative_change:g} (relative) under input noise (need {min_fraction:.0%}); "
-                f"worst point {worst}: relative change {change[worst]:.3g}"
-                + (f"; {int((~defined).sum())} all-zero points where the output is constant excluded"
-                   if (~defined).any() else "")),
-        params={**params, "median_relative_change": float(np.nanmedian(change)),
-                "undefined_points": int((~defined).sum())},
-        worst={"row": worst, "input": np.asarray(case.inputs)[worst].tolist(),
-               "attribution": a[worst].tolist(), "relative_change": float(change[worst])},
+        detail=(
+            f"{fraction:.0%} of {int(defined.sum())} points keep their attribution within "
+            f"{max_relative_change:g} (relative) under input noise (need {min_fraction:.0%}); "
+            f"worst point {worst}: relative change {change[worst]:.3g}"
+            + (
+                f"; {int((~defined).sum())} all-zero points where the output is constant excluded"
+                if (~defined).any()
+                else ""
+            )
+        ),
+        params={
+            **params,
+            "median_relative_change": float(np.nanmedian(change)),
+            "undefined_points": int((~defined).sum()),
+        },
+        worst={
+            "row": worst,
+            "input": np.asarray(case.inputs)[worst].tolist(),
+            "attribution": a[worst].tolist(),
+            "relative_change": float(change[worst]),
+        },
     )

@@ -62,6 +62,7 @@ def forward(model, x: np.ndarray) -> np.ndarray:
 
 def regression_predict(model):
     """``predict`` of a one-output network: (n, d) -> (n,)."""
+
     def predict(x):
         return forward(model, x).reshape(len(x))
 

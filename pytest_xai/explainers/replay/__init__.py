@@ -93,20 +93,75 @@ from pytest_xai.explainers.replay.metric_bugs import (
 )
 
 __all__ = [
-    "CASES", "PROBES", "REPLAYS", "Outcome", "Replay", "Verdict", "arya_monotonicity", "batch_normalised",
-    "batch_scaled_path", "check_explainer", "class_template", "divided_twice", "exact_shapley",
-    "faithfulness_nan_as_zero", "faithfulness_ours", "first_row_multipliers", "focus", "focus_swapped", "get_case",
-    "gradient_times_delta", "grouped_occlusion", "infidelity_normalised", "infidelity_raw", "integrated_gradients",
-    "integrated_gradients_over_background", "irof_aoc", "irof_auc", "kernel_shap", "lime_fixed", "lime_key_zero",
-    "local_multipliers_over_background", "log_mean_and_se", "log_of_se", "log_probability_multipliers",
-    "monotonicity_by_feature_id", "monotonicity_ours", "other_class", "path_gradients", "permutation_shapley", "pgi",
-    "pgi_as_pgu", "probe_faithfulness_constant_undefined", "probe_focus_perfect_map", "probe_infidelity_scale_free",
-    "probe_irof_prefers_truth", "probe_log_se_is_scale_free", "probe_monotonicity_prefers_truth",
-    "probe_monotonicity_rejects_noise", "probe_pgi_prefers_truth", "probe_rank_of_top_feature",
-    "probe_sensitivity_max_stable_grouped", "probe_sensitivity_n_row_alone", "quantus_monotonicity",
-    "rank_by_argsort", "rank_of", "reversed_order", "run", "run_all", "sampling_fixed", "sampling_variance_root",
-    "sensitivity_max", "sensitivity_max_unexpanded", "sensitivity_n", "sensitivity_n_over_batch", "shap_tree",
-    "size_weighted_kernel_shap", "times_input", "unseeded_permutation_shapley", "without_step_size",
+    "CASES",
+    "PROBES",
+    "REPLAYS",
+    "Outcome",
+    "Replay",
+    "Verdict",
+    "arya_monotonicity",
+    "batch_normalised",
+    "batch_scaled_path",
+    "check_explainer",
+    "class_template",
+    "divided_twice",
+    "exact_shapley",
+    "faithfulness_nan_as_zero",
+    "faithfulness_ours",
+    "first_row_multipliers",
+    "focus",
+    "focus_swapped",
+    "get_case",
+    "gradient_times_delta",
+    "grouped_occlusion",
+    "infidelity_normalised",
+    "infidelity_raw",
+    "integrated_gradients",
+    "integrated_gradients_over_background",
+    "irof_aoc",
+    "irof_auc",
+    "kernel_shap",
+    "lime_fixed",
+    "lime_key_zero",
+    "local_multipliers_over_background",
+    "log_mean_and_se",
+    "log_of_se",
+    "log_probability_multipliers",
+    "monotonicity_by_feature_id",
+    "monotonicity_ours",
+    "other_class",
+    "path_gradients",
+    "permutation_shapley",
+    "pgi",
+    "pgi_as_pgu",
+    "probe_faithfulness_constant_undefined",
+    "probe_focus_perfect_map",
+    "probe_infidelity_scale_free",
+    "probe_irof_prefers_truth",
+    "probe_log_se_is_scale_free",
+    "probe_monotonicity_prefers_truth",
+    "probe_monotonicity_rejects_noise",
+    "probe_pgi_prefers_truth",
+    "probe_rank_of_top_feature",
+    "probe_sensitivity_max_stable_grouped",
+    "probe_sensitivity_n_row_alone",
+    "quantus_monotonicity",
+    "rank_by_argsort",
+    "rank_of",
+    "reversed_order",
+    "run",
+    "run_all",
+    "sampling_fixed",
+    "sampling_variance_root",
+    "sensitivity_max",
+    "sensitivity_max_unexpanded",
+    "sensitivity_n",
+    "sensitivity_n_over_batch",
+    "shap_tree",
+    "size_weighted_kernel_shap",
+    "times_input",
+    "unseeded_permutation_shapley",
+    "without_step_size",
 ]
 
 # -------------------------------------------------------------------------------- the replay corpus
@@ -143,105 +198,242 @@ def _m(name, issue, summary, mutant, fixed, *tests) -> Replay:
 
 _IG = integrated_gradients
 REPLAYS: tuple[Replay, ...] = (
-    _e("captum_deeplift_maxpool_first_row", "meta-pytorch/captum#1276",
-       "DeepLIFT's max-pool fallback used the first example's gradient for the whole batch",
-       first_row_multipliers, _IG, ("completeness", "units_interacting_features"),
-       ("batch_invariance", "units_interacting_features")),
-    _e("captum_deeplift_softmax_normalised", "meta-pytorch/captum#519",
-       "DeepLift normalised the softmax multipliers: contributions no longer sum to the probability's change "
-       "(large convergence delta; fixed with #1367)",
-       log_probability_multipliers, _IG, ("completeness", "replay_softmax")),
-    _e("captum_deeplift_exp_products", "meta-pytorch/captum#1085",
-       "DeepLift/DeepLiftShap diverge when the model has exp or elementwise products: attributions do not "
-       "sum to the output change",
-       gradient_times_delta, _IG, ("completeness", "replay_softmax")),
-    _e("captum_deepliftshap_relu_divergence", "meta-pytorch/captum#1104",
-       "DeepLiftShap with ReLUs (captum 0.6) diverges from the output change it must sum to",
-       local_multipliers_over_background, integrated_gradients_over_background, ("completeness", "replay_softmax")),
-    _e("captum_shapley_unseeded", "meta-pytorch/captum#775",
-       "Shapley value sampling without seeds: its own test failed 272 of 500 runs",
-       unseeded_permutation_shapley, permutation_shapley, ("determinism", "replay_softmax")),
-    _e("kernelshap_kernel_weights", "ModelOriented/kernelshap#168",
-       "Kernel SHAP weighted coalitions wrongly: exact for interactions up to order two, off beyond",
-       size_weighted_kernel_shap, kernel_shap, ("gt_shapley", "gaussian_piecewise_linear_rho50"),
-       ("completeness", "gaussian_piecewise_linear_rho50"),
-       uncaught="the wrong weights are exact for interactions up to order two; beyond, the error is a relative MSE "
-                "of about 5e-4 (gaussian_piecewise_linear_rho50; 3e-3 for a six-way product), inside the tolerance "
-                "every Shapley check keeps for sampling noise (gt_shapley 0.05). Catching it needs an exactness "
-                "check for explainers that claim exact values on a case with interactions of order three or more "
-                "whose truth uses the explainer's own background: gt_shapley at max_error=1e-6 on a six-way "
-                "product does it (tests/test_replay.py); no built-in case is such a case yet"),
-    _e("shap_sampling_variance_sqrt", "shap/shap#4767",
-       "SamplingExplainer divided the variance of the mean by sqrt(N), misallocating the additivity correction",
-       sampling_variance_root, sampling_fixed, ("gt_shapley", "gaussian_nonlinear_additive_rho50"),
-       ("completeness", "gaussian_nonlinear_additive_rho50"),
-       uncaught="the wrong variances only re-weight how the additivity gap is spread; the resulting bias is "
-                "below the sampling noise every check must admit for sampling explainers. Catching it needs the "
-                "explainer's reported variances (the contract has none) or a convergence check at growing budgets"),
-    _e("shap_tree_forest_additivity", "shap/shap#1986",
-       "TreeExplainer's values of a scikit-learn random forest miss its output on some rows (here shap 0.51, "
-       "scikit-learn 1.9, wine)",
-       shap_tree, exact_shapley, ("completeness", "replay_wine_forest")),
-    _e("inseq_batched_attribution", "inseq-team/inseq#110",
-       "attributions of a sentence changed with the other sentences in its batch, even for deterministic methods",
-       batch_normalised, exact_shapley, ("batch_invariance", "gaussian_linear_rho50")),
-    _e("inseq_dig_batch_scaling", "inseq-team/inseq#113",
-       "Discretized IG still gave batch-dependent results: a faulty scaling of the gradients across the batch",
-       batch_scaled_path, _IG, ("batch_invariance", "gaussian_nonlinear_additive_rho50"),
-       ("completeness", "gaussian_nonlinear_additive_rho50")),
-    _e("inseq_contrast_reversed", "inseq-team/inseq#188",
-       "contrast_prob_diff returned the attribution of the false answer, not the true one",
-       other_class, exact_shapley, ("gt_shapley", "replay_softmax"), ("completeness", "replay_softmax")),
-    _e("tsinterpret_leftist_label_only", "fzi-forschungszentrum-informatik/TSInterpret#57",
-       "LEFTIST's output was the first or last time steps depending on the class only, not the model or data",
-       class_template, exact_shapley, ("gt_shapley", "replay_softmax"), ("gt_shapley", "gaussian_linear_rho50")),
-    _e("ig_pytorch_wrong_delta", "TianhongDai/integrated-gradient-pytorch#3",
-       "Integrated Gradients multiplied by the wrong input difference, so attributions did not sum to F(x) - F(x')",
-       times_input, _IG, ("completeness", "multinomial_linear")),
-    _e("stellargraph_ig_no_dalpha", "stellargraph/stellargraph#831",
-       "Integrated Gradients forgot to multiply by d-alpha: node importances scale with the number of steps",
-       without_step_size, _IG, ("completeness", "gaussian_linear_rho50")),
-    _e("saliency_batched_ig_steps", "PAIR-code/saliency#23",
-       "batched Integrated Gradients no longer summed to the confidence change: the sum fell as 1/steps",
-       divided_twice, _IG, ("completeness", "gaussian_linear_rho50")),
-    _e("pytest_xai_lime_key_zero", "pytest-xai (found here)",
-       "our own lime_tabular read LIME's as_map() key 0 for regression, which holds the weights negated",
-       lime_key_zero, lime_fixed, ("symmetry", "x0_plus_x1_uniform_stat_dep")),
-    _m("openxai_pgi_is_pgu", "AI4LIFE-GROUP/OpenXAI#28",
-       "PGI kept the top-k features fixed and perturbed the others: it computed PGU",
-       pgi_as_pgu, pgi, "pgi_prefers_truth"),
-    _m("openxai_log_standard_error", "AI4LIFE-GROUP/OpenXAI#32",
-       "the reported log standard error was log(standard error), not the standard error of the logs",
-       log_of_se, log_mean_and_se, "log_se_is_scale_free"),
-    _m("quantus_monotonicity_baseline", "understandable-machine-intelligence-lab/Quantus@0.6.0",
-       "Monotonicity (Arya et al.) perturbs the baseline with the baseline: every explanation scores as monotone "
-       "(0.5.3 and 0.6.0; found here)",
-       quantus_monotonicity, arya_monotonicity, "monotonicity_rejects_noise"),
-    _m("quantus_focus_axes", "understandable-machine-intelligence-lab/Quantus#357",
-       "Focus assumed the mosaic was B x C x W x H while it is B x C x H x W: quadrants cut on the wrong axes",
-       focus_swapped, focus, "focus_perfect_map"),
-    _m("quantus_sensitivity_n_batch_one", "understandable-machine-intelligence-lab/Quantus#150",
-       "Sensitivity-n does not work for a batch of one, because of its similarity function",
-       sensitivity_n_over_batch, sensitivity_n, "sensitivity_n_row_alone"),
-    _m("captum_sensitivity_max_mask", "meta-pytorch/captum#1819",
-       "sensitivity_max did not expand feature_mask for the perturbed batch (LIME, KernelSHAP with masks)",
-       sensitivity_max_unexpanded, sensitivity_max, "sensitivity_max_stable_grouped"),
-    _m("captum_infidelity_scale", "meta-pytorch/captum#613",
-       "captum's infidelity grew with the scale of the attributions, unlike the authors' code, which rescales "
-       "them (normalize= added; see also #1018)",
-       infidelity_raw, infidelity_normalised, "infidelity_scale_free"),
-    _m("quantus_irof_auc", "understandable-machine-intelligence-lab/Quantus#113",
-       "IterativeRemovalOfFeatures computed the area under the curve instead of over it: the order reversed",
-       irof_auc, irof_aoc, "irof_prefers_truth"),
-    _m("xai_bench_monotonicity_order", "XAI-Bench (docs/defects.md XB-1)",
-       "monotonicity compared each feature's gain in feature-id order, not in the order features were added",
-       monotonicity_by_feature_id, monotonicity_ours, "monotonicity_prefers_truth"),
-    _m("xai_bench_nan_as_zero", "XAI-Bench (docs/defects.md XB-9)",
-       "a constant map's undefined faithfulness was reported as 0, ranking it above anti-correlated maps",
-       faithfulness_nan_as_zero, faithfulness_ours, "faithfulness_constant_undefined"),
-    _m("compare_xai_argsort_rank", "Compare-xAI (docs/defects.md CX-2)",
-       "argsort's output was read as the feature's rank in the fooling score",
-       rank_by_argsort, rank_of, "rank_of_top_feature"),
+    _e(
+        "captum_deeplift_maxpool_first_row",
+        "meta-pytorch/captum#1276",
+        "DeepLIFT's max-pool fallback used the first example's gradient for the whole batch",
+        first_row_multipliers,
+        _IG,
+        ("completeness", "units_interacting_features"),
+        ("batch_invariance", "units_interacting_features"),
+    ),
+    _e(
+        "captum_deeplift_softmax_normalised",
+        "meta-pytorch/captum#519",
+        "DeepLift normalised the softmax multipliers: contributions no longer sum to the probability's change "
+        "(large convergence delta; fixed with #1367)",
+        log_probability_multipliers,
+        _IG,
+        ("completeness", "replay_softmax"),
+    ),
+    _e(
+        "captum_deeplift_exp_products",
+        "meta-pytorch/captum#1085",
+        "DeepLift/DeepLiftShap diverge when the model has exp or elementwise products: attributions do not "
+        "sum to the output change",
+        gradient_times_delta,
+        _IG,
+        ("completeness", "replay_softmax"),
+    ),
+    _e(
+        "captum_deepliftshap_relu_divergence",
+        "meta-pytorch/captum#1104",
+        "DeepLiftShap with ReLUs (captum 0.6) diverges from the output change it must sum to",
+        local_multipliers_over_background,
+        integrated_gradients_over_background,
+        ("completeness", "replay_softmax"),
+    ),
+    _e(
+        "captum_shapley_unseeded",
+        "meta-pytorch/captum#775",
+        "Shapley value sampling without seeds: its own test failed 272 of 500 runs",
+        unseeded_permutation_shapley,
+        permutation_shapley,
+        ("determinism", "replay_softmax"),
+    ),
+    _e(
+        "kernelshap_kernel_weights",
+        "ModelOriented/kernelshap#168",
+        "Kernel SHAP weighted coalitions wrongly: exact for interactions up to order two, off beyond",
+        size_weighted_kernel_shap,
+        kernel_shap,
+        ("gt_shapley", "gaussian_piecewise_linear_rho50"),
+        ("completeness", "gaussian_piecewise_linear_rho50"),
+        uncaught="the wrong weights are exact for interactions up to order two; beyond, the error is a relative MSE "
+        "of about 5e-4 (gaussian_piecewise_linear_rho50; 3e-3 for a six-way product), inside the tolerance "
+        "every Shapley check keeps for sampling noise (gt_shapley 0.05). Catching it needs an exactness "
+        "check for explainers that claim exact values on a case with interactions of order three or more "
+        "whose truth uses the explainer's own background: gt_shapley at max_error=1e-6 on a six-way "
+        "product does it (tests/test_replay.py); no built-in case is such a case yet",
+    ),
+    _e(
+        "shap_sampling_variance_sqrt",
+        "shap/shap#4767",
+        "SamplingExplainer divided the variance of the mean by sqrt(N), misallocating the additivity correction",
+        sampling_variance_root,
+        sampling_fixed,
+        ("gt_shapley", "gaussian_nonlinear_additive_rho50"),
+        ("completeness", "gaussian_nonlinear_additive_rho50"),
+        uncaught="the wrong variances only re-weight how the additivity gap is spread; the resulting bias is "
+        "below the sampling noise every check must admit for sampling explainers. Catching it needs the "
+        "explainer's reported variances (the contract has none) or a convergence check at growing budgets",
+    ),
+    _e(
+        "shap_tree_forest_additivity",
+        "shap/shap#1986",
+        "TreeExplainer's values of a scikit-learn random forest miss its output on some rows (here shap 0.51, "
+        "scikit-learn 1.9, wine)",
+        shap_tree,
+        exact_shapley,
+        ("completeness", "replay_wine_forest"),
+    ),
+    _e(
+        "inseq_batched_attribution",
+        "inseq-team/inseq#110",
+        "attributions of a sentence changed with the other sentences in its batch, even for deterministic methods",
+        batch_normalised,
+        exact_shapley,
+        ("batch_invariance", "gaussian_linear_rho50"),
+    ),
+    _e(
+        "inseq_dig_batch_scaling",
+        "inseq-team/inseq#113",
+        "Discretized IG still gave batch-dependent results: a faulty scaling of the gradients across the batch",
+        batch_scaled_path,
+        _IG,
+        ("batch_invariance", "gaussian_nonlinear_additive_rho50"),
+        ("completeness", "gaussian_nonlinear_additive_rho50"),
+    ),
+    _e(
+        "inseq_contrast_reversed",
+        "inseq-team/inseq#188",
+        "contrast_prob_diff returned the attribution of the false answer, not the true one",
+        other_class,
+        exact_shapley,
+        ("gt_shapley", "replay_softmax"),
+        ("completeness", "replay_softmax"),
+    ),
+    _e(
+        "tsinterpret_leftist_label_only",
+        "fzi-forschungszentrum-informatik/TSInterpret#57",
+        "LEFTIST's output was the first or last time steps depending on the class only, not the model or data",
+        class_template,
+        exact_shapley,
+        ("gt_shapley", "replay_softmax"),
+        ("gt_shapley", "gaussian_linear_rho50"),
+    ),
+    _e(
+        "ig_pytorch_wrong_delta",
+        "TianhongDai/integrated-gradient-pytorch#3",
+        "Integrated Gradients multiplied by the wrong input difference, so attributions did not sum to F(x) - F(x')",
+        times_input,
+        _IG,
+        ("completeness", "multinomial_linear"),
+    ),
+    _e(
+        "stellargraph_ig_no_dalpha",
+        "stellargraph/stellargraph#831",
+        "Integrated Gradients forgot to multiply by d-alpha: node importances scale with the number of steps",
+        without_step_size,
+        _IG,
+        ("completeness", "gaussian_linear_rho50"),
+    ),
+    _e(
+        "saliency_batched_ig_steps",
+        "PAIR-code/saliency#23",
+        "batched Integrated Gradients no longer summed to the confidence change: the sum fell as 1/steps",
+        divided_twice,
+        _IG,
+        ("completeness", "gaussian_linear_rho50"),
+    ),
+    _e(
+        "pytest_xai_lime_key_zero",
+        "pytest-xai (found here)",
+        "our own lime_tabular read LIME's as_map() key 0 for regression, which holds the weights negated",
+        lime_key_zero,
+        lime_fixed,
+        ("symmetry", "x0_plus_x1_uniform_stat_dep"),
+    ),
+    _m(
+        "openxai_pgi_is_pgu",
+        "AI4LIFE-GROUP/OpenXAI#28",
+        "PGI kept the top-k features fixed and perturbed the others: it computed PGU",
+        pgi_as_pgu,
+        pgi,
+        "pgi_prefers_truth",
+    ),
+    _m(
+        "openxai_log_standard_error",
+        "AI4LIFE-GROUP/OpenXAI#32",
+        "the reported log standard error was log(standard error), not the standard error of the logs",
+        log_of_se,
+        log_mean_and_se,
+        "log_se_is_scale_free",
+    ),
+    _m(
+        "quantus_monotonicity_baseline",
+        "understandable-machine-intelligence-lab/Quantus@0.6.0",
+        "Monotonicity (Arya et al.) perturbs the baseline with the baseline: every explanation scores as monotone "
+        "(0.5.3 and 0.6.0; found here)",
+        quantus_monotonicity,
+        arya_monotonicity,
+        "monotonicity_rejects_noise",
+    ),
+    _m(
+        "quantus_focus_axes",
+        "understandable-machine-intelligence-lab/Quantus#357",
+        "Focus assumed the mosaic was B x C x W x H while it is B x C x H x W: quadrants cut on the wrong axes",
+        focus_swapped,
+        focus,
+        "focus_perfect_map",
+    ),
+    _m(
+        "quantus_sensitivity_n_batch_one",
+        "understandable-machine-intelligence-lab/Quantus#150",
+        "Sensitivity-n does not work for a batch of one, because of its similarity function",
+        sensitivity_n_over_batch,
+        sensitivity_n,
+        "sensitivity_n_row_alone",
+    ),
+    _m(
+        "captum_sensitivity_max_mask",
+        "meta-pytorch/captum#1819",
+        "sensitivity_max did not expand feature_mask for the perturbed batch (LIME, KernelSHAP with masks)",
+        sensitivity_max_unexpanded,
+        sensitivity_max,
+        "sensitivity_max_stable_grouped",
+    ),
+    _m(
+        "captum_infidelity_scale",
+        "meta-pytorch/captum#613",
+        "captum's infidelity grew with the scale of the attributions, unlike the authors' code, which rescales "
+        "them (normalize= added; see also #1018)",
+        infidelity_raw,
+        infidelity_normalised,
+        "infidelity_scale_free",
+    ),
+    _m(
+        "quantus_irof_auc",
+        "understandable-machine-intelligence-lab/Quantus#113",
+        "IterativeRemovalOfFeatures computed the area under the curve instead of over it: the order reversed",
+        irof_auc,
+        irof_aoc,
+        "irof_prefers_truth",
+    ),
+    _m(
+        "xai_bench_monotonicity_order",
+        "XAI-Bench (docs/defects.md XB-1)",
+        "monotonicity compared each feature's gain in feature-id order, not in the order features were added",
+        monotonicity_by_feature_id,
+        monotonicity_ours,
+        "monotonicity_prefers_truth",
+    ),
+    _m(
+        "xai_bench_nan_as_zero",
+        "XAI-Bench (docs/defects.md XB-9)",
+        "a constant map's undefined faithfulness was reported as 0, ranking it above anti-correlated maps",
+        faithfulness_nan_as_zero,
+        faithfulness_ours,
+        "faithfulness_constant_undefined",
+    ),
+    _m(
+        "compare_xai_argsort_rank",
+        "Compare-xAI (docs/defects.md CX-2)",
+        "argsort's output was read as the feature's rank in the fooling score",
+        rank_by_argsort,
+        rank_of,
+        "rank_of_top_feature",
+    ),
 )
 
 
@@ -264,8 +456,16 @@ def _softmax_case() -> Case:
     X, background = rng.normal(0.0, 1.0, (12, 4)), rng.normal(0.0, 1.0, (30, 4))
     target = predict(X).argmax(axis=1)
     truth = {"shapley_interventional": exact_shapley(X, predict, background, target)}
-    return make_case(X, predict=predict, background=background, baseline=np.zeros(4), target=target, truth=truth,
-                     name="replay_softmax", checks={"gt_shapley": {"convention": "interventional"}, "completeness": {}})
+    return make_case(
+        X,
+        predict=predict,
+        background=background,
+        baseline=np.zeros(4),
+        target=target,
+        truth=truth,
+        name="replay_softmax",
+        checks={"gt_shapley": {"convention": "interventional"}, "completeness": {}},
+    )
 
 
 def _wine_forest_case() -> Case:
@@ -279,8 +479,14 @@ def _wine_forest_case() -> Case:
     X, y = load_wine(return_X_y=True)
     model = RandomForestClassifier(n_estimators=50, random_state=0).fit(X, y)
     rows = X[[21, 145, 0, 60, 100, 170]]
-    return make_case(rows, model=model, background=X[::6], target=model.predict(rows), name="replay_wine_forest",
-                     checks={"completeness": {}})
+    return make_case(
+        rows,
+        model=model,
+        background=X[::6],
+        target=model.predict(rows),
+        name="replay_wine_forest",
+        checks={"completeness": {}},
+    )
 
 
 #: Cases built here for replays that need them (name -> builder).
@@ -361,8 +567,9 @@ def run(replay: Replay) -> Outcome:
         label = f"{check}[{name}]"
         try:
             case = get_case(name)
-            verdicts.append(Verdict(label, check_explainer(replay.mutant, check, case),
-                                    check_explainer(replay.fixed, check, case)))
+            verdicts.append(
+                Verdict(label, check_explainer(replay.mutant, check, case), check_explainer(replay.fixed, check, case))
+            )
         except NotApplicable as exc:
             verdicts.append(Verdict(label, None, None, skipped=str(exc)))
     return Outcome(replay, tuple(verdicts))

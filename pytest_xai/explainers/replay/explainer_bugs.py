@@ -25,8 +25,9 @@ def _rows(predict: Callable, X: np.ndarray, target: Any, shape: tuple[int, ...])
     return outputs(predict, X.reshape((len(X),) + shape), t)
 
 
-def path_gradients(predict: Callable, inputs: Any, baseline: Any, target: Any = None, *, steps: int = 32,
-                   eps: float = 1e-5) -> np.ndarray:
+def path_gradients(
+    predict: Callable, inputs: Any, baseline: Any, target: Any = None, *, steps: int = 32, eps: float = 1e-5
+) -> np.ndarray:
     """Mean gradient along the straight path from ``baseline`` (one row, or one per input) to each
     input (midpoint rule, central differences through ``predict``): Integrated Gradients' average
     gradient."""
@@ -60,7 +61,8 @@ def integrated_gradients(inputs, predict, baseline, target):
     """Integrated Gradients (Sundararajan et al. 2017) through ``predict``: complete by construction."""
     X = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
     return (path_gradients(predict, inputs, baseline, target) * (X - _baseline_of(X, baseline))).reshape(
-        np.shape(inputs))
+        np.shape(inputs)
+    )
 
 
 integrated_gradients.completeness = "baseline"  # type: ignore[attr-defined]
@@ -171,12 +173,14 @@ def log_probability_multipliers(inputs, predict, baseline, target):
     """captum#519 (fixed with #1367): the softmax multipliers carry a normalisation the rescale rule
     does not have; the stand-in here is the multipliers of log p, whose contributions sum to the
     change of log p, not of the explained probability p."""
+
     def log_predict(x):
         return np.log(np.clip(np.asarray(predict(x), dtype=float), 1e-300, None))
 
     X = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
     return (path_gradients(log_predict, inputs, baseline, target) * (X - _baseline_of(X, baseline))).reshape(
-        np.shape(inputs))
+        np.shape(inputs)
+    )
 
 
 def gradient_times_delta(inputs, predict, baseline, target):
@@ -255,10 +259,25 @@ def divided_twice(inputs, predict, baseline, target):
 
 
 _CLAIMS: dict[str, tuple[Callable[..., Any], ...]] = {
-    "baseline": (first_row_multipliers, log_probability_multipliers, gradient_times_delta, times_input,
-                 without_step_size, divided_twice, batch_scaled_path),  # each claims what IG claims
-    "background": (batch_normalised, size_weighted_kernel_shap, unseeded_permutation_shapley, permutation_shapley,
-                   kernel_shap, other_class, integrated_gradients_over_background, local_multipliers_over_background),
+    "baseline": (
+        first_row_multipliers,
+        log_probability_multipliers,
+        gradient_times_delta,
+        times_input,
+        without_step_size,
+        divided_twice,
+        batch_scaled_path,
+    ),  # each claims what IG claims
+    "background": (
+        batch_normalised,
+        size_weighted_kernel_shap,
+        unseeded_permutation_shapley,
+        permutation_shapley,
+        kernel_shap,
+        other_class,
+        integrated_gradients_over_background,
+        local_multipliers_over_background,
+    ),
 }
 for _claim, _explainers in _CLAIMS.items():
     for _explain in _explainers:
@@ -295,7 +314,7 @@ def _marginals(predict, x, Z, j, k, rng, target, shape) -> np.ndarray:
     rows_on, rows_off = np.empty((k, d)), np.empty((k, d))
     for i in range(k):
         order = rng.permutation(d)
-        before = order[:int(np.flatnonzero(order == j)[0])]
+        before = order[: int(np.flatnonzero(order == j)[0])]
         rows_off[i] = Z[rng.integers(len(Z))]
         rows_off[i, before] = x[before]
         rows_on[i] = rows_off[i]
@@ -324,7 +343,7 @@ def _sampling_shapley(inputs, predict, background, target, seed, *, variance_roo
         phi = np.array([np.mean(draws[j]) for j in range(d)])
         count = np.array([len(draws[j]) for j in range(d)], dtype=float)
         var = np.array([np.var(draws[j]) for j in range(d)]) / (np.sqrt(count) if variance_root else count)
-        f_x = _rows(predict, X[r:r + 1], targets[r], shape)[0]
+        f_x = _rows(predict, X[r : r + 1], targets[r], shape)[0]
         f_z = _rows(predict, Z, targets[r], shape).mean()
         gap = float(f_x - f_z - phi.sum())
         out[r] = phi + (var / var.sum() * gap if var.sum() > 0 else gap / d)

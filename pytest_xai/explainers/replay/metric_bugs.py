@@ -16,8 +16,18 @@ from pytest_xai.metrics import outputs
 # ---------------------------------------------------------------------------------------- metrics
 
 
-def pgi(predict, inputs, attributions, *, k: int = 2, perturb_top: bool = True, sigma: float = 0.5,
-        n_samples: int = 50, seed: int = 0, target: Any = None) -> np.ndarray:
+def pgi(
+    predict,
+    inputs,
+    attributions,
+    *,
+    k: int = 2,
+    perturb_top: bool = True,
+    sigma: float = 0.5,
+    n_samples: int = 50,
+    seed: int = 0,
+    target: Any = None,
+) -> np.ndarray:
     """Prediction gap on important features (OpenXAI, Agarwal et al. 2022): mean |f(x) - f(x')| with
     Gaussian noise on the k features of largest |attribution|, per row (higher is better for a
     faithful map).  ``perturb_top=False`` perturbs the other features instead: PGU."""
@@ -51,8 +61,9 @@ def log_of_se(scores: Sequence[float]) -> tuple[float, float]:
     return float(np.log(s.mean())), float(np.log(s.std() / math.sqrt(len(s))))
 
 
-def arya_monotonicity(predict, inputs, attributions, baseline, *, target: Any = None,
-                      baseline_only: bool = False) -> np.ndarray:
+def arya_monotonicity(
+    predict, inputs, attributions, baseline, *, target: Any = None, baseline_only: bool = False
+) -> np.ndarray:
     """Monotonicity (Arya et al. 2019; Quantus ``Monotonicity``): start from the baseline, insert
     the input's features in ascending order of attribution; 1 where every insertion raises (or
     keeps) the output.  ``baseline_only`` writes the baseline's own values at each step (Quantus
@@ -93,8 +104,18 @@ def focus_swapped(attributions: Any, target_quadrants: Sequence[int]) -> float:
     return focus(attributions, target_quadrants, swap_axes=True)
 
 
-def sensitivity_n(predict, inputs, attributions, reference, *, n_subsets: int = 40, size: int = 2, seed: int = 0,
-                  over_batch: bool = False, target: Any = None) -> np.ndarray:
+def sensitivity_n(
+    predict,
+    inputs,
+    attributions,
+    reference,
+    *,
+    n_subsets: int = 40,
+    size: int = 2,
+    seed: int = 0,
+    over_batch: bool = False,
+    target: Any = None,
+) -> np.ndarray:
     """Sensitivity-n (Ancona et al. 2018): per row, Pearson over random subsets S of |S| = size of
     (sum of the attributions in S, f(x) - f(x with S set to the reference)).  ``over_batch`` takes
     the correlation across the rows of the batch for each subset instead (Quantus#150)."""
@@ -107,13 +128,13 @@ def sensitivity_n(predict, inputs, attributions, reference, *, n_subsets: int = 
     np.put_along_axis(mask, subsets, True, axis=1)
     rows = np.where(mask[None], np.broadcast_to(np.asarray(reference, dtype=float), (d,)), X[:, None, :])
     fx = outputs(predict, X, target)
-    drop = fx[:, None] - outputs(predict, rows.reshape(-1, d), None if target is None else
-                                 np.repeat(target, n_subsets)).reshape(n, n_subsets)
+    drop = fx[:, None] - outputs(
+        predict, rows.reshape(-1, d), None if target is None else np.repeat(target, n_subsets)
+    ).reshape(n, n_subsets)
     summed = A @ mask.T.astype(float)  # (n, subsets)
     if over_batch:
         with np.errstate(invalid="ignore", divide="ignore"):
-            per_subset = [np.corrcoef(summed[:, s], drop[:, s])[0, 1] if n > 1 else math.nan
-                          for s in range(n_subsets)]
+            per_subset = [np.corrcoef(summed[:, s], drop[:, s])[0, 1] if n > 1 else math.nan for s in range(n_subsets)]
         return np.full(n, float(np.mean(per_subset)))
     from pytest_xai.stats import pearson_rows
 
@@ -132,8 +153,9 @@ def grouped_occlusion(inputs, predict, baseline, groups):
     return feature_occlusion(inputs, predict, baseline, None, groups=groups)
 
 
-def sensitivity_max(explain: Callable, inputs, groups, perturbed: Sequence[np.ndarray], *,
-                    expand_mask: bool = True) -> np.ndarray:
+def sensitivity_max(
+    explain: Callable, inputs, groups, perturbed: Sequence[np.ndarray], *, expand_mask: bool = True
+) -> np.ndarray:
     """Max-sensitivity (Yeh et al. 2019; captum ``sensitivity_max``): per row, max over the
     perturbed copies of ||A(x') - A(x)|| / ||A(x)||.  ``explain(inputs, groups)``; with
     ``expand_mask=False`` the perturbed batch is explained without the feature groups (captum PR
@@ -260,15 +282,20 @@ def probe_pgi_prefers_truth(metric: Callable) -> Score:
     reversed_map = reversed_order(truth)
     good = float(np.mean(metric(case.predict, case.inputs, truth)))
     bad = float(np.mean(metric(case.predict, case.inputs, reversed_map)))
-    return _score("pgi_prefers_truth", good > bad, f"PGI of the exact values {good:.4g}, of the reversed order {bad:.4g}")
+    return _score(
+        "pgi_prefers_truth", good > bad, f"PGI of the exact values {good:.4g}, of the reversed order {bad:.4g}"
+    )
 
 
 def probe_log_se_is_scale_free(metric: Callable) -> Score:
     """The standard error of log(scores) does not change when every score is multiplied by 1,000."""
     scores = np.random.default_rng(0).lognormal(0.0, 0.5, 64)
     se, se_scaled = metric(scores)[1], metric(1000.0 * scores)[1]
-    return _score("log_se_is_scale_free", bool(np.isclose(se, se_scaled)),
-                  f"standard error of log scores {se:.4g}, of log(1000 x scores) {se_scaled:.4g}")
+    return _score(
+        "log_se_is_scale_free",
+        bool(np.isclose(se, se_scaled)),
+        f"standard error of log scores {se:.4g}, of log(1000 x scores) {se_scaled:.4g}",
+    )
 
 
 def probe_monotonicity_rejects_noise(metric: Callable) -> Score:
@@ -345,8 +372,11 @@ def probe_monotonicity_prefers_truth(metric: Callable) -> Score:
     truth = case.truth["shapley_interventional"]
     good = float(np.nanmean(metric(case.predict, case.inputs, truth, case.background)))
     bad = float(np.nanmean(metric(case.predict, case.inputs, reversed_order(truth), case.background)))
-    return _score("monotonicity_prefers_truth", good > bad,
-                  f"monotonicity of the exact values {good:.3g}, reversed order {bad:.3g}")
+    return _score(
+        "monotonicity_prefers_truth",
+        good > bad,
+        f"monotonicity of the exact values {good:.3g}, reversed order {bad:.3g}",
+    )
 
 
 def probe_faithfulness_constant_undefined(metric: Callable) -> Score:
@@ -355,8 +385,11 @@ def probe_faithfulness_constant_undefined(metric: Callable) -> Score:
     this case: it scores 0 where the output depends on the features (docs/defects.md XB-12)."""
     case = _linear_case()
     values = metric(case.predict, case.inputs[:10], np.ones((10, case.inputs.shape[1])), case.background)
-    return _score("faithfulness_constant_undefined", bool(np.isnan(values).all()),
-                  f"faithfulness of a constant map of ones: {np.unique(np.round(values, 6))}")
+    return _score(
+        "faithfulness_constant_undefined",
+        bool(np.isnan(values).all()),
+        f"faithfulness of a constant map of ones: {np.unique(np.round(values, 6))}",
+    )
 
 
 def probe_rank_of_top_feature(metric: Callable) -> Score:
@@ -368,8 +401,18 @@ def probe_rank_of_top_feature(metric: Callable) -> Score:
 
 #: Metric probes: ``probe(metric) -> Score``, properties a correct metric has.
 PROBES: dict[str, Callable[[Callable], Score]] = {
-    f.__name__.removeprefix("probe_"): f for f in (
-        probe_pgi_prefers_truth, probe_log_se_is_scale_free, probe_monotonicity_rejects_noise,
-        probe_focus_perfect_map, probe_sensitivity_n_row_alone, probe_sensitivity_max_stable_grouped,
-        probe_infidelity_scale_free, probe_irof_prefers_truth, probe_monotonicity_prefers_truth,
-        probe_faithfulness_constant_undefined, probe_rank_of_top_feature)}
+    f.__name__.removeprefix("probe_"): f
+    for f in (
+        probe_pgi_prefers_truth,
+        probe_log_se_is_scale_free,
+        probe_monotonicity_rejects_noise,
+        probe_focus_perfect_map,
+        probe_sensitivity_n_row_alone,
+        probe_sensitivity_max_stable_grouped,
+        probe_infidelity_scale_free,
+        probe_irof_prefers_truth,
+        probe_monotonicity_prefers_truth,
+        probe_faithfulness_constant_undefined,
+        probe_rank_of_top_feature,
+    )
+}
