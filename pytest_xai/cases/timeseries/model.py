@@ -8,8 +8,6 @@ probabilities, the output the case's ``predict`` gives.
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from pytest_xai.cases.training import fit_classifier, frozen, load_weights, save_weights
+
 DATA = Path(__file__).resolve().parents[2] / "data"  # pytest_xai/data
 TRAINED_WEIGHTS = DATA / "timeseries_cnn.pt"
 TRAINED_CARD = DATA / "timeseries_cnn.json"
-
-
-def _frozen(model: nn.Module) -> nn.Module:
-    for param in model.parameters():
-        param.requires_grad_(False)
-    return model.eval()
 
 
 def predictor(model: nn.Module):
@@ -64,7 +58,7 @@ def matched_filter(
         conv.bias.fill_(-threshold)
         head.weight.copy_(torch.as_tensor(head_weight, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(head_bias, dtype=torch.float32))
-    return _frozen(model)
+    return frozen(model)
 
 
 def cnn() -> nn.Module:
@@ -85,31 +79,9 @@ def cnn() -> nn.Module:
 def train(
     x: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 30, lr: float = 3e-3, batch: int = 64
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """Adam on cross-entropy (seeded, one thread); the step size falls tenfold for the last 20 %."""
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = cnn()
-        xs, ys = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.long)
-        optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-        schedule = torch.optim.lr_scheduler.MultiStepLR(optimiser, [int(0.8 * epochs)], gamma=0.1)
-        model.train()
-        for _ in range(epochs):
-            order = torch.randperm(len(xs))
-            for first in range(0, len(xs), batch):
-                rows = order[first : first + batch]
-                optimiser.zero_grad()
-                torch.log(model(xs[rows]) + 1e-9).neg().gather(1, ys[rows, None]).mean().backward()
-                optimiser.step()
-            schedule.step()
-    return _frozen(model), {
-        "epochs": epochs,
-        "lr": lr,
-        "batch": batch,
-        "seed": seed,
-        "training_seconds": round(time.perf_counter() - start, 1),
-    }
+    """The CNN trained by :func:`pytest_xai.cases.training.fit_classifier` (Adam, seeded, one thread)."""
+    xs, ys = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.long)
+    return fit_classifier(cnn, xs, ys, seed=seed, epochs=epochs, lr=lr, batch=batch)
 
 
 def accuracy(model: nn.Module, x: np.ndarray, labels: np.ndarray) -> float:
@@ -118,19 +90,9 @@ def accuracy(model: nn.Module, x: np.ndarray, labels: np.ndarray) -> float:
 
 def save_trained(model: nn.Module, card: dict[str, Any]) -> None:
     """Write the state_dict (float32) and its card (``scripts/train_timeseries_cnn.py``)."""
-    torch.save(model.state_dict(), TRAINED_WEIGHTS)
-    card = {
-        "file": TRAINED_WEIGHTS.name,
-        **card,
-        "size_bytes": TRAINED_WEIGHTS.stat().st_size,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "torch": torch.__version__,
-    }
-    TRAINED_CARD.write_text(json.dumps(card, indent=2) + "\n")
+    save_weights(model, TRAINED_WEIGHTS, card)
 
 
 def load_trained() -> nn.Module:
     """The shipped CNN, its ``state_dict`` read with ``weights_only=True``."""
-    model = cnn()
-    model.load_state_dict(torch.load(TRAINED_WEIGHTS, weights_only=True, map_location="cpu"))
-    return _frozen(model)
+    return load_weights(cnn(), TRAINED_WEIGHTS)

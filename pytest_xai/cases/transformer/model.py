@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+
+from pytest_xai.cases.training import fit_classifier, frozen, load_weights, save_weights
 
 DATA = Path(__file__).resolve().parents[2] / "data"  # pytest_xai/data
 TRAINED_WEIGHTS = DATA / "tiny_transformer.pt"
@@ -105,12 +106,6 @@ def predictor(model: TinyTransformer):
     return predict
 
 
-def _frozen(model: TinyTransformer) -> TinyTransformer:
-    for param in model.parameters():
-        param.requires_grad_(False)
-    return model.eval()
-
-
 # ------------------------------------------------------------------------------------------------
 # Hand-set units (XAI-Units manner): 4 hidden dimensions with fixed roles.
 #   0: the token's value (PAD and neutral tokens share BASE_VALUE), 1-2: the position code
@@ -163,7 +158,7 @@ def hand_set(values: np.ndarray, *, length: int, gain: float, position: int | No
     head[:, 3] = [-gain, gain]
     assert isinstance(model.classifier, nn.Linear)
     _set(model.classifier, head, np.array([0.5 + gain * BASE_VALUE, 0.5 - gain * BASE_VALUE]))
-    return _frozen(model)
+    return frozen(model)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -176,31 +171,10 @@ TRAINED_CONFIG = TransformerConfig()  # 16 hidden, mean read-out, MLP head, soft
 def train(
     ids: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 40, lr: float = 3e-3, batch: int = 64
 ) -> tuple[TinyTransformer, dict[str, Any]]:
-    """Adam on cross-entropy (seeded, one thread); the step size falls tenfold for the last 20 %."""
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = TinyTransformer(TRAINED_CONFIG)
-        x, y = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
-        optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-        schedule = torch.optim.lr_scheduler.MultiStepLR(optimiser, [int(0.8 * epochs)], gamma=0.1)
-        model.train()
-        for _ in range(epochs):
-            order = torch.randperm(len(x))
-            for first in range(0, len(x), batch):
-                rows = order[first : first + batch]
-                optimiser.zero_grad()
-                torch.log(model(x[rows]) + 1e-9).neg().gather(1, y[rows, None]).mean().backward()
-                optimiser.step()
-            schedule.step()
-    return _frozen(model), {
-        "epochs": epochs,
-        "lr": lr,
-        "batch": batch,
-        "seed": seed,
-        "training_seconds": round(time.perf_counter() - start, 1),
-    }
+    """The tiny transformer trained by :func:`pytest_xai.cases.training.fit_classifier` (Adam,
+    seeded, one thread)."""
+    x, y = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
+    return fit_classifier(lambda: TinyTransformer(TRAINED_CONFIG), x, y, seed=seed, epochs=epochs, lr=lr, batch=batch)
 
 
 def accuracy(model: TinyTransformer, ids: np.ndarray, labels: np.ndarray) -> float:
@@ -209,23 +183,12 @@ def accuracy(model: TinyTransformer, ids: np.ndarray, labels: np.ndarray) -> flo
 
 def save_trained(model: TinyTransformer, card: dict[str, Any]) -> None:
     """Write the state_dict (float32) and its card (``scripts/train_tiny_transformer.py``)."""
-    torch.save(model.state_dict(), TRAINED_WEIGHTS)
-    card = {
-        "file": TRAINED_WEIGHTS.name,
-        "config": asdict(model.config),
-        **card,
-        "size_bytes": TRAINED_WEIGHTS.stat().st_size,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "torch": torch.__version__,
-    }
-    TRAINED_CARD.write_text(json.dumps(card, indent=2) + "\n")
+    save_weights(model, TRAINED_WEIGHTS, {"config": asdict(model.config), **card})
 
 
 def load_trained() -> TinyTransformer:
     """The shipped model, its ``state_dict`` read with ``weights_only=True``."""
-    model = TinyTransformer(TRAINED_CONFIG)
-    model.load_state_dict(torch.load(TRAINED_WEIGHTS, weights_only=True, map_location="cpu"))
-    return _frozen(model)
+    return load_weights(TinyTransformer(TRAINED_CONFIG), TRAINED_WEIGHTS)
 
 
 def trained_card() -> dict[str, Any]:
