@@ -57,7 +57,6 @@ from pytest_xai.cases.additive.models import (
 )
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
-from pytest_xai.extras import install_line
 from pytest_xai.registry import Family
 
 __all__ = [
@@ -400,10 +399,7 @@ def build_mlp_case(
     """
     if recipe not in ("cpu", "paper"):
         raise ValueError(f"recipe must be 'cpu' or 'paper', got {recipe!r}")
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise NotApplicable(f"{info.name} needs torch, which is not installed: {install_line('torch')}") from None
+    import torch  # noqa: F401  # first: without torch the test skips at once, naming the extra to install
 
     arrays = _data(
         "additive_mlp_data", cache, seed=seed, n_samples=n_samples, d=d, n_breaks=n_breaks, length_scale=length_scale

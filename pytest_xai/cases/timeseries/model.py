@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pytest_xai.cases.training import fit_classifier, frozen, load_weights, save_weights
+from pytest_xai.training import fit_classifier, frozen, load_weights, save_weights
 
 DATA = Path(__file__).resolve().parents[2] / "data"  # pytest_xai/data
 TRAINED_WEIGHTS = DATA / "timeseries_cnn.pt"
@@ -79,7 +79,7 @@ def cnn() -> nn.Module:
 def train(
     x: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 30, lr: float = 3e-3, batch: int = 64
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """The CNN trained by :func:`pytest_xai.cases.training.fit_classifier` (Adam, seeded, one thread)."""
+    """The CNN trained by :func:`pytest_xai.training.fit_classifier` (Adam, seeded, one thread)."""
     xs, ys = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.long)
     return fit_classifier(cnn, xs, ys, seed=seed, epochs=epochs, lr=lr, batch=batch)
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pytest_xai.cases.training import fit_classifier, frozen, load_weights, save_weights
+from pytest_xai.training import fit_classifier, frozen, load_weights, save_weights
 
 DATA = Path(__file__).resolve().parents[2] / "data"  # pytest_xai/data
 TRAINED_WEIGHTS = DATA / "tiny_transformer.pt"
@@ -171,7 +171,7 @@ TRAINED_CONFIG = TransformerConfig()  # 16 hidden, mean read-out, MLP head, soft
 def train(
     ids: np.ndarray, labels: np.ndarray, *, seed: int, epochs: int = 40, lr: float = 3e-3, batch: int = 64
 ) -> tuple[TinyTransformer, dict[str, Any]]:
-    """The tiny transformer trained by :func:`pytest_xai.cases.training.fit_classifier` (Adam,
+    """The tiny transformer trained by :func:`pytest_xai.training.fit_classifier` (Adam,
     seeded, one thread)."""
     x, y = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(labels, dtype=torch.long)
     return fit_classifier(lambda: TinyTransformer(TRAINED_CONFIG), x, y, seed=seed, epochs=epochs, lr=lr, batch=batch)
