@@ -49,6 +49,7 @@ import numpy as np
 
 from pytest_xai.case import Case, Score
 from pytest_xai.checks import attributions_of, check
+from pytest_xai.explainers.degenerate import CORRUPTED
 from pytest_xai.registry import Family
 from pytest_xai.stats import pearson_rows, spearman_rows
 
@@ -419,21 +420,7 @@ _CORRUPTED_STILL_DEPENDS = (
     "this fixed corruption is applied to the explanation of whichever model is explained, "
     "so the dependence, and the verdict, are those of the reference"
 )
-_SANITY_BY_CONSTRUCTION = dict.fromkeys(
-    (
-        "sign_flipped",
-        "scaled_negative",
-        "abs_of_exact",
-        "row_offset",
-        "swapped",
-        "shuffled_rows",
-        "noisy_10",
-        "noisy_30",
-        "noisy_100",
-        "one_row_in_ten",
-    ),
-    _CORRUPTED_STILL_DEPENDS,
-)
+_SANITY_BY_CONSTRUCTION = dict.fromkeys(CORRUPTED, _CORRUPTED_STILL_DEPENDS)
 
 
 @check(marker="xai_sanity", thresholds={"midpoint": 0.5}, passes_by_construction=_SANITY_BY_CONSTRUCTION)
