@@ -441,6 +441,61 @@ def compare(explainers: list[str], before: str | None, workers: int, runs: int) 
             )
 
 
+def imports_floor(runs: int = 3) -> dict[str, float]:
+    """Wall and CPU seconds a fresh interpreter spends importing the cases' libraries (the
+    zygote's :data:`pytest_xai.zygote.PRELOAD` that are installed, without the plugin's own
+    modules), less an empty interpreter's; the median of ``runs``.  Every process that calls a
+    case's model pays them once."""
+    import importlib.util
+    import resource
+    import statistics
+    import subprocess
+
+    from pytest_xai.zygote import PRELOAD
+
+    installed = [m for m in PRELOAD if not m.startswith("pytest_xai") and importlib.util.find_spec(m.partition(".")[0])]
+    code = "import " + ", ".join(installed)
+
+    def spent(source: str) -> tuple[float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-c", source], check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return time.monotonic() - start, cpu
+
+    spent(code)  # the page cache warm, as for a warm suite run
+    empty = [spent("pass") for _ in range(runs)]
+    full = [spent(code) for _ in range(runs)]
+    return {
+        "wall": statistics.median(w for w, _ in full) - statistics.median(w for w, _ in empty),
+        "cpu": statistics.median(c for _, c in full) - statistics.median(c for _, c in empty),
+    }
+
+
+def floor_lines(found: dict[str, dict[str, float]], imports: dict[str, float]) -> list[str]:
+    """The floor under the plugin's share of a run on two cores, beside what each checkout spent.
+
+    The verdicts are computed outside the process that runs the explainer (a hostile explainer
+    must not grade itself: docs/design.md, "Reliability"), and both processes call the cases'
+    models, so both import their libraries: CPU >= start-up + 2 x imports + the explainer's own,
+    wall >= half of it, and the plugin's share (wall less the explainer's own) >=
+    (start-up + 2 x imports - the explainer's own) / 2.  Case building, checks and pytest's own
+    per-test work come on top, so the true floor is higher."""
+    imported = f"{imports['wall']:.2f} s wall / {imports['cpu']:.2f} s CPU"
+    lines = [f"the cases' libraries, imported by one fresh interpreter: {imported} (median of 3)"]
+    for code, col in found.items():
+        own, start = col["explainer's own CPU"], col["start-up (python, pytest, plugins) CPU"]
+        floor = (start + 2 * imports["cpu"] - own) / 2
+        share, own_wall = col["plugin's share"], col["explainer's own"]
+        lines.append(
+            f"{code}: floor of the plugin's share (start-up {start:.2f} + 2 x {imports['cpu']:.2f} - "
+            f"explainer's own {own:.2f}) / 2 = {floor:.2f} s; measured {share:.2f} s; "
+            f"the explainer's own {own_wall:.2f} s"
+        )
+    return lines
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
@@ -449,10 +504,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--before", help="a git revision to compare with, e.g. b09cafd")
     parser.add_argument("-n", type=int, default=0, help="xdist workers (default: serial)")
     parser.add_argument("--runs", type=int, default=1, help="warm runs of each checkout (median)")
+    parser.add_argument("--floor", action="store_true", help="also the floor under the plugin's share (two cores)")
     args = parser.parse_args(argv)
     found = compare(args.explainers, args.before, args.n, args.runs)
     for line in table(found["phases"]):
         print(line)
+    if args.floor:
+        for line in floor_lines(found["phases"], imports_floor()):
+            print(line)
     for code, got in found["verdicts"].items():
         print(f"{code}: {got['counts']}")
     if args.before:
