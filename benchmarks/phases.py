@@ -477,7 +477,7 @@ def floor_lines(found: dict[str, dict[str, float]], imports: dict[str, float]) -
     """The floor under the plugin's share of a run on two cores, beside what each checkout spent.
 
     The verdicts are computed outside the process that runs the explainer (a hostile explainer
-    must not grade itself: docs/design.md, "Reliability"), and both processes call the cases'
+    must not grade itself: docs/design.md, "Speed rules"), and both processes call the cases'
     models, so both import their libraries: CPU >= start-up + 2 x imports + the explainer's own,
     wall >= half of it, and the plugin's share (wall less the explainer's own) >=
     (start-up + 2 x imports - the explainer's own) / 2.  Case building, checks and pytest's own
