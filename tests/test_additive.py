@@ -227,6 +227,7 @@ def test_check_passes_integrated_gradients_and_fails_gradient_and_random(oracle)
     assert CHECKS["additive_correlation"].marker == "xai_additive"
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an all-zero heatmap is scored without numpy warnings
 def test_check_reports_undefined_samples_and_fails_when_none_is_defined(oracle):
     case = first_rows(oracle, 4)
     heat = case.truth["contribution"].copy()

@@ -203,11 +203,17 @@ def additive_correlation(attributions, case: Case, *, truth: str = "contribution
     worst = int(np.flatnonzero(defined)[np.argmin(r[defined])])
     z_h = heatmaps[worst] - heatmaps[worst].mean()
     z_t = rows[worst] - rows[worst].mean()
-    mismatch = np.abs(z_h / np.linalg.norm(z_h) - sign[worst] * z_t / np.linalg.norm(z_t))
+
+    def unit(z: np.ndarray) -> np.ndarray:  # an all-zero row (r = 0) stays zero, without a warning
+        return z / (np.linalg.norm(z) or 1.0)
+
+    mismatch = np.abs(unit(z_h) - sign[worst] * unit(z_t))
     top = np.argsort(-mismatch, kind="stable")[:5]
     passed = mean >= min_mean_r
+    ranked = spearman[~np.isnan(spearman)]
+    rank_mean = f"{float(np.mean(ranked)):.3f}" if ranked.size else "undefined"
     detail = (
-        f"mean r = {mean:.3f} (median {median:.3f}, Spearman {float(np.nanmean(spearman)):.3f}) "
+        f"mean r = {mean:.3f} (median {median:.3f}, Spearman {rank_mean}) "
         f"against {truth} over {int(defined.sum())} samples; undefined: {nan_note}; "
         f"{'meets' if passed else 'below'} the minimum {min_mean_r:g}"
     )
