@@ -474,11 +474,12 @@ def imports_floor(runs: int = 3) -> dict[str, float]:
 
 
 def floor_lines(found: dict[str, dict[str, float]], imports: dict[str, float]) -> list[str]:
-    """The floor under the plugin's share of a run on two cores, beside what each checkout spent.
+    """The floor under the plugin's share of a run on two cores in this design, beside what each
+    checkout spent.
 
-    The verdicts are computed outside the process that runs the explainer (a hostile explainer
-    must not grade itself: docs/design.md, "Speed rules"), and both processes call the cases'
-    models, so both import their libraries: CPU >= start-up + 2 x imports + the explainer's own,
+    The verdicts are computed in pytest's process, outside the one that runs the explainer (a
+    hostile explainer must not grade itself: docs/design.md, "Speed rules"), and both processes
+    call the cases' models, so both import their libraries: CPU >= start-up + 2 x imports + the explainer's own,
     wall >= half of it, and the plugin's share (wall less the explainer's own) >=
     (start-up + 2 x imports - the explainer's own) / 2.  Case building, checks and pytest's own
     per-test work come on top, so the true floor is higher."""
