@@ -470,6 +470,7 @@ def imports_floor(runs: int = 3) -> dict[str, float]:
     return {
         "wall": statistics.median(w for w, _ in full) - statistics.median(w for w, _ in empty),
         "cpu": statistics.median(c for _, c in full) - statistics.median(c for _, c in empty),
+        "runs": runs,
     }
 
 
@@ -479,12 +480,12 @@ def floor_lines(found: dict[str, dict[str, float]], imports: dict[str, float]) -
 
     The verdicts are computed in pytest's process, outside the one that runs the explainer (a
     hostile explainer must not grade itself: docs/design.md, "Speed rules"), and both processes
-    call the cases' models, so both import their libraries: CPU >= start-up + 2 x imports + the explainer's own,
-    wall >= half of it, and the plugin's share (wall less the explainer's own) >=
-    (start-up + 2 x imports - the explainer's own) / 2.  Case building, checks and pytest's own
-    per-test work come on top, so the true floor is higher."""
-    imported = f"{imports['wall']:.2f} s wall / {imports['cpu']:.2f} s CPU"
-    lines = [f"the cases' libraries, imported by one fresh interpreter: {imported} (median of 3)"]
+    call the cases' models, so both import their libraries: CPU >= start-up + 2 x imports + the
+    explainer's own, wall >= half of it, and the plugin's share (wall less the explainer's own)
+    >= (start-up + 2 x imports - the explainer's own) / 2.  Case building, checks and pytest's
+    own per-test work come on top, so the true floor is higher."""
+    imported = f"{imports['wall']:.2f} s wall / {imports['cpu']:.2f} s CPU (median of {imports['runs']:.0f})"
+    lines = [f"the cases' libraries, imported by one fresh interpreter: {imported}"]
     for code, col in found.items():
         own, start = col["explainer's own CPU"], col["start-up (python, pytest, plugins) CPU"]
         floor = (start + 2 * imports["cpu"] - own) / 2
