@@ -10,27 +10,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("captum")
 
+import pytest_xai.explainers
 from pytest_xai import NotApplicable
 from pytest_xai.explainers import captum as explainers
 
-METHODS = [
-    "saliency",
-    "input_x_gradient",
-    "integrated_gradients",
-    "smoothgrad",
-    "deeplift",
-    "guided_backprop",
-    "guided_gradcam_first_conv",
-    "guided_gradcam_last_conv",
-    "occlusion",
-    "feature_ablation",
-    "feature_permutation",
-    "shapley_value_sampling",
-    "captum_kernel_shap",
-    "captum_lime",
-    "lrp_z",
-    "lrp_alpha1beta0",
-]
+# Every captum explainer the package registers (``pytest_xai.explainers``): one added there is tested here.
+METHODS = [name for name, module in pytest_xai.explainers._WHERE.items() if module == "captum"]
 # Methods whose attribution of a linear model f(x) = w.x + b is exactly w * (x - baseline).
 EXACT_ON_LINEAR = [
     "integrated_gradients",
