@@ -18,6 +18,7 @@ As a command, on a warm cache (one cold run first, untimed)::
 
     python benchmarks/phases.py exact_shapley                      # this checkout, serially
     python benchmarks/phases.py exact_shapley --before b09cafd -n 2 --runs 3
+    python benchmarks/phases.py exact_shapley --runs 3 --floor     # and the floors under its share
 
 The runs of the two checkouts alternate, and the table gives each phase's median wall and CPU
 seconds.  Wall seconds on a shared machine are upper bounds; CPU seconds move less.
