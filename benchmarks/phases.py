@@ -41,16 +41,16 @@ import pytest
 REGIONS = {
     "pytest_xai.cases": {"_build": "case building"},
     "pytest_xai.cache": {"Cache._load_or_build": "cache reads"},
-    "pytest_xai.isolate": {
+    "pytest_xai.engine.isolate": {
         "Pool.explain": "worker calls",
         "Pool._worker": "worker start",
         "Zygote._ask": "zygote answers",
-    },  # the zygote's client, there before pytest_xai.zygote
-    "pytest_xai.zygote": {"Zygote._ask": "zygote answers"},
-    "pytest_xai.contract": {"coerce": "output validation"},
-    "pytest_xai.runner": {"draw_picture": "pictures"},
-    "pytest_xai.report": {"table": "score table", "document": "report files"},
-    "pytest_xai.files": {"write_reports": "report files"},
+    },  # the zygote's client, there before pytest_xai.engine.zygote
+    "pytest_xai.engine.zygote": {"Zygote._ask": "zygote answers"},
+    "pytest_xai.engine.contract": {"coerce": "output validation"},
+    "pytest_xai.engine.runner": {"draw_picture": "pictures"},
+    "pytest_xai.reports.report": {"table": "score table", "document": "report files"},
+    "pytest_xai.reports.files": {"write_reports": "report files"},
 }
 
 
@@ -223,7 +223,9 @@ def pytest_sessionfinish(session: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     stamp("unconfigure")
-    zygote = getattr(sys.modules.get("pytest_xai.zygote") or sys.modules.get("pytest_xai.isolate"), "Zygote", None)
+    zygote = getattr(
+        sys.modules.get("pytest_xai.engine.zygote") or sys.modules.get("pytest_xai.engine.isolate"), "Zygote", None
+    )
     shared = getattr(zygote, "_shared", None)
     if shared is not None and getattr(shared, "proc", None) is not None:
         try:  # the zygote's CPU and its reaped children's (the workers; under -n N the xdist workers too)
@@ -444,7 +446,7 @@ def compare(explainers: list[str], before: str | None, workers: int, runs: int, 
 
 def imports_floor(runs: int = 3) -> dict[str, float]:
     """Wall and CPU seconds a fresh interpreter spends importing the cases' libraries (the
-    zygote's :data:`pytest_xai.zygote.PRELOAD` that are installed, without the plugin's own
+    zygote's :data:`pytest_xai.engine.zygote.PRELOAD` that are installed, without the plugin's own
     modules), less an empty interpreter's; the median of ``runs``.  Every process that calls a
     case's model pays them once."""
     import statistics
@@ -483,7 +485,7 @@ def building_cpu(tree: str, cache: str, names: list[str], runs: int = 3) -> floa
 def _libraries() -> list[str]:
     import importlib.util
 
-    from pytest_xai.zygote import PRELOAD
+    from pytest_xai.engine.zygote import PRELOAD
 
     return [m for m in PRELOAD if not m.startswith("pytest_xai") and importlib.util.find_spec(m.partition(".")[0])]
 

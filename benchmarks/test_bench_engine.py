@@ -7,10 +7,11 @@ import pickle
 
 import pytest
 
-from pytest_xai import cases, contract
+from pytest_xai import cases
 from pytest_xai.cache import Cache
-from pytest_xai.isolate import Limits
-from pytest_xai.runner import Runner
+from pytest_xai.engine import contract
+from pytest_xai.engine.isolate import Limits
+from pytest_xai.engine.runner import Runner
 
 
 def _fork_per_call(fn):

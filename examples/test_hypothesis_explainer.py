@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from pytest_xai import NotApplicable, contract, strategies
+from pytest_xai import NotApplicable, strategies
+from pytest_xai.engine import contract
 
 
 def _explain(explainer, case):

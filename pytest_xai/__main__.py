@@ -13,9 +13,9 @@ import sys
 
 
 def _read(path: str, command: str) -> dict:
-    """The report at ``path``, validated (:func:`pytest_xai.files.read_report`); a wrong file ends the
+    """The report at ``path``, validated (:func:`pytest_xai.reports.files.read_report`); a wrong file ends the
     command with one line naming the file and the field (exit 2)."""
-    from pytest_xai import files
+    from pytest_xai.reports import files
 
     try:
         return files.read_report(path, f"pytest_xai {command}: {path}")
@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     html.add_argument("-o", "--output", required=True, metavar="REPORT.html")
     args = parser.parse_args(argv)
 
-    from pytest_xai import embed, htmlreport, report
+    from pytest_xai.reports import embed, htmlreport, report
 
     if args.command == "merge":
-        from pytest_xai import merge as merging
+        from pytest_xai.reports import merge as merging
 
         try:
             doc = merging.merge(

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import pytest_xai
-from pytest_xai.files import replacing
+from pytest_xai.reports.files import replacing
 
 FORMAT = 3  # of the metadata below; part of every key, so older entries are never read
 META = "__pytest_xai__"  # npz array / torch state_dict entry / xgboost attribute holding the metadata

@@ -1,7 +1,7 @@
 """Checks: properties that score an explanation against a case, and what every check shares.
 
 A check is ``check(attributions, case, **params) -> Score``. ``attributions`` is an array shaped
-like ``case.inputs`` or an :class:`pytest_xai.contract.Explanation`; ``params`` are the
+like ``case.inputs`` or an :class:`pytest_xai.engine.contract.Explanation`; ``params`` are the
 case-specific arguments the case declares (which features are symmetric, which are dummies...) and
 the thresholds, whose defaults are declared with :func:`check`. Thresholds are relative (scale-free)
 so that multiplying the model output by 100 changes no verdict.

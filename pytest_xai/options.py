@@ -119,7 +119,7 @@ def check_repeat(value: Any, source: str = "--xai-repeat") -> int:
 
 
 def check_budget(value: Any, source: str = "--xai-budget") -> int:
-    """Model evaluations per explainer call (:mod:`pytest_xai.budget`): a whole number >= 1000."""
+    """Model evaluations per explainer call (:mod:`pytest_xai.engine.budget`): a whole number >= 1000."""
     what = "a whole number of model evaluations >= 1000, e.g. 1000000 or 1e6"
     number = _number(value, source, what)
     if not (math.isfinite(number) and number >= 1000 and number == int(number)):

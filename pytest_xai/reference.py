@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_xai.budget import DEFAULT
 from pytest_xai.case import Case
+from pytest_xai.engine.budget import DEFAULT
 from pytest_xai.errors import NotApplicable
 from pytest_xai.shapley import MAX_FEATURES, coalitions
 

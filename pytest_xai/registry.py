@@ -243,7 +243,7 @@ def register_check(
     params)`` returns the correct attributions of the check on a case (see :class:`CheckInfo`); with
     it, ``tests/test_zoo.py`` asserts the declared zoo verdicts of the check on every case.  A check
     that re-runs the explainer asks for a ``reexplain`` parameter (see ``docs`` of
-    :func:`pytest_xai.runner.Runner.reexplain`).
+    :func:`pytest_xai.engine.runner.Runner.reexplain`).
     """
 
     def decorate(func: CheckFunc) -> CheckFunc:

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_xai import cases, contract
+from pytest_xai import cases
 from pytest_xai.cases import chess as cc
+from pytest_xai.engine import contract
 
 METHODS = {  # the paper's names (§3) -> our reference explainers
     "Saliency": "saliency",

@@ -57,7 +57,7 @@ def coin(inputs, predict, background, target, seed):
 
 def exact_rate(q: float, n: int, verdict: str) -> float:
     """The probability of ``verdict`` for a pass probability q, from the binomial law."""
-    from pytest_xai.runner import repeat_verdict
+    from pytest_xai.engine.runner import repeat_verdict
 
     return sum(math.comb(n, x) * q**x * (1 - q) ** (n - x) for x in range(n + 1) if repeat_verdict(x, n) == verdict)
 

@@ -132,7 +132,7 @@ def forges_result(inputs, predict, background, target):
     import os
     import sys
 
-    from pytest_xai import wire
+    from pytest_xai.engine import wire
 
     frame = sys._getframe()
     while frame is not None and "reply_fd" not in frame.f_locals:
@@ -210,7 +210,7 @@ def _zygote_of_this_worker() -> int | None:
 
     parent = os.getppid()
     with open(f"/proc/{parent}/cmdline", "rb") as fh:
-        zygote = b"pytest_xai.zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
+        zygote = b"pytest_xai.engine.zygote" in fh.read() and len(os.listdir(f"/proc/{parent}/task")) == 1
     return parent if zygote else None
 
 

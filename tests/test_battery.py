@@ -8,9 +8,10 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from pytest_xai import NotApplicable, cases, checks, contract
+from pytest_xai import NotApplicable, cases, checks
 from pytest_xai.cache import Cache
 from pytest_xai.cases import digits, interactions, stress
+from pytest_xai.engine import contract
 from pytest_xai.explainers import baselines
 
 from . import hostile

@@ -1,4 +1,4 @@
-"""The budget of model evaluations (pytest_xai.budget): the arithmetic, the option, the contract
+"""The budget of model evaluations (pytest_xai.engine.budget): the arithmetic, the option, the contract
 argument, the reference adapters staying within it, and the suite's checks of one explanation
 sharing one xdist worker."""
 
@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from pytest_xai import budget as budgets
 from pytest_xai import cases
 from pytest_xai.cases.additive import local_functions, relu_units
 from pytest_xai.cases.fooling import unique_rows
+from pytest_xai.engine import budget as budgets
 from pytest_xai.errors import NotApplicable
 from tests.test_plugin import QUIET, REF
 

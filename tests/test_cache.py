@@ -15,9 +15,10 @@ import warnings
 import numpy as np
 import pytest
 
-from pytest_xai import cases, checks, contract
+from pytest_xai import cases, checks
 from pytest_xai.cache import META, Cache, CacheWarning
 from pytest_xai.case import Case
+from pytest_xai.engine import contract
 
 
 def rewrite_npz(path, change) -> None:

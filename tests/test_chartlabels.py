@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_xai import chartlabels, htmlreport
-from pytest_xai.record import Record
+from pytest_xai.reports import chartlabels, htmlreport
+from pytest_xai.reports.record import Record
 
 W, H = 360, 240
 

@@ -5,7 +5,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pytest_xai import cases, checks, contract
+from pytest_xai import cases, checks
+from pytest_xai.engine import contract
 from pytest_xai.explainers import baselines
 
 from . import hostile

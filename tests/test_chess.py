@@ -576,7 +576,7 @@ def test_user_csv_in_the_data_dir_replaces_generated_positions(tmp_path):
 def test_chess_cases_declare_square_groups_and_the_contract_passes_them():
     import dataclasses
 
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
 
     case = cases.get("chess_oracle_mate")
     groups = cc.square_groups()
@@ -617,7 +617,7 @@ def test_gradient_explainers_get_verdicts_on_the_cnn_cases():
     """The paper's experiment in miniature (docs/chess_ngt.md): on check positions Guided Grad-CAM on
     the last conv layer is closest to mask1 and passes; saliency and the random floor fail."""
     pytest.importorskip("captum")
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
 
     case = cases.get("chess_cnn_check")
     verdicts = {}

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pytest_xai import NotApplicable, cases, contract
+from pytest_xai import NotApplicable, cases
+from pytest_xai.engine import contract
 from pytest_xai.errors import ExplainerError, SpecError
 
 
@@ -113,7 +114,7 @@ def test_a_reference_spec_is_checked_without_importing_its_library():
     import sys
 
     code = (
-        "import sys; from pytest_xai import contract; "
+        "import sys; from pytest_xai.engine import contract; "
         "e = contract.check_without_import('pytest_xai.explainers:shap_kernel'); "
         "print(e.name, 'shap' in sys.modules, e.wants[:2], 'shap' in sys.modules, e.func.__module__)"
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_xai import cases, contract, report
-from pytest_xai.record import Record
+from pytest_xai import cases
+from pytest_xai.engine import contract
+from pytest_xai.reports import report
+from pytest_xai.reports.record import Record
 
 
 def test_importance_of_an_array_explainer_is_its_mean_abs_attribution():

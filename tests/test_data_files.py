@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_xai.cases import fooling, human
-from pytest_xai.files import DataFileError, csv_records
+from pytest_xai.reports.files import DataFileError, csv_records
 
 TINY = Path(__file__).parent / "data" / "compas_tiny.csv"
 LONG = "x" * 140_000  # over csv.field_size_limit() (131,072)

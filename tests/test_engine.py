@@ -1,4 +1,4 @@
-"""The execution engine (pytest_xai.runner, isolate, worker, wire): workers safe with thread pools,
+"""The execution engine (pytest_xai.engine.runner, isolate, worker, wire): workers safe with thread pools,
 a CPU-time limit that load does not move, one threshold precedence, and explainers that try to end
 the run green or reach other explainers."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_xai.files import REPORT_FAILED
-from pytest_xai.runner import LEVELS, resolve_thresholds
-from pytest_xai.zygote import THREAD_VARIABLES
+from pytest_xai.engine.runner import LEVELS, resolve_thresholds
+from pytest_xai.engine.zygote import THREAD_VARIABLES
+from pytest_xai.reports.files import REPORT_FAILED
 from tests.test_plugin import QUIET, REF, hostile, run
 
 TOY = "cough_and_fever-"  # symmetry[cough_and_fever-*]: one fast test per explainer
@@ -441,8 +441,8 @@ def test_a_second_ctrl_c_while_a_background_job_finishes_leaves_the_turns_intact
 def test_a_worker_forked_as_ctrl_c_interrupts_the_request_ends_by_itself(bare_zygote, monkeypatch):
     """Ctrl-C between the zygote's fork and its answer: the plugin never learns the worker's pid,
     so it cannot kill it; closing its request channel lets the worker read EOF and end."""
-    from pytest_xai.isolate import Worker
-    from pytest_xai.zygote import Zygote
+    from pytest_xai.engine.isolate import Worker
+    from pytest_xai.engine.zygote import Zygote
 
     forked = []
 
@@ -466,10 +466,10 @@ def test_hooks_are_case_fields_and_a_hand_made_case_reaches_the_worker_without_t
     from sklearn.linear_model import LinearRegression
 
     import pytest_xai
-    from pytest_xai import contract
     from pytest_xai.cache import Cache
-    from pytest_xai.isolate import Limits
-    from pytest_xai.runner import Runner
+    from pytest_xai.engine import contract
+    from pytest_xai.engine.isolate import Limits
+    from pytest_xai.engine.runner import Runner
 
     X = np.random.default_rng(0).normal(size=(40, 3))
     first, second = (LinearRegression().fit(X, X @ w) for w in ([1.0, 2.0, 0.0], [0.0, -1.0, 3.0]))
@@ -504,8 +504,8 @@ def test_reexplain_memoises_other_models_and_the_other_seed_but_repeats_the_same
 
     import pytest_xai
     from pytest_xai.cache import Cache
-    from pytest_xai.contract import Explainer
-    from pytest_xai.runner import Runner
+    from pytest_xai.engine.contract import Explainer
+    from pytest_xai.engine.runner import Runner
 
     calls: list[int] = []
 
@@ -658,10 +658,11 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     worker builds it after its reply, while the plugin scores, and leaves a failure to that call."""
     import numpy as np
 
-    from pytest_xai import cases, contract, worker
+    from pytest_xai import cases
     from pytest_xai.cache import Cache
-    from pytest_xai.isolate import Limits
-    from pytest_xai.runner import Runner
+    from pytest_xai.engine import contract, worker
+    from pytest_xai.engine.isolate import Limits
+    from pytest_xai.engine.runner import Runner
 
     case = cases.get("units_boolean_and", cache=Cache(None))
     sent: list[dict] = []
@@ -903,7 +904,7 @@ def pytest_configure(config):
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
             args = cmdline.read().decode().split("\\0")[:-1]
         with open(os.environ["XAI_ZYGOTE_ARGS"], "w") as out:
-            out.write(" ".join(args[args.index("pytest_xai.zygote"):]))
+            out.write(" ".join(args[args.index("pytest_xai.engine.zygote"):]))
 """
 
 
@@ -958,7 +959,7 @@ def bare_zygote():
     import socket
     import tempfile
 
-    from pytest_xai.zygote import Zygote
+    from pytest_xai.engine.zygote import Zygote
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(os.path.join(tempfile.mkdtemp(prefix="xai-test-zygote-"), "socket"))
@@ -970,7 +971,7 @@ def bare_zygote():
 
 def _forked_python(address: str, code: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest_xai.xdist_worker", address, "-u", "-c", code, "an", "arg"],
+        [sys.executable, "-m", "pytest_xai.engine.xdist_worker", address, "-u", "-c", code, "an", "arg"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -990,7 +991,7 @@ sys.exit(int(os.environ["XAI_EXIT"]))
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks")
 @pytest.mark.parametrize("status", [3, 0])
 def test_a_forked_worker_runs_its_code_as_python_c_would(bare_zygote, tmp_path, status):
-    """``python -m pytest_xai.xdist_worker SOCKET -u -c CODE ARGS``: CODE runs in a fork of the zygote
+    """``python -m pytest_xai.engine.xdist_worker SOCKET -u -c CODE ARGS``: CODE runs in a fork of the zygote
     with the client's stdin, stdout, stderr, directory, environment and argv, and the client exits
     with its status."""
     env = {**os.environ, "XAI_SEEN": "seen", "XAI_EXIT": str(status)}

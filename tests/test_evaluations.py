@@ -1,4 +1,4 @@
-"""Model evaluations (pytest_xai.evaluations): the rows each model call of one explanation evaluates,
+"""Model evaluations (pytest_xai.engine.evaluations): the rows each model call of one explanation evaluates,
 counted on real models (scikit-learn, xgboost, torch), carried by every result, shown in the table
 and gated against a baseline; the same count in every run, serially and under ``-n 2``."""
 
@@ -12,9 +12,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pytest_xai import baseline, budget, cases, contract, evaluations, files, htmlreport, report
-from pytest_xai.evaluations import compact, counting
-from pytest_xai.record import Record
+from pytest_xai import cases
+from pytest_xai.engine import budget, contract, evaluations
+from pytest_xai.engine.evaluations import compact, counting
+from pytest_xai.reports import baseline, files, htmlreport, report
+from pytest_xai.reports.record import Record
 from tests.test_plugin import QUIET, REF
 
 # ------------------------------------------------------------------------------------ the counter
@@ -193,7 +195,7 @@ def test_a_function_model_is_counted_and_the_contract_run_reports_the_count():
 
 def test_in_process_calls_count_too_and_a_memoised_call_keeps_its_count():
     from pytest_xai.cache import NO_CACHE
-    from pytest_xai.runner import Runner
+    from pytest_xai.engine.runner import Runner
 
     runner = Runner(seed=0, limits=None, cache=NO_CACHE, data_dir=None)  # --xai-timeout=0
     explainer, case = contract.load(f"{REF}:feature_occlusion"), cases.get("cough_and_fever")

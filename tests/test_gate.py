@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_xai import baseline, gate
-from pytest_xai.record import Record
+from pytest_xai.reports import baseline, gate
+from pytest_xai.reports.record import Record
 
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 # symmetry[cough_and_fever] passes; fooling[compas_shap_scaffold] fails by theory (exact Shapley

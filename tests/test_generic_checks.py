@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import pytest_xai
-from pytest_xai import NotApplicable, cases, checks, contract
+from pytest_xai import NotApplicable, cases, checks
 from pytest_xai.cases import generic
+from pytest_xai.engine import contract
 from pytest_xai.explainers import degenerate
 
 REF = "pytest_xai.explainers.baselines:exact_shapley"

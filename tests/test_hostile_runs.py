@@ -86,7 +86,7 @@ def test_an_explainer_that_kills_or_stops_the_zygote_loses_no_other_result(pytes
 STOPPED_WORKER = """
 import os, signal
 
-from pytest_xai import isolate
+from pytest_xai.engine import isolate
 
 def test_first_call_then_stop_the_idle_worker(xai_explainer, xai_case, xai_explain):
     xai_explain(xai_explainer, xai_case("cough_and_fever"))

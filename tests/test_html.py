@@ -40,7 +40,7 @@ def test_html_report_is_one_self_contained_file(pytester):
 
 
 def test_pareto_front_keeps_the_explainers_nothing_beats():
-    from pytest_xai.htmlreport import pareto_front
+    from pytest_xai.reports.htmlreport import pareto_front
 
     points = {"slow_best": (9.0, 1.0), "fast_good": (0.1, 0.9), "dominated": (1.0, 0.8), "fastest_bad": (0.01, 0.1)}
     assert pareto_front(points) == ["fastest_bad", "fast_good", "slow_best"]

@@ -1,14 +1,15 @@
-"""The judge (``pytest_xai.judge``): thresholds resolved, marker keywords checked, the arguments a
+"""The judge (``pytest_xai.engine.judge``): thresholds resolved, marker keywords checked, the arguments a
 check asks for by name handed to it, in the engine, without pytest."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_xai import cases, contract
+from pytest_xai import cases
 from pytest_xai.cache import Cache
-from pytest_xai.judge import Judge, MarkerError, ReexplainError, check_marker, marker_thresholds
-from pytest_xai.runner import Runner
+from pytest_xai.engine import contract
+from pytest_xai.engine.judge import Judge, MarkerError, ReexplainError, check_marker, marker_thresholds
+from pytest_xai.engine.runner import Runner
 from tests.test_plugin import REF
 
 

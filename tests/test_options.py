@@ -11,8 +11,9 @@ import stat
 import numpy as np
 import pytest
 
-from pytest_xai import options, report
+from pytest_xai import options
 from pytest_xai.options import OptionError
+from pytest_xai.reports import report
 
 KNOWN = {"symmetry": {"rtol": 0.05}, "ranking": {"max_rank": 0.0}, "gt_shapley": {"min_corr": 0.9}}
 

@@ -1,4 +1,4 @@
-"""The one record type (pytest_xai.record): what a test sends through pytest comes back the same, the
+"""The one record type (pytest_xai.reports.record): what a test sends through pytest comes back the same, the
 verdict follows the error kind, and reports written before ``kind`` existed still read."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 
-from pytest_xai import baseline, htmlreport, merge
 from pytest_xai.__main__ import main
-from pytest_xai.record import Record
+from pytest_xai.reports import baseline, htmlreport, merge
+from pytest_xai.reports.record import Record
 
 #: A record as version-1 reports wrote it before ``kind`` (every other field as they were).
 OLD = {

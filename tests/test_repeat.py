@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_xai.runner import derive_seed, repeat_verdict
+from pytest_xai.engine.runner import derive_seed, repeat_verdict
 
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
@@ -174,7 +174,7 @@ def test_repeat_verdict_is_the_exact_binomial_test(passes, runs, verdict):
     """PASS iff P(X >= passes | p = 1/2) < alpha: the Clopper-Pearson bound is the binomial test inverted."""
     import math
 
-    from pytest_xai.runner import REPEAT_ALPHA
+    from pytest_xai.engine.runner import REPEAT_ALPHA
 
     upper_tail = sum(math.comb(runs, i) for i in range(passes, runs + 1)) / 2**runs
     lower_tail = sum(math.comb(runs, i) for i in range(passes + 1)) / 2**runs

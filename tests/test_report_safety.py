@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_xai.files import REPORT_FAILED
+from pytest_xai.reports.files import REPORT_FAILED
 from tests.test_html import CHROMIUM, _chromium
 from tests.test_plugin import REF, hostile, run
 
@@ -310,7 +310,7 @@ def test_html_of_a_hostile_report_runs_no_script_and_shows_no_outside_file(tmp_p
 def test_the_html_writer_escapes_even_a_report_that_skipped_validation(tmp_path):
     """``htmlreport.write`` called directly (a user's script) with the wrong types the schema refuses:
     counts that are markup render as ``?``, no script runs."""
-    from pytest_xai import htmlreport
+    from pytest_xai.reports import htmlreport
 
     doc = _hostile_doc(tmp_path)
     doc["summary"][XSS]["overall"]["passed"] = CLOSE

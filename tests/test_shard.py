@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from pytest_xai import shard
 from pytest_xai.options import OptionError
+from pytest_xai.reports import shard
 
 REF = "pytest_xai.explainers"
 SPECS = (f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:zoo_zeros")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_xai import contract, make_case
+from pytest_xai import make_case
+from pytest_xai.engine import contract
 from pytest_xai.explainers.targets import per_row
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from pytest_xai import NotApplicable, cases, contract
+from pytest_xai import NotApplicable, cases
 from pytest_xai.cases import timeseries
 from pytest_xai.cases.timeseries import model as networks
 from pytest_xai.checks import CHECKS
+from pytest_xai.engine import contract
 from pytest_xai.metrics import precision_at_truth_size
 
 CASES = ("timeseries_shape", "timeseries_channel", "timeseries_cnn")

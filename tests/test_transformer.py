@@ -10,10 +10,11 @@ import pytest
 import torch
 from captum.attr import LayerGradientXActivation
 
-from pytest_xai import NotApplicable, cases, contract
+from pytest_xai import NotApplicable, cases
 from pytest_xai.cases import transformer
 from pytest_xai.cases.transformer import model as tiny
 from pytest_xai.checks import CHECKS
+from pytest_xai.engine import contract
 
 CASES = ("transformer_lexicon", "transformer_position", "transformer_negation")
 UNITS = CASES[:2]

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import pytest_xai
-from pytest_xai import cases, checks, contract
+from pytest_xai import cases, checks
 from pytest_xai.cases import generic
+from pytest_xai.engine import contract
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Checks a case declares that refit or re-initialise its model, left out here (minutes of refits;

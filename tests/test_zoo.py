@@ -160,7 +160,8 @@ def _setup_or_none(check, name):
 
 
 def test_the_zoo_explainers_obey_the_contract_and_match_the_transforms():
-    from pytest_xai import contract, explainers
+    from pytest_xai import explainers
+    from pytest_xai.engine import contract
 
     assert explainers.ZOO_MEMBERS == degenerate.MEMBERS  # the lazy names of the package
     assert all(f"zoo_{m}" in explainers.__all__ for m in degenerate.MEMBERS)
@@ -185,7 +186,7 @@ def test_swapped_exchanges_the_two_most_important_features_and_shuffled_rows_mov
 
 
 def test_interaction_detection_fails_interactions_that_explain_nothing():
-    from pytest_xai.contract import Explanation
+    from pytest_xai.engine.contract import Explanation
 
     info = checks.CHECKS["interaction_detection"]
     for name in ("detect_interaction1", "detect_interaction2"):

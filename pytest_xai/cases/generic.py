@@ -3,7 +3,7 @@ max-sensitivity (docs: README "Test your explainer on your model").
 
 They read the case's ``predict``, ``inputs`` and ``background`` only, so they run on a user's own
 model (:func:`pytest_xai.make_case`).  Three of them re-run the explainer through ``reexplain``
-(supplied by the plugin, see :meth:`pytest_xai.runner.Runner.reexplain`)::
+(supplied by the plugin, see :meth:`pytest_xai.engine.runner.Runner.reexplain`)::
 
     reexplain(model=None, *, other_seed=False, rows=None, perturb=None) -> attributions
 
@@ -83,7 +83,7 @@ def variant_inputs(case: Case, *, rows: Any = None, perturb: Any = None) -> Case
 def reexplainer(explain: Any, case: Case, *, seed: int = 0):
     """The ``reexplain`` callable of these checks, in this process, for a notebook or a test:
     ``explain`` is a contract callable or spec (``"module:function"``)."""
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
 
     explainer = (
         contract.load(explain)

@@ -39,7 +39,7 @@ FAMILY = Family("stress", source=SOURCE, smoke=("stress_rank", "stress_nb_featur
 N_DOCS, MEAN_LENGTH, VOCABULARY, ZIPF = 2000, 150, 2000, 1.1
 N_HELD_OUT = N_BACKGROUND = 100
 N_EXPLAINED = 20  # of the held-out documents (README "Budget of model evaluations")
-#: Model evaluations per explainer call (pytest_xai.budget): KernelSHAP's cost here is its 1,258-wide
+#: Model evaluations per explainer call (pytest_xai.engine.budget): KernelSHAP's cost here is its 1,258-wide
 #: synthetic rows, not the linear model; 5e5 keeps 2,500 coalitions (2 d) x 10 background rows.
 BUDGET = 500_000
 #: token -> (rate in positive documents, rate in negative documents)

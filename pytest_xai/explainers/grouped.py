@@ -7,7 +7,7 @@ superpixel) or, without them, one group per spatial position (a pixel's channels
 A group that is "off" takes the case's ``baseline`` (zeros without one), as shap's and lime's
 documented image recipes hide superpixels with a fixed colour; each element of a group gets the
 group's attribution, as captum's ``feature_mask`` does.  Sample counts come from the call's
-``budget`` of model evaluations (:mod:`pytest_xai.budget`), keeping each library's default when it fits.
+``budget`` of model evaluations (:mod:`pytest_xai.engine.budget`), keeping each library's default when it fits.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import io
 
 import numpy as np
 
-from pytest_xai import budget as budgets
+from pytest_xai.engine import budget as budgets
 from pytest_xai.errors import NotApplicable
 
 

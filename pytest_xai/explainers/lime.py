@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from lime.lime_tabular import LimeTabularExplainer
 
-from pytest_xai import budget as budgets
+from pytest_xai.engine import budget as budgets
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import grouped
 from pytest_xai.explainers.targets import per_row
@@ -22,7 +22,7 @@ def lime_tabular(
     the default ("highest_weights") keeps them all anyway, so the weights are identical (measured
     to 4e-17) and one ridge fit per row is saved (1.6 s to 1.2 s per row at 1,258 features).
     ``num_samples`` is LIME's default 5,000 per row while points x 5,000 fits the call's ``budget``
-    of model evaluations (:mod:`pytest_xai.budget`), and as many as fit otherwise (at least d + 1,
+    of model evaluations (:mod:`pytest_xai.engine.budget`), and as many as fit otherwise (at least d + 1,
     so that the local linear model is determined).
     Image-shaped inputs go to lime's own image explainer over squares, pixels or the case's
     ``groups`` as its segmentation (:func:`pytest_xai.explainers.grouped.lime_image`).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import shap
 
-from pytest_xai import budget as budgets
+from pytest_xai.engine import budget as budgets
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers import grouped
 from pytest_xai.explainers.targets import per_row
@@ -34,7 +34,7 @@ def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAUL
     coalitions, or all 2^d - 2 when fewer), seeded through numpy's global generator, which shap draws from.
 
     Every coalition is averaged over the background, so a call costs points x coalitions x
-    background rows model evaluations, sized to the call's ``budget`` (:mod:`pytest_xai.budget`):
+    background rows model evaluations, sized to the call's ``budget`` (:mod:`pytest_xai.engine.budget`):
     the background is summarised with ``shap.kmeans`` to the rows that fit, as shap's documentation
     advises for large backgrounds, and the coalitions are cut below shap's default only when fewer
     than 10 rows would fit.  A case where not even d + 1 coalitions fit is not applicable.

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_xai.budget import DEFAULT as BUDGET
+from pytest_xai.engine.budget import DEFAULT as BUDGET
+from pytest_xai.engine.runner import derive_seed  # noqa: F401 - public name, used in examples
 from pytest_xai.errors import SpecError
 from pytest_xai.plugin.ci import XaiCi
 
@@ -37,8 +38,7 @@ from pytest_xai.plugin.state import (
     xai_record,
     xai_state,
 )
-from pytest_xai.record import Record
-from pytest_xai.runner import derive_seed  # noqa: F401 - public name, used in examples
+from pytest_xai.reports.record import Record
 
 SUITE = Path(__file__).parent.parent / "suite" / "xai_suite.py"
 CATEGORY_MARKERS = {
@@ -103,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load_explainers(options: XaiOptions, probe: Any) -> list[Any]:
     """The explainers of the run, checked without importing them here (``contract.check_without_import``)."""
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
 
     loaded = []
     for spec, source in options.explainers:
@@ -118,8 +118,8 @@ def _start_engine(config: pytest.Config, state: XaiState) -> None:
     """With explainers: the zygote started first, its imports (about 5 s) overlapping the loading of
     the case families and collection on the other core; under ``-n N`` the controller's zygote
     serves every xdist worker, which are forks of it."""
-    from pytest_xai import contract
     from pytest_xai import explainers as explainers_module
+    from pytest_xai.engine import contract
 
     _stop_on_sigterm(config)
     _quick_teardown()
@@ -141,7 +141,7 @@ def _start_engine(config: pytest.Config, state: XaiState) -> None:
 def _prober(config: pytest.Config, options: XaiOptions) -> tuple[Any, dict[str, Any]]:
     """How user explainers are checked: ``(probe, descriptions)``.  In-process mode
     (``--xai-timeout=0``) imports them here (None); otherwise a throwaway process does
-    (:mod:`pytest_xai.probe`), under the call's CPU limit, once per run: xdist workers get the
+    (:mod:`pytest_xai.engine.probe`), under the call's CPU limit, once per run: xdist workers get the
     controller's descriptions (``workerinput["xai_probed"]``)."""
     probed: dict[str, Any] = dict(getattr(config, "workerinput", {}).get("xai_probed", {}))
     if not options.timeout:
@@ -149,8 +149,8 @@ def _prober(config: pytest.Config, options: XaiOptions) -> tuple[Any, dict[str, 
 
     def probe(spec: str, option: str) -> dict[str, Any]:
         if spec not in probed:
-            from pytest_xai.isolate import LOADING_WALL
-            from pytest_xai.probe import describe
+            from pytest_xai.engine.isolate import LOADING_WALL
+            from pytest_xai.engine.probe import describe
 
             probed[spec] = describe(spec, option, cpu=options.timeout, wall=min(options.wall_timeout, LOADING_WALL))
         return probed[spec]
@@ -192,7 +192,7 @@ def _quick_teardown() -> None:
     import gc
 
     def freeze() -> None:
-        if not getattr(sys.modules.get("pytest_xai.worker"), "FORKED", False):
+        if not getattr(sys.modules.get("pytest_xai.engine.worker"), "FORKED", False):
             gc.unfreeze()  # what XaiState.freeze froze is collected too, while every module is still there
         gc.collect()  # (a fork of the zygote ends without the teardown, and its frozen pages stay unread)
         gc.freeze()
@@ -339,7 +339,7 @@ def _explainer_of(item: pytest.Item) -> Any:
 
 
 def _fork_xdist_workers(config: pytest.Config, zygote: str | None) -> None:
-    """Under ``-n N``, xdist's workers start as forks of the zygote (:mod:`pytest_xai.xdist_worker`),
+    """Under ``-n N``, xdist's workers start as forks of the zygote (:mod:`pytest_xai.engine.xdist_worker`),
     so torch, xgboost, scikit-learn and scipy are imported once for the run, not once a worker.
 
     Only the plain ``popen`` workers of ``-n N``; a ``--tx`` the user wrote is left as written.
@@ -348,7 +348,7 @@ def _fork_xdist_workers(config: pytest.Config, zygote: str | None) -> None:
         return
     import shlex
 
-    python = shlex.join([sys.executable, "-m", "pytest_xai.xdist_worker", zygote])
+    python = shlex.join([sys.executable, "-m", "pytest_xai.engine.xdist_worker", zygote])
     config.option.tx = [f"popen//python={python}" if tx == "popen" else tx for tx in config.getoption("tx") or []]
 
 

@@ -1,7 +1,7 @@
 """The CI workflow (docs/ci.md): baselines, repeated seeds, the smoke gate, the HTML report.
 
 Part of the plugin (the only package that imports pytest); the logic is in
-:mod:`pytest_xai.baseline`, :mod:`pytest_xai.report` and :mod:`pytest_xai.htmlreport`.
+:mod:`pytest_xai.reports.baseline`, :mod:`pytest_xai.reports.report` and :mod:`pytest_xai.reports.htmlreport`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_xai.plugin.state import XaiState, record_of, xai_record
-from pytest_xai.record import Record
+from pytest_xai.reports.record import Record
 
 if TYPE_CHECKING:
-    from pytest_xai.baseline import Gate
+    from pytest_xai.reports.baseline import Gate
 
 
 class XaiCi:
@@ -30,8 +30,8 @@ class XaiCi:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
 
     def _load_gate(self, config: pytest.Config) -> Gate:
-        from pytest_xai import baseline
-        from pytest_xai.report import versions
+        from pytest_xai.reports import baseline
+        from pytest_xai.reports.report import versions
 
         options = self.options
         assert options.baseline is not None
@@ -63,7 +63,7 @@ class XaiCi:
 
     def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> None:
         """Under ``--xai-gate=regression``, mark a failing test a known failure or name its
-        regression (:func:`pytest_xai.gate.judge`), before its report carries the record."""
+        regression (:func:`pytest_xai.reports.gate.judge`), before its report carries the record."""
         if (
             self.options.gate != "regression"
             or self.baseline is None
@@ -73,7 +73,7 @@ class XaiCi:
             or item.get_closest_marker("xfail")
         ):
             return
-        from pytest_xai import baseline, gate
+        from pytest_xai.reports import baseline, gate
 
         status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
         now = Record(
@@ -96,7 +96,7 @@ class XaiCi:
         if self.options.shard:
             out["shard"] = {"k": self.options.shard[0], "n": self.options.shard[1], "collected": self.collected}
         if self.baseline is not None:
-            from pytest_xai.report import versions
+            from pytest_xai.reports.report import versions
 
             out["baseline"] = self.baseline.section(records, versions())
         return out
@@ -107,9 +107,9 @@ class XaiCi:
 
     def writers(self) -> dict:
         """The writer of each report; the HTML one embeds the pictures this run drew beside the JSON
-        report (:func:`pytest_xai.embed.collect`), never a path read from a record."""
-        from pytest_xai import embed, htmlreport
-        from pytest_xai import report as xai_report
+        report (:func:`pytest_xai.reports.embed.collect`), never a path read from a record."""
+        from pytest_xai.reports import embed, htmlreport
+        from pytest_xai.reports import report as xai_report
 
         json_path = self.options.report
 
@@ -135,7 +135,7 @@ class XaiCi:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Under ``--xai-gate=regression``, exit 0 when every failure is a known one."""
-        from pytest_xai import gate
+        from pytest_xai.reports import gate
 
         if self.options.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
             self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
@@ -146,7 +146,7 @@ class XaiCi:
         """The repeat and baseline lines of pytest's header."""
         lines = []
         if self.state.explainers and self.options.repeat > 1:
-            from pytest_xai.runner import REPEAT_ALPHA
+            from pytest_xai.engine.runner import REPEAT_ALPHA
 
             lines.append(
                 f"xai: repeat={self.options.repeat} seeds per (case, explainer); verdict by an exact test "
@@ -181,7 +181,7 @@ class XaiCi:
         report = outcome.get_result()
         if report.when != "call" or not self.config.pluginmanager.hasplugin("html"):
             return
-        from pytest_xai import htmlreport
+        from pytest_xai.reports import htmlreport
 
         rec = item.stash.get(xai_record, None)
         if rec is not None and rec.explainer is not None:
@@ -208,7 +208,7 @@ class XaiCi:
                 f"failing in the baseline too, no worse)"
             )
         if self.baseline is not None and self.state.records:
-            from pytest_xai import baseline
+            from pytest_xai.reports import baseline
 
             diff = self.baseline.diff(self.state.records)
             terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
@@ -227,8 +227,8 @@ class XaiShard:
 
     @pytest.hookimpl(trylast=True)  # after -k and -m have selected
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Keep this shard's groups (:mod:`pytest_xai.shard`)."""
-        from pytest_xai import shard
+        """Keep this shard's groups (:mod:`pytest_xai.reports.shard`)."""
+        from pytest_xai.reports import shard
 
         ci = self.ci
         assert ci.options.shard is not None

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from pytest_xai.engine.judge import MarkerError, ReexplainError, Repeats
 from pytest_xai.errors import NotApplicable
-from pytest_xai.judge import MarkerError, ReexplainError, Repeats
 from pytest_xai.plugin.state import (
     XaiState,
     record_of,
@@ -22,7 +22,7 @@ from pytest_xai.plugin.state import (
     xai_record,
     xai_repeats,
 )
-from pytest_xai.record import Record
+from pytest_xai.reports.record import Record
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +35,7 @@ def xai_explainer(request: pytest.FixtureRequest):
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
     from pytest_xai import cases, extras
-    from pytest_xai.files import DataFileError
+    from pytest_xai.reports.files import DataFileError
 
     state = state_of(request.config)
 
@@ -70,7 +70,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             and excinfo is not None
             and not isinstance(excinfo.value, (pytest.fail.Exception, pytest.skip.Exception))
         ):
-            from pytest_xai.wire import clip  # e.g. a case builder that raised: the report names it
+            from pytest_xai.engine.wire import clip  # e.g. a case builder that raised: the report names it
 
             rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
         item.config.stash[xai_ci].judge(item, call, rec)  # --xai-gate=regression: known failure or regression
@@ -88,7 +88,7 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     A ``NotApplicable`` skips the test; a crash, hang or invalid output fails it with a message
     naming the explainer, the case and what was wrong.  Seconds are recorded for the report.
     """
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
 
     state = state_of(request.config)
 
@@ -137,7 +137,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     Case-specific arguments come from the case (``case.info.checks``) unless given.  Thresholds:
     call kwargs > marker kwargs (``@pytest.mark.xai_symmetry(rtol=0.1)``) > ``--xai-threshold`` >
     ini ``xai_thresholds`` > the case's own value > the check's default (``runner.resolve_thresholds``);
-    the engine scores (:class:`pytest_xai.judge.Judge`), this turns its verdict into pass, fail or skip.
+    the engine scores (:class:`pytest_xai.engine.judge.Judge`), this turns its verdict into pass, fail or skip.
     The score and where each threshold came from are recorded for the table, JSON and JUnit reports.
     """
     state = state_of(request.config)
@@ -194,7 +194,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:
     """What the detail says when the explainer spent more model evaluations than the call's budget."""
-    from pytest_xai import budget
+    from pytest_xai.engine import budget
 
     return budget.overspent(evaluations, budget.for_case(case, state.runner.budget))
 
@@ -205,7 +205,7 @@ def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
     report = state_of(request.config).options.report
     if not report:
         return
-    from pytest_xai.runner import draw_picture, picture_path
+    from pytest_xai.engine.runner import draw_picture, picture_path
 
     path = picture_path(report, request.node.name, case, score)
     if path is None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_xai.budget import DEFAULT as BUDGET
 from pytest_xai.case import CATEGORIES
+from pytest_xai.engine.budget import DEFAULT as BUDGET
 
 DEFAULT_TIMEOUT = 120.0
 WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
@@ -225,7 +225,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         for spec in specs
     )
     if explainers:
-        from pytest_xai.zygote import THREAD_VARIABLES
+        from pytest_xai.engine.zygote import THREAD_VARIABLES
 
         for var in THREAD_VARIABLES:
             os.environ.setdefault(var, "1")
@@ -288,7 +288,8 @@ def _data_dir(config: pytest.Config) -> str | None:
 
 def _ci(config: pytest.Config) -> dict[str, Any]:
     """The options of the CI workflow (docs/ci.md): repeats, baselines, the gate, shards."""
-    from pytest_xai import gate, options, shard
+    from pytest_xai import options
+    from pytest_xai.reports import gate, shard
 
     repeat = config.getoption("xai_repeat")
     out: dict[str, Any] = {"repeat": checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")}
@@ -323,7 +324,8 @@ def _ci(config: pytest.Config) -> dict[str, Any]:
 
 def _evaluations_factor(config: pytest.Config) -> float | None:
     """``--xai-baseline-evaluations-factor``, else ini ``xai_baseline_evaluations_factor``, else the default."""
-    from pytest_xai import baseline, options
+    from pytest_xai import options
+    from pytest_xai.reports import baseline
 
     given, source = config.getoption("xai_baseline_evaluations_factor"), "--xai-baseline-evaluations-factor"
     if given is None:
@@ -335,7 +337,8 @@ def _evaluations_factor(config: pytest.Config) -> float | None:
 
 def _tolerances(config: pytest.Config) -> dict[str, float]:
     """The allowed score drops against the baseline: ini ``xai_baseline_tolerance``, then the command line's."""
-    from pytest_xai import baseline, cases, checks
+    from pytest_xai import cases, checks
+    from pytest_xai.reports import baseline
 
     tolerances: dict[str, float] = {}
     for source, given in (

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from pytest_xai.plugin.settings import XaiOptions
-from pytest_xai.record import Record
+from pytest_xai.reports.record import Record
 
 xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
-xai_repeats = pytest.StashKey[Any]()  # the seeds' explanations of --xai-repeat (pytest_xai.judge.Repeats)
+xai_repeats = pytest.StashKey[Any]()  # the seeds' explanations of --xai-repeat (pytest_xai.engine.judge.Repeats)
 COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 #: Modules another plugin imports at the end of every session, by plugin name.  pytest-xai depends
@@ -145,7 +145,7 @@ class XaiState:
         self._judge = None
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
-        self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.probe learnt of a user's explainer
+        self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.engine.probe learnt of a user's explainer
         self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
@@ -175,10 +175,10 @@ class XaiState:
 
     @property
     def runner(self):
-        """The execution engine (``pytest_xai.runner``), started on first use."""
+        """The execution engine (``pytest_xai.engine.runner``), started on first use."""
         if self._runner is None:
-            from pytest_xai.isolate import Limits
-            from pytest_xai.runner import Runner
+            from pytest_xai.engine.isolate import Limits
+            from pytest_xai.engine.runner import Runner
 
             options = self.options
             wall = None if options.wall_timeout == float("inf") else options.wall_timeout  # inf: no backstop
@@ -190,9 +190,9 @@ class XaiState:
 
     @property
     def judge(self):
-        """What scores a check (``pytest_xai.judge``), started on first use."""
+        """What scores a check (``pytest_xai.engine.judge``), started on first use."""
         if self._judge is None:
-            from pytest_xai.judge import Judge
+            from pytest_xai.engine.judge import Judge
 
             self._judge = Judge(self.runner, self.options.thresholds)
         return self._judge
@@ -389,7 +389,7 @@ class XaiState:
             terminalreporter.write_line(f"pytest-xai: could not draw the worst example of {failure}")
         if not self.records:
             return
-        from pytest_xai import report as xai_report
+        from pytest_xai.reports import report as xai_report
 
         terminalreporter.write_sep("=", "xai scores")
         for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
@@ -418,8 +418,8 @@ class XaiState:
             self.config, "workerinput"
         ):  # xdist: the controller reports
             return
-        from pytest_xai import files
-        from pytest_xai import report as xai_report
+        from pytest_xai.reports import files
+        from pytest_xai.reports import report as xai_report
 
         used = {
             "explainers": [e.spec for e in self.explainers],

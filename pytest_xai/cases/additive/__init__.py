@@ -105,7 +105,7 @@ MAX_BACKGROUND = 100
 #: is 0.06-0.11 (KernelSHAP, Integrated Gradients), so the mean of 20 rows is known to about +-0.02
 #: against a 0.5 threshold that separates >= 0.9 from ~0; a hundred rows sharpened nothing.
 N_EXPLAINED = 20
-#: Model evaluations per explainer call (pytest_xai.budget): a row costs 8 us here (the oracle's
+#: Model evaluations per explainer call (pytest_xai.engine.budget): a row costs 8 us here (the oracle's
 #: 458 piece lookups) or 12 us (the network), so 5e5 keeps a KernelSHAP call near 10 CPU seconds.
 BUDGET = 500_000
 
@@ -310,7 +310,7 @@ def _case(info: CaseInfo, arrays: dict, model, predict, meta: dict) -> Case:
 
 def draw_worst(path, case: Case, attributions: np.ndarray, row: int):
     """Attribution and ground-truth contribution of sample ``row`` on the 10-degree map."""
-    from pytest_xai.pictures import side_by_side_png
+    from pytest_xai.reports.pictures import side_by_side_png
 
     def on_map(values: np.ndarray) -> np.ndarray:
         grid = np.full(GRID_LATS.size * GRID_LONS.size, np.nan)

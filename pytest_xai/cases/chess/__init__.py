@@ -187,7 +187,7 @@ FAMILY = Family("chess", source=SOURCE, smoke=("ngt", "chess_oracle_check"), hea
 #: threshold and the random control, so a control's verdict cannot change, and each perturbation
 #: explainer's call costs half.  Explainers within ~0.05 of the threshold are there at any size.
 N_EXPLAINED = 16
-#: Model evaluations a call may spend per position explained (``pytest_xai.budget``): the CNN costs
+#: Model evaluations a call may spend per position explained (``pytest_xai.engine.budget``): the CNN costs
 #: ~0.35 ms a row on one thread, the python-chess oracle ~0.07 ms; 625 and 1,250 evaluations a
 #: position keep a perturbation explainer (KernelSHAP, LIME over the 64 squares) within seconds a case.
 BUDGET_PER_POSITION = {"cnn": 625, "oracle": 1_250}

@@ -92,13 +92,13 @@ def read_csv(path: str | Path, *, strict: bool = False) -> tuple[dict[str, np.nd
     python-chess computes, masks integers in [0, 2**64), exactly the header's number of fields.
     Blank lines are skipped.  A bad row is skipped and reported as a :class:`CsvProblem`
     (``file:line: what``); with ``strict=True`` the first one raises ``ValueError`` instead.
-    A file that cannot be read as UTF-8 CSV raises :class:`pytest_xai.files.DataFileError` (a
+    A file that cannot be read as UTF-8 CSV raises :class:`pytest_xai.reports.files.DataFileError` (a
     ``ValueError``) naming the file and line.
     The masks are read as given, not recomputed (a dataset may use another mask variant).
     """
     import itertools
 
-    from pytest_xai.files import DataFileError, csv_records
+    from pytest_xai.reports.files import DataFileError, csv_records
 
     chess = chess_module()
     path = Path(path)
@@ -166,7 +166,7 @@ def user_positions(data_dir, n_per_class: int = N_PER_CLASS) -> dict[str, np.nda
     keep[mismatched] = False
     picked = np.concatenate([np.flatnonzero(keep & (rows["label"] == c))[:n_per_class] for c in range(3)])
     if any(np.sum(rows["label"][picked] == c) == 0 for c in range(3)):
-        from pytest_xai.files import DataFileError
+        from pytest_xai.reports.files import DataFileError
 
         raise DataFileError(f"{path}: needs at least one valid position of each class (no check, check, mate)")
     return {k: v[picked] for k, v in rows.items()}

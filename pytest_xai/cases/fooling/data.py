@@ -90,14 +90,14 @@ def load_compas(path: str | os.PathLike, *, seed: int = 0, min_rows: int = MIN_R
     such rows, against the filter's intent); length_of_stay = whole days from c_jail_in to c_jail_out;
     race = 1 for African-American; unrelated_column is seeded uniform 0/1; label 0 when score_text
     is 'High'.  Returns (X, y) with columns ``FEATURE_NAMES``.  A malformed file (not UTF-8, not
-    CSV, a missing column, a bad cell) raises :class:`pytest_xai.files.DataFileError` (a
+    CSV, a missing column, a bad cell) raises :class:`pytest_xai.reports.files.DataFileError` (a
     ValueError) naming the file, line and column, and what to do.
     """
     return _read_compas(Path(path), seed, min_rows)
 
 
 def _read_compas(path: Path, seed: int, min_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    from pytest_xai.files import DataFileError, csv_records
+    from pytest_xai.reports.files import DataFileError, csv_records
 
     fix = f"use ProPublica's unmodified {COMPAS_FILE} (propublica/compas-analysis), or remove it to use synthetic data"
     records = csv_records(path, fix)

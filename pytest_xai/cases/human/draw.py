@@ -9,7 +9,7 @@ from pytest_xai.case import Case
 
 def draw_worst_image(path, case: Case, attributions: np.ndarray, row: int):
     """Image, attribution and weighted human mask of sample ``row``."""
-    from pytest_xai.pictures import side_by_side_png
+    from pytest_xai.reports.pictures import side_by_side_png
 
     panels = [
         ("image", case.inputs[row]),

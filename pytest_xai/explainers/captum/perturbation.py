@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytest_xai import budget as budgets
+from pytest_xai.engine import budget as budgets
 from pytest_xai.explainers.captum import recipe
 
 if TYPE_CHECKING:  # torch is imported lazily, inside the calls; the annotations stay strings at run time

@@ -537,8 +537,9 @@ def check_explainer(explain: Callable, check: str, case: Case, seed: int = 0) ->
     explainer's own ``completeness`` claim)."""
     import inspect
 
-    from pytest_xai import checks, contract
+    from pytest_xai import checks
     from pytest_xai.cases.generic import reexplainer
+    from pytest_xai.engine import contract
 
     info = checks.CHECKS[check]
     explainer = contract.from_function(explain, spec=repr(explain), where="replay")

@@ -35,11 +35,11 @@ def for_case(case: object, given: int | None = None) -> int:
 
 def overspent(evaluations: int | None, budget: int) -> str | None:
     """What a test's detail says when a call spent more model evaluations than its ``budget``
-    (counted by :mod:`pytest_xai.evaluations`), else None.  Spending more is no failure: the budget
+    (counted by :mod:`pytest_xai.engine.evaluations`), else None.  Spending more is no failure: the budget
     is what the explainer was asked to size its samples from, and the count shows whether it did."""
     if evaluations is None or evaluations <= budget:
         return None
-    from pytest_xai.evaluations import compact
+    from pytest_xai.engine.evaluations import compact
 
     spent, given = compact(evaluations), compact(budget)
     if spent == given:  # 20,100 and 20,000 both read 20k

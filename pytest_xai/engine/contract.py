@@ -62,7 +62,7 @@ class Explainer:
     each worker process before its first call, under the same limits, e.g. to JIT-compile what
     every call needs.
 
-    A user's explainer described by :mod:`pytest_xai.probe` is never imported here: ``claims`` are
+    A user's explainer described by :mod:`pytest_xai.engine.probe` is never imported here: ``claims`` are
     its simple attributes, and ``broken`` is ``(kind, message)`` when importing it failed.
     """
 
@@ -99,7 +99,7 @@ class Explainer:
     def declared(self, name: str) -> Any:
         """An attribute the function declares (``explain.reference = "baseline"``), None without one; a
         reference explainer not imported yet is not imported for it (none of them declares one); a
-        user's explainer answers from the claims its probe read (:mod:`pytest_xai.probe`)."""
+        user's explainer answers from the claims its probe read (:mod:`pytest_xai.engine.probe`)."""
         if self.claims is not None:
             return self.claims.get(name)
         return None if self._func is None else getattr(self._func, name, None)
@@ -132,7 +132,7 @@ class Explanation:
     seconds: float
     importance: Floats | None = None
     interactions: Floats | None = None
-    evaluations: int | None = None  # rows the model evaluated during the call (pytest_xai.evaluations)
+    evaluations: int | None = None  # rows the model evaluated during the call (pytest_xai.engine.evaluations)
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -217,11 +217,11 @@ def check_without_import(
     """:func:`load`, but a reference explainer (``pytest_xai.explainers:NAME``) is checked by its
     name and by its library being installed, and imported only on first use of ``func``.
 
-    The processes of the plugin hand every call to workers (:mod:`pytest_xai.isolate`), which load
+    The processes of the plugin hand every call to workers (:mod:`pytest_xai.engine.isolate`), which load
     the explainer themselves: ``import shap`` alone took 3.7 s there, before the first test (the
     controller of ``pytest -n N`` made every xdist worker wait for it).  Any other spec is loaded
     now, so that a bad one still stops pytest at once, with the same message: in this process when
-    ``probe`` is None, else in a throwaway one (:mod:`pytest_xai.probe`; ``probe(spec, option)``
+    ``probe`` is None, else in a throwaway one (:mod:`pytest_xai.engine.probe`; ``probe(spec, option)``
     returns its description) so that its module cannot end or hang this one.
     """
     module_part, _, attr = spec.partition(":")
@@ -241,7 +241,7 @@ def check_without_import(
 
 
 def described(spec: str, option: str, description: dict[str, Any]) -> Explainer:
-    """The explainer a probe described (:func:`pytest_xai.probe.describe`); a bad spec raises SpecError."""
+    """The explainer a probe described (:func:`pytest_xai.engine.probe.describe`); a bad spec raises SpecError."""
     if "usage" in description:
         raise SpecError(str(description["usage"]))
     name = spec.partition(":")[2].split(".")[-1]
@@ -354,10 +354,10 @@ def _unannotated_model(explainer: Explainer) -> bool:
 def arguments(explainer: Explainer, case: Case, seed: int, budget: int | None = None) -> dict[str, Any]:
     """The keyword arguments ``explainer`` asked for, built from ``case`` (arrays are copies).
 
-    ``budget`` is the call's budget of model evaluations (:mod:`pytest_xai.budget`)."""
+    ``budget`` is the call's budget of model evaluations (:mod:`pytest_xai.engine.budget`)."""
     import numpy as np
 
-    from pytest_xai import budget as budgets
+    from pytest_xai.engine import budget as budgets
 
     values: dict[str, Callable[[], Any]] = {
         "inputs": lambda: np.array(case.inputs, dtype=float, copy=True),
@@ -485,9 +485,9 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
 
     Raises :class:`NotApplicable` (skip) or :class:`ExplainerError` (fail); any other exception
     the explainer raises propagates unchanged.  The rows the model evaluates during the call are
-    counted (:mod:`pytest_xai.evaluations`).
+    counted (:mod:`pytest_xai.engine.evaluations`).
     """
-    from pytest_xai import evaluations
+    from pytest_xai.engine import evaluations
 
     kwargs = arguments(explainer, case, seed, budget)
     try:

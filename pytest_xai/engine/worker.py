@@ -1,9 +1,9 @@
 """A worker process: it loads one explainer and runs it on cases it builds itself.
 
-Forked by the zygote (:mod:`pytest_xai.zygote`) or, where it cannot fork, started by
-:mod:`pytest_xai.isolate` as ``python -m pytest_xai.worker REQUEST_FD REPLY_FD``: never a fork of a
+Forked by the zygote (:mod:`pytest_xai.engine.zygote`) or, where it cannot fork, started by
+:mod:`pytest_xai.engine.isolate` as ``python -m pytest_xai.engine.worker REQUEST_FD REPLY_FD``: never a fork of a
 parent that may hold OpenMP or BLAS thread pools, with the thread variables in its environment.
-It reads requests from the plugin and answers each in the :mod:`pytest_xai.wire` format: plain
+It reads requests from the plugin and answers each in the :mod:`pytest_xai.engine.wire` format: plain
 JSON and float64 arrays, so nothing the explainer controls is ever unpickled by the plugin.  Cases
 are rebuilt here from their name, seed and data dir (they are deterministic, and trained models come
 from the shared on-disk cache), so no model crosses a process boundary; only cases that are not
@@ -25,11 +25,11 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pytest_xai import wire
+from pytest_xai.engine import wire
 
 if TYPE_CHECKING:  # imported in the requests that need them: a worker starts with what it preloads
     from pytest_xai.case import Case
-    from pytest_xai.contract import Explainer
+    from pytest_xai.engine.contract import Explainer
 
 ARRAYS = ("attributions", "importance", "interactions")
 #: True in a child of the zygote that became an xdist worker (:func:`become`): it ends without the
@@ -46,7 +46,7 @@ def die_with_parent() -> None:
             pass
 
 
-_PLUGIN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PLUGIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the package root
 _REFERENCE = os.path.join(_PLUGIN, "explainers") + os.sep
 
 
@@ -96,7 +96,7 @@ class Worker:
         self.cases: dict[tuple[str, int, str | None, str | None], Case] = {}
 
     def init(self, header: dict[str, Any], started: Callable[[str], None]) -> dict[str, Any]:
-        from pytest_xai import contract
+        from pytest_xai.engine import contract
 
         sys.path[:] = header["sys_path"]
         os.environ.clear()  # the plugin's, now: a zygote-forked worker has the zygote's
@@ -156,7 +156,7 @@ class Worker:
     def explain(
         self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        from pytest_xai import contract
+        from pytest_xai.engine import contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
         if self.explainer is None:
@@ -229,7 +229,7 @@ def main(argv: list[str]) -> int:
 
 def become(request: dict[str, Any], fds: list[int]) -> SystemExit:
     """In a child of the zygote: run ``python -c CODE`` as the client process would have, with its
-    stdin, stdout and stderr, environment, directory and ``sys.path`` (:mod:`pytest_xai.xdist_worker`).
+    stdin, stdout and stderr, environment, directory and ``sys.path`` (:mod:`pytest_xai.engine.xdist_worker`).
 
     The libraries the zygote imported stay imported; that is the point.  ``fds`` ends with the
     client's lifeline, held open until this process ends.  Returns the ``SystemExit`` the code

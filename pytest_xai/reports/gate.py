@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_xai.record import Record
+from pytest_xai.reports.record import Record
 
 GATES = ("verdict", "regression")
 FAILING = ("FAIL", "ERROR", "TIMEOUT")
@@ -37,7 +37,7 @@ def check_gate(value: str, source: str = "--xai-gate") -> str:
 def judge(now: Record, before: Record | None, reasons: list[str]) -> tuple[bool, str | None]:
     """``(known_failure, regression)`` of a failing test ``now`` against its baseline record
     ``before`` (None: not in the baseline); ``reasons`` are why it is worse
-    (:func:`pytest_xai.baseline.regressions`), empty when it is not."""
+    (:func:`pytest_xai.reports.baseline.regressions`), empty when it is not."""
     if now.regression:  # the baseline gate failed a test that passed its check
         return False, now.regression
     if before is None:

@@ -1,6 +1,6 @@
 """Score table and JSON report of a session's records (pure Python: no pytest, no numpy).
 
-A record (:class:`pytest_xai.record.Record`) is one test's result: explainer, case, check, score,
+A record (:class:`pytest_xai.reports.record.Record`) is one test's result: explainer, case, check, score,
 threshold, verdict, seconds, model evaluations, detail.
 """
 
@@ -16,14 +16,9 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
-from pytest_xai.evaluations import compact
-from pytest_xai.record import Record
+from pytest_xai.engine.evaluations import compact
+from pytest_xai.reports.record import SCHEMA, SCHEMA_VERSION, Record
 
-SCHEMA = "pytest-xai/report"
-#: Version 1 records gained ``kind`` (how an ERROR or TIMEOUT happened) and ``evaluations`` (the
-#: rows the model evaluated), and the aggregates ``mean_evaluations``; readers of version 1 read
-#: reports written before them (:meth:`Record.from_dict`).
-SCHEMA_VERSION = 1
 LIBRARIES = (
     "pytest",
     "numpy",
@@ -231,7 +226,7 @@ def _key(key: Any) -> str:
 
 def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
     """Write ``doc`` atomically as strict JSON: every value is passed through :func:`jsonable`, so
-    no value makes it raise (:func:`pytest_xai.files.write_text`)."""
-    from pytest_xai.files import write_text
+    no value makes it raise (:func:`pytest_xai.reports.files.write_text`)."""
+    from pytest_xai.reports.files import write_text
 
     write_text(path, json.dumps(jsonable(doc), indent=2, allow_nan=False) + "\n")

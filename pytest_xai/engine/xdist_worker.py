@@ -2,7 +2,7 @@
 xgboost, scikit-learn and scipy once for the whole run (docs/design.md, "Isolation").
 
 xdist starts each worker as ``PYTHON -u -c BOOTSTRAP`` over pipes (execnet's popen gateway).  The
-plugin makes ``PYTHON`` this module (``popen//python=... -m pytest_xai.xdist_worker SOCKET``): it
+plugin makes ``PYTHON`` this module (``popen//python=... -m pytest_xai.engine.xdist_worker SOCKET``): it
 asks the zygote listening at ``SOCKET`` to fork a child that runs ``BOOTSTRAP`` with this process's
 stdin, stdout, stderr, environment, directory and ``sys.path``, then waits for that child and exits
 with its code, passing on SIGINT, SIGTERM and SIGHUP.  When the zygote cannot fork (it does not
@@ -22,7 +22,7 @@ FLAGS = ("-u", "-B")
 
 def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[socket.socket, int, int] | None:
     """(the zygote's socket, the child's pid, the read end of its lifeline), or None."""
-    from pytest_xai import zygote
+    from pytest_xai.engine import zygote
 
     request = {
         "code": code,
@@ -46,7 +46,7 @@ def _fork(address: str, flags: list[str], code: str, argv: list[str]) -> tuple[s
 def _status(sock: socket.socket, pid: int, address: str) -> int:
     """The child's exit code as the zygote reaped it (1 when it cannot say: it has gone, is stopped
     or does not answer)."""
-    from pytest_xai import zygote
+    from pytest_xai.engine import zygote
 
     zygote_pid = zygote.split_address(address)[1]
     status = zygote.exit_status(lambda request: zygote.ask(sock, zygote_pid, request), pid)

@@ -1,12 +1,12 @@
 """Worker processes that run untrusted explainers under a CPU-time limit (README, "Reliability").
 
 One reusable worker per explainer and plugin process, in a session of its own, so that stopping
-it stops anything it started.  Workers are forked by a zygote (:mod:`pytest_xai.zygote`), a fresh interpreter that
-imported the heavy libraries with one thread each and never runs user code (or, where that cannot
-work, spawned as ``python -m pytest_xai.worker``): never a fork of the plugin's process, whose
+it stops anything it started.  Workers are forked by a zygote (:mod:`pytest_xai.engine.zygote`), a
+fresh interpreter that imported the heavy libraries with one thread each and never runs user code (or, where that cannot
+work, spawned as ``python -m pytest_xai.engine.worker``): never a fork of the plugin's process, whose
 OpenMP or BLAS thread pools would deadlock the child.  The limit is measured in CPU
 seconds of the worker, so a busy machine does not change a verdict; a wall-clock backstop stops an
-explainer that sleeps or deadlocks.  Replies are :mod:`pytest_xai.wire` messages (JSON and float64
+explainer that sleeps or deadlocks.  Replies are :mod:`pytest_xai.engine.wire` messages (JSON and float64
 arrays, never pickles), carrying the request's random token.  A worker that crashed, was stopped or
 sent anything malformed is killed and replaced on the next call.
 
@@ -29,12 +29,12 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_xai import wire
+from pytest_xai.engine import wire
+from pytest_xai.engine.watch import IDLE_SHARE, cpu_seconds, stopped
+from pytest_xai.engine.watch import process_state as _process_state
+from pytest_xai.engine.worker import ARRAYS
+from pytest_xai.engine.zygote import Zygote, thread_environment
 from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
-from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
-from pytest_xai.watch import process_state as _process_state
-from pytest_xai.worker import ARRAYS
-from pytest_xai.zygote import Zygote, thread_environment
 
 if TYPE_CHECKING:
     from pytest_xai.case import Case
@@ -91,7 +91,7 @@ class Worker:
             if pid is None:
                 self.zygote = None
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "pytest_xai.worker", str(request_r), str(reply_w)],
+                    [sys.executable, "-m", "pytest_xai.engine.worker", str(request_r), str(reply_w)],
                     pass_fds=(request_r, reply_w),
                     stdin=subprocess.DEVNULL,
                     stdout=self.log,

@@ -3,7 +3,7 @@
 The plugin's fixtures only turn what this module returns into pass, fail or skip.  A
 :class:`Runner` resolves seeds, memoises one call per (explainer, case, seed) — failures and
 timeouts included, so the other checks of a case never wait twice —, runs each call in the
-explainer's worker process (:mod:`pytest_xai.isolate`) or, with no limit, in this process, and
+explainer's worker process (:mod:`pytest_xai.engine.isolate`) or, with no limit, in this process, and
 re-explains on swapped models for sanity checks.  :func:`resolve_thresholds` is the one place
 where threshold precedence is decided; :func:`draw_picture` draws worst examples.
 """
@@ -28,8 +28,8 @@ from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, E
 if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.cache import Cache
     from pytest_xai.case import Case, CaseInfo, Score
-    from pytest_xai.contract import Explainer, Explanation
-    from pytest_xai.isolate import Limits, Pool
+    from pytest_xai.engine.contract import Explainer, Explanation
+    from pytest_xai.engine.isolate import Limits, Pool
 
 #: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -70,7 +70,7 @@ def resolve_thresholds(
 class Outcome:
     """What one explainer call gave: ``status`` is ok, skip or error; an error's ``kind`` is one of
     :data:`pytest_xai.errors.ERROR_KINDS` (a timeout has no verdict, the others fail); an ok call's
-    ``evaluations`` are the rows its model evaluated (:mod:`pytest_xai.evaluations`)."""
+    ``evaluations`` are the rows its model evaluated (:mod:`pytest_xai.engine.evaluations`)."""
 
     status: str
     explanation: Explanation | None = None
@@ -102,7 +102,7 @@ def _count(value: Any) -> int | None:
 class Runner:
     """Runs explainers on cases for one session.
 
-    ``limits`` is a :class:`pytest_xai.isolate.Limits` (calls run in worker processes), or None to
+    ``limits`` is a :class:`pytest_xai.engine.isolate.Limits` (calls run in worker processes), or None to
     run calls in this process without a limit (a debugging aid: no isolation; each call gets its
     own freshly built copy of the case, so a mutation cannot reach other explainers).
     """
@@ -111,7 +111,7 @@ class Runner:
         self, *, seed: int, limits: Limits | None, cache: Cache, data_dir: str | None, budget: int | None = None
     ):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
-        self.budget = budget  # --xai-budget (pytest_xai.budget); None: each case's own, else the default
+        self.budget = budget  # --xai-budget (pytest_xai.engine.budget); None: each case's own, else the default
         self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
         #: The registered case the next call will probably need (the plugin sets it from the test
         #: order): a worker builds it once it has replied, while the plugin scores the explanation.
@@ -125,7 +125,7 @@ class Runner:
     @property
     def pool(self) -> Pool:
         if self._pool is None:
-            from pytest_xai.isolate import Pool
+            from pytest_xai.engine.isolate import Pool
 
             if self.limits is None:
                 raise RuntimeError("Runner.pool: without limits every call runs in this process, with no worker")
@@ -139,7 +139,7 @@ class Runner:
         imports the explainer libraries ``first`` before its first fork (and, with ``others``, the
         other explainer libraries while it waits: the run has explainers whose libraries are unknown)."""
         if self.limits is not None:
-            from pytest_xai.zygote import Zygote
+            from pytest_xai.engine.zygote import Zygote
 
             Zygote.address = zygote
             Zygote.shared(first, others)
@@ -148,7 +148,7 @@ class Runner:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
         if self.limits is None:
             return None
-        from pytest_xai.zygote import Zygote
+        from pytest_xai.engine.zygote import Zygote
 
         return Zygote.serve(first, others)
 
@@ -175,7 +175,7 @@ class Runner:
         key = self._key(explainer, case, seed)
         if key in self.memo:
             return self.memo[key][1], True
-        if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.probe)
+        if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.engine.probe)
             kind, message = explainer.broken
             return Outcome("error", message=message, kind=kind), False
         outcome = self._call(explainer, case, seed=seed)
@@ -280,7 +280,8 @@ class Runner:
         variant: list[Any] | None,
         inputs: dict[str, Any] | None = None,
     ) -> Outcome:
-        from pytest_xai import budget, cases, contract
+        from pytest_xai import cases
+        from pytest_xai.engine import budget, contract
 
         built = cases.built_with(source)
         request: dict[str, Any] = {
@@ -310,8 +311,9 @@ class Runner:
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu, evaluations=evaluations)
 
     def _in_process(self, explainer: Explainer, case: Case, seed: int) -> Explanation:
-        from pytest_xai import budget, cases, contract
-        from pytest_xai.wire import clip
+        from pytest_xai import cases
+        from pytest_xai.engine import budget, contract
+        from pytest_xai.engine.wire import clip
 
         built = cases.built_with(case)
         own = (
@@ -335,7 +337,7 @@ class Runner:
                     raise  # the user pressed Ctrl-C: stop the session
                 import traceback
 
-                from pytest_xai.worker import explainers_frames
+                from pytest_xai.engine.worker import explainers_frames
 
                 raise ExplainerRaised(
                     f"raised {type(exc).__name__}: {clip(exc, 2000)}",
@@ -423,7 +425,7 @@ def picture_path(report: str | Path, test_name: str, case: Case, score: Score) -
 
     if case.draw is None or (score.worst or {}).get("row") is None:
         return None
-    from pytest_xai.embed import folder
+    from pytest_xai.reports.embed import folder
 
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
     return folder(report) / f"{name}.png"

@@ -1,11 +1,11 @@
 """The zygote: one process that imported the heavy libraries and forks workers on request (docs/design.md,
-"Isolation"), and its protocol, server and clients in one place, beside :mod:`pytest_xai.wire`.
+"Isolation"), and its protocol, server and clients in one place, beside :mod:`pytest_xai.engine.wire`.
 
-Started fresh as ``python -m pytest_xai.zygote FD [--listen FD] NOW... -- BEFORE_FORK... -- LATER...``
+Started fresh as ``python -m pytest_xai.engine.zygote FD [--listen FD] NOW... -- BEFORE_FORK... -- LATER...``
 with one thread per pool, it imports ``NOW``, says it is ready, and serves requests; it never runs
 user code and refuses to fork while it holds more than one thread.  Its children are explainer
-workers (:func:`pytest_xai.worker.main`) and, under ``pytest -n N``, xdist's workers
-(:func:`pytest_xai.worker.become`).  The zygote ends when the process that started it closes ``FD``;
+workers (:func:`pytest_xai.engine.worker.main`) and, under ``pytest -n N``, xdist's workers
+(:func:`pytest_xai.engine.worker.become`).  The zygote ends when the process that started it closes ``FD``;
 with ``--listen`` (the xdist controller's socket) it serves every process that connects as well.
 
 The protocol: SOCK_SEQPACKET, one JSON object a message, descriptors attached (SCM_RIGHTS).  The
@@ -21,7 +21,7 @@ status     (none; ``"pid"`` in the request)    ``{"status": exit code, or null w
 =========  ==================================  =====================================================
 
 A request it cannot serve is answered ``{"error": why}`` and its descriptors closed.  Every wait
-on the zygote (:func:`pytest_xai.watch.receive`) ends as soon as it is gone, stopped or idle.
+on the zygote (:func:`pytest_xai.engine.watch.receive`) ends as soon as it is gone, stopped or idle.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from pytest_xai import worker
 from pytest_xai.cases import MODULES as FAMILY_MODULES
-from pytest_xai.watch import process_state, receive
+from pytest_xai.engine import worker
+from pytest_xai.engine.watch import process_state, receive
 
 #: The requests a zygote serves: op -> the descriptors that come with it, in order.
 REQUESTS: dict[str, tuple[str, ...]] = {
@@ -83,7 +83,7 @@ PRELOAD = (
     "chess",
     "pytest_xai.cases",
     *FAMILY_MODULES,
-    "pytest_xai.contract",
+    "pytest_xai.engine.contract",
     "pytest_xai.explainers.baselines",
 )
 #: Explainer libraries: imported before the first explainer process is forked when the run's
@@ -266,7 +266,7 @@ class Server:
 
 
 def _explainer_worker(fds: list[int]) -> int:
-    """Run :func:`pytest_xai.worker.main` on the request and reply pipes, printing to the output file."""
+    """Run :func:`pytest_xai.engine.worker.main` on the request and reply pipes, printing to the output file."""
     request_r, reply_w, log = fds
     for target in (1, 2):
         os.dup2(log, target)
@@ -351,7 +351,7 @@ def exit_status(ask: Callable[[dict[str, Any]], dict[str, Any]], pid: int) -> in
 
 
 def become(address: str, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int] | None:
-    """Ask the zygote at ``address`` for a child that becomes the client (:func:`pytest_xai.worker.become`):
+    """Ask the zygote at ``address`` for a child that becomes the client (:func:`pytest_xai.engine.worker.become`):
     ``(the connection, the child's pid)``, or None when it cannot (the request is too large, nothing
     listens, the zygote holds a thread, has gone, is stopped or idle)."""
     message = {"op": "become", **request}
@@ -399,7 +399,7 @@ class Zygote:
                 [
                     sys.executable,
                     "-m",
-                    "pytest_xai.zygote",
+                    "pytest_xai.engine.zygote",
                     str(theirs.fileno()),
                     *listen,
                     *modules,

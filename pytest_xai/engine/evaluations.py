@@ -1,6 +1,6 @@
 """Model evaluations: the rows an explainer's calls of the model evaluate over one explanation.
 
-A perturbation explainer's cost is the rows it asks the model to evaluate (:mod:`pytest_xai.budget`).
+A perturbation explainer's cost is the rows it asks the model to evaluate (:mod:`pytest_xai.engine.budget`).
 Unlike seconds, that count does not move with the machine or its load: the same seeded explainer on
 the same case spends the same evaluations in every run, serially or under ``pytest -n N``, so a
 baseline can gate it (``--xai-baseline-evaluations-factor``).  :func:`counting` counts them around

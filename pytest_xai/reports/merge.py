@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai import embed, files, report
-from pytest_xai.record import Record
+from pytest_xai.reports import embed, files, report
+from pytest_xai.reports.record import Record
 
 
 class MergeError(ValueError):

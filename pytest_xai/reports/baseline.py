@@ -15,13 +15,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_xai.evaluations import compact
-from pytest_xai.record import Record, records
+from pytest_xai.engine.evaluations import compact
+from pytest_xai.reports.record import Record, records
 
 #: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
 DEFAULT_TOLERANCE = 0.05
 #: Default ``--xai-baseline-evaluations-factor``: a seeded explainer spends the same model
-#: evaluations in every run (:mod:`pytest_xai.evaluations`), so a factor gates cost with no noise;
+#: evaluations in every run (:mod:`pytest_xai.engine.evaluations`), so a factor gates cost with no noise;
 #: 2 lets a deliberate change of sample size within a factor of 2 through.
 DEFAULT_EVALUATIONS_FACTOR = 2.0
 ANY = "*"  # the key of the tolerance that applies to every check without its own
@@ -38,8 +38,8 @@ class BaselineError(ValueError):
 
 def load(path: str | os.PathLike, source: str = "--xai-baseline") -> dict:
     """The baseline document at ``path``, checked to be a valid pytest-xai JSON report
-    (:func:`pytest_xai.files.read_report`)."""
-    from pytest_xai import files
+    (:func:`pytest_xai.reports.files.read_report`)."""
+    from pytest_xai.reports import files
 
     fix = "write one with --xai-save-baseline=PATH (or --xai-report=PATH) on a run you trust"
     try:

@@ -14,6 +14,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+#: The JSON report's format: its ``schema`` and ``version`` fields (written by
+#: :mod:`~pytest_xai.reports.report`, checked by :mod:`~pytest_xai.reports.files` when read back).
+SCHEMA = "pytest-xai/report"
+#: Version 1 records gained ``kind`` (how an ERROR or TIMEOUT happened) and ``evaluations`` (the
+#: rows the model evaluated), and the aggregates ``mean_evaluations``; readers of version 1 read
+#: reports written before them (:meth:`Record.from_dict`).
+SCHEMA_VERSION = 1
 PREFIX = "xai_"
 #: Fields only the test report knows: never sent as properties.
 _REPORT_ONLY = ("nodeid", "outcome", "status", "duration")
@@ -25,7 +32,7 @@ class Record:
     returned something invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no
     verdict) or SKIP; ``kind`` says how an ERROR or TIMEOUT happened (``pytest_xai.errors.ERROR_KINDS``).
     Under ``--xai-gate=regression`` a failing test has ``known_failure`` (the baseline had it
-    failing, no better) or a ``regression`` saying what got worse (:mod:`pytest_xai.gate`).
+    failing, no better) or a ``regression`` saying what got worse (:mod:`pytest_xai.reports.gate`).
     """
 
     nodeid: str = ""

@@ -199,7 +199,7 @@ _strings = FieldType(
     lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of strings"
 )
 
-RESULT = {  # the fields of pytest_xai.record.Record
+RESULT = {  # the fields of pytest_xai.reports.record.Record
     "nodeid": _str,
     "explainer": _str,
     **{
@@ -287,8 +287,8 @@ def _depth(value: Any) -> int:
 
 def _validate(doc: Any) -> dict:
     """``doc`` if it is a report this package can read, else :class:`ReportError` naming the field."""
-    from pytest_xai.report import SCHEMA
-    from pytest_xai.report import SCHEMA_VERSION as VERSION
+    from pytest_xai.reports.record import SCHEMA
+    from pytest_xai.reports.record import SCHEMA_VERSION as VERSION
 
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ReportError(f'not a pytest-xai JSON report (no "schema": "{SCHEMA}")')

@@ -1,11 +1,11 @@
 """The judge: an explanation scored by a check, with no pytest in sight (docs/design.md, "Engine").
 
 The plugin's ``xai_check`` fixture only turns a :class:`Verdict` into pass, fail or skip.  The
-judge takes each threshold from the strongest level that sets it (:func:`~pytest_xai.runner.resolve_thresholds`),
+judge takes each threshold from the strongest level that sets it (:func:`~pytest_xai.engine.runner.resolve_thresholds`),
 refuses a marker keyword that is none of the check's thresholds (:class:`MarkerError`), hands the
 check what it asks for by name besides the case's arguments (``reexplain``: the explainer again,
 through the runner; ``claim``: what the explainer claims; ``conditional``: the game it declares),
-and under ``--xai-repeat`` scores every seed's explanation (:func:`~pytest_xai.runner.combine_repeats`).
+and under ``--xai-repeat`` scores every seed's explanation (:func:`~pytest_xai.engine.runner.combine_repeats`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pytest_xai.errors import ExplainerError
 
 if TYPE_CHECKING:
     from pytest_xai.case import Case, Score
-    from pytest_xai.contract import Explainer
+    from pytest_xai.engine.contract import Explainer
+    from pytest_xai.engine.runner import Runner
     from pytest_xai.registry import CheckInfo
-    from pytest_xai.runner import Runner
 
 
 class MarkerError(ValueError):
@@ -36,7 +36,7 @@ class ReexplainError(ExplainerError):
 
 @dataclass(frozen=True)
 class Verdict:
-    """A check's score, the level each threshold came from (:data:`~pytest_xai.runner.LEVELS`) and,
+    """A check's score, the level each threshold came from (:data:`~pytest_xai.engine.runner.LEVELS`) and,
     under ``--xai-repeat``, the summary of the seeds (``repeat``) and whether they left it undecided."""
 
     score: Score
@@ -105,8 +105,8 @@ class Judge:
         check (naming the closest), :class:`MarkerError`, :class:`ReexplainError` and the check's
         own ``NotApplicable``.
         """
+        from pytest_xai.engine.runner import resolve_thresholds
         from pytest_xai.registry import CHECKS, lookup
-        from pytest_xai.runner import resolve_thresholds
 
         info = lookup(CHECKS, name, "check")  # a misspelt name: the closest ones
         call = dict(call or {})
@@ -129,7 +129,7 @@ class Judge:
         score: Score = info.func(explanation, case, **params)
         if repeats is None or not repeats.runs or repeats.runs[0][1] is not explanation:
             return Verdict(score, sources)  # the test scored an explanation of its own
-        from pytest_xai.runner import combine_repeats
+        from pytest_xai.engine.runner import combine_repeats
 
         scores = [score] + [
             info.func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))

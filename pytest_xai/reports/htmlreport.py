@@ -2,7 +2,7 @@
 
 Pure Python, no pytest, no plotting library: the charts are inline SVG drawn here, the pictures of
 worst examples are embedded as base64 PNG, and a few lines of inline script filter the table.  The
-file loads nothing from the network.  It is rendered from a JSON report (``pytest_xai.report``).
+file loads nothing from the network.  It is rendered from a JSON report (``pytest_xai.reports.report``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from pytest_xai.evaluations import compact
-from pytest_xai.record import Record
-from pytest_xai.record import records as records_of
+from pytest_xai.engine.evaluations import compact
+from pytest_xai.reports.record import Record
+from pytest_xai.reports.record import records as records_of
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 STATUS_COLOURS = {"PASS": "#2ca02c", "FAIL": "#d62728", "ERROR": "#8b0000", "TIMEOUT": "#ff7f0e", "SKIP": "#999"}
@@ -217,7 +217,7 @@ def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
     if len(front) > 1:
         path = " ".join(f"{axes.x(points[e][0]):.1f},{axes.y(points[e][1]):.1f}" for e in front)
         out.append(f'<polyline points="{path}" fill="none" stroke="#444" stroke-dasharray="4 3"/>')
-    from pytest_xai.chartlabels import place
+    from pytest_xai.reports.chartlabels import place
 
     xy = {e: (axes.x(s), axes.y(v)) for e, (s, v) in points.items()}
     labels = dict(zip(xy, place([(x, y, e) for e, (x, y) in xy.items()], width=axes.W, height=axes.H)))
@@ -305,7 +305,7 @@ def png_base64(path: str) -> str:
 
 
 def _pictures(records: list[Record], pictures: Mapping[str, str]) -> str:
-    """``pictures``: ``{nodeid: base64 PNG}`` checked by :mod:`pytest_xai.embed`, never a path."""
+    """``pictures``: ``{nodeid: base64 PNG}`` checked by :mod:`pytest_xai.reports.embed`, never a path."""
     out = []
     for r in records:
         data = pictures.get(r.nodeid or "")
@@ -365,9 +365,9 @@ def _baseline(doc: Mapping[str, Any]) -> str:
 
 def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> str:
     """The report as one HTML page.  Every value of ``doc`` is escaped or formatted here (it may
-    come from anyone); ``pictures`` are the checked PNGs of :func:`pytest_xai.embed.collect`, and
-    those ``doc`` carries as data (:func:`pytest_xai.embed.carried`) are added."""
-    from pytest_xai import embed
+    come from anyone); ``pictures`` are the checked PNGs of :func:`pytest_xai.reports.embed.collect`, and
+    those ``doc`` carries as data (:func:`pytest_xai.reports.embed.carried`) are added."""
+    from pytest_xai.reports import embed
 
     records = records_of(doc.get("results", []))
     explainers = list(dict.fromkeys(r.explainer or "" for r in records))
@@ -448,7 +448,7 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
 
 def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> None:
     """Write the report atomically (like the JSON report)."""
-    from pytest_xai.files import write_text
+    from pytest_xai.reports.files import write_text
 
     write_text(path, render(doc, pictures))
 

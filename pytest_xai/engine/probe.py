@@ -4,12 +4,12 @@ The plugin needs only an explainer's name, the contract names its signature asks
 claims (simple attributes such as ``explain.completeness = "background"``).  Importing the module
 in pytest's process to learn them let a module that calls ``os._exit(0)`` end the run green with no
 report, and one that hangs hang it.  Here the import runs in its own process, under the CPU limit
-of a call, the wall-clock backstop and the idle rule of :mod:`pytest_xai.isolate`; whatever it does
+of a call, the wall-clock backstop and the idle rule of :mod:`pytest_xai.engine.isolate`; whatever it does
 becomes a description: ``{"name", "wants", "claims"}``, ``{"usage": message}`` (a bad spec, a usage
 error) or ``{"broken": message, "kind": kind}`` (it exited, hung, crashed or raised while imported:
 its tests fail with that, the run goes on).
 
-    python -m pytest_xai.probe FD CPU   # the request (JSON) on stdin, the description written to FD
+    python -m pytest_xai.engine.probe FD CPU   # the request (JSON) on stdin, the description written to FD
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ TICK = 0.05
 
 def describe(spec: str, option: str, *, cpu: float, wall: float) -> dict[str, Any]:
     """What importing ``spec`` in a fresh process gives, within ``cpu`` CPU and ``wall`` wall seconds."""
-    from pytest_xai.watch import IDLE_SHARE, cpu_seconds, stopped
-    from pytest_xai.zygote import thread_environment
+    from pytest_xai.engine.watch import IDLE_SHARE, cpu_seconds, stopped
+    from pytest_xai.engine.zygote import thread_environment
 
     request = json.dumps({"spec": spec, "option": option, "sys_path": list(sys.path), "cwd": os.getcwd()})
     read, write = os.pipe()
     with tempfile.TemporaryFile() as log:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_xai.probe", str(write), repr(cpu)],
+                [sys.executable, "-m", "pytest_xai.engine.probe", str(write), repr(cpu)],
                 pass_fds=(write,),
                 stdin=subprocess.PIPE,
                 stdout=log,
@@ -122,7 +122,7 @@ def _main(fd: int, cpu: float) -> None:
     request = json.loads(sys.stdin.read())
     sys.path[:] = request["sys_path"]
     os.chdir(request["cwd"])
-    from pytest_xai import contract
+    from pytest_xai.engine import contract
     from pytest_xai.errors import SpecError
 
     try:
