@@ -142,6 +142,46 @@ class Case:
         return f"Case({self.name!r}, family={self.info.family!r}, inputs={shape})"
 
 
+@dataclass(frozen=True, eq=False)
+class CaseRef:
+    """A registered case, named and not built: what pytest's process holds (docs/design.md, "Engine").
+
+    The explainer's worker and the judge's worker each build the case from these four values
+    (from the shared disk cache), so pytest's process never runs a builder or a model.  Reading
+    any field of :class:`Case` (``ref.inputs``, ``ref.predict``) builds the case in the reading
+    process, memoised (``cases.get``): a test of your own may, the built-in suite never does.
+    """
+
+    info: CaseInfo
+    seed: int
+    cache_root: str | None
+    data_dir: str | None
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def key(self) -> tuple[str, int, str | None, str | None]:
+        """What ``cases.get`` builds it from, and what its workers memoise it by."""
+        return self.name, self.seed, self.cache_root, self.data_dir
+
+    def build(self) -> Case:
+        """The case itself, built in this process (memoised)."""
+        from pytest_xai import cases
+        from pytest_xai.cache import Cache
+
+        return cases.get(self.name, seed=self.seed, cache=Cache(self.cache_root), data_dir=self.data_dir)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.build(), name)
+
+    def __repr__(self) -> str:
+        return f"CaseRef({self.name!r}, family={self.info.family!r}, seed={self.seed})"
+
+
 @dataclass(frozen=True)
 class Score:
     """The verdict of one check on one explanation.

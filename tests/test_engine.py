@@ -609,7 +609,7 @@ def test_benchmark_does_not_warn_on_a_memoised_explanation(pytester):
 
 
 PREFETCHED_CASES = """
-import threading
+import os
 import warnings
 
 import numpy as np
@@ -619,7 +619,7 @@ from pytest_xai import Case, cases
 
 def _case(info):
     with open("built.txt", "a") as fh:
-        fh.write(f"{info.name} {threading.current_thread().name}\\n")
+        fh.write(f"{info.name} {os.getpid()}\\n")
     warnings.warn(f"built {info.name}", UserWarning)
     X = np.random.default_rng(0).normal(size=(30, 3))
     predict = lambda rows: np.asarray(rows, dtype=float) @ [1.0, 2.0, 0.0]
@@ -638,19 +638,22 @@ def prefetch_second(info, *, seed, cache):
 """
 
 
-def test_the_next_case_is_built_while_the_test_thread_waits_and_its_warnings_reach_its_own_test(pytester):
-    """Serially, the second case is built by the prefetch thread during the first test's call; the
-    warning its builder raised is shown under the second test, not the first."""
+def test_no_case_is_built_in_pytests_process_and_a_builders_warnings_reach_the_first_test_of_its_case(pytester):
+    """The workers build the cases (the judge's worker vets each first); pytest's process builds
+    none.  The warning a builder raised in the judge's worker is shown under the first test of its
+    case, not another's."""
     pytester.makeconftest(PREFETCHED_CASES)
     result = pytester.runpytest(*QUIET, "-k", "prefetch_", f"--xai-explainer={REF}:exact_shapley", "-W", "always")
     assert result.ret == 0, result.stdout.str()
-    built = (pytester.path / "built.txt").read_text().splitlines()  # the plugin's builds, then the worker's
-    assert built[:2] == ["prefetch_first MainThread", "prefetch_second pytest-xai background"]
+    built = (pytester.path / "built.txt").read_text().splitlines()
+    assert {line.split()[0] for line in built} == {"prefetch_first", "prefetch_second"}
+    assert str(os.getpid()) not in {line.split()[1] for line in built}  # pytester runs pytest in this process
     out = result.stdout.str()
     summary = out[out.index("warnings summary") :]
-    second = summary.index("dummy[prefetch_second-exact_shapley]")
+    first, second = (summary.index(f"dummy[prefetch_{n}-exact_shapley]") for n in ("first", "second"))
     assert "UserWarning: built prefetch_second" in summary[second:]
     assert "UserWarning: built prefetch_second" not in summary[:second]
+    assert "UserWarning: built prefetch_first" in summary[first:second]
 
 
 def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied():
@@ -672,6 +675,10 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
             sent.append(request)
             return {"kind": "ok", "seconds": 0.0}, {"attributions": np.zeros(cases.get(request["case"]).inputs.shape)}
 
+        def call(self, spec, request, case=None, blob=b"", answer=None):  # the judge's worker vets the case
+            shape = list(cases.get(request["case"]).inputs.shape)
+            return {"kind": "ok", "shape": shape, "target": None, "budget": 1000, "warnings": []}, {}
+
     runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=Cache(None), data_dir=None)
     runner._pool = Pool()  # type: ignore[assignment]
     runner.upcoming = "detect_interaction0"
@@ -688,7 +695,7 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     assert "next" not in sent[1]
 
     serving = worker.Worker()
-    serving.explainer = contract.load(f"{REF}:exact_shapley", option="test")
+    serving.explainer, serving.ready = contract.load(f"{REF}:exact_shapley", option="test"), True
     serving.prebuild(sent[0])
     assert ("detect_interaction0", sent[0]["case_seed"], None, None) in serving.cases
     serving.prebuild({"next": {**sent[0]["next"], "case": "no_such_case"}})  # the call that needs it says so

@@ -87,6 +87,11 @@ class Explainer:
         return self._loaded()[0]
 
     @property
+    def loaded(self) -> bool:
+        """Whether the function is imported in this process (a reference explainer is not, until used)."""
+        return self._func is not None
+
+    @property
     def wants(self) -> tuple[str, ...]:
         return self._wants or self._loaded()[1]
 
@@ -380,6 +385,14 @@ def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | Non
 
     Raises :class:`ExplainerError` naming what is wrong and how to fix it.
     """
+    return coerce_shaped(output, tuple(case.inputs.shape), case.target)
+
+
+def coerce_shaped(
+    output: Any, expected: tuple[int, ...], target: Any = None
+) -> tuple[Floats, Floats | None, Floats | None]:
+    """:func:`coerce` against the shape of the inputs (``expected``) and the ``target`` (for the
+    message only), without the case: what pytest's process checks of a worker's reply."""
     import numpy as np
 
     importance = interactions = None
@@ -394,8 +407,7 @@ def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | Non
         interactions = output.get("interactions")
         output = output["attributions"]
     attributions = _array(output, "attributions")
-    n_features = int(np.prod(case.inputs.shape[1:]))
-    expected = tuple(case.inputs.shape)
+    n_features = int(np.prod(expected[1:]))
     if attributions.shape != expected:
         if attributions.ndim == len(expected) + 1 and (
             attributions.shape[:-1] == expected
@@ -405,7 +417,7 @@ def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | Non
             raise ExplainerError(
                 f"returned shape {attributions.shape}, expected {expected}: it looks like one attribution "
                 f"map per class; return only the attributions of the `target` class "
-                f"(ask for `target`; here target={case.target})"
+                f"(ask for `target`; here target={target})"
             )
         raise ExplainerError(f"returned shape {attributions.shape}, expected {expected} (the shape of `inputs`)")
     _finite(attributions, "attributions")

@@ -17,6 +17,7 @@ explainer code run in the plugin's process, and both time tasks in wall seconds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
 import secrets
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,14 @@ from pytest_xai.engine.watch import IDLE_SHARE, cpu_seconds, stopped
 from pytest_xai.engine.watch import process_state as _process_state
 from pytest_xai.engine.worker import ARRAYS
 from pytest_xai.engine.zygote import Zygote, thread_environment
-from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import (
+    CaseFault,
+    ExplainerCrash,
+    ExplainerError,
+    ExplainerRaised,
+    ExplainerTimeout,
+    NotApplicable,
+)
 
 if TYPE_CHECKING:
     from pytest_xai.case import Case
@@ -139,8 +148,17 @@ class Worker:
         text = self.log.read().decode("utf-8", "replace").strip()
         return wire.clip(text[-limit:], limit) if text else ""
 
-    def call(self, header: dict[str, Any], limits: Limits, blob: bytes = b"") -> tuple[dict[str, Any], dict[str, Any]]:
-        """Send one request and return the reply; raise ExplainerTimeout or ExplainerError."""
+    def call(
+        self,
+        header: dict[str, Any],
+        limits: Limits,
+        blob: bytes = b"",
+        answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Send one request and return the reply; raise ExplainerTimeout or ExplainerError.
+
+        ``answer`` answers the worker's questions (``{"kind": "reexplain"}``: a check in the
+        judge's worker asks for the explainer again); the time spent answering is not the worker's."""
         self.log.seek(0)
         self.log.truncate()
         token = secrets.token_hex(16)
@@ -196,6 +214,12 @@ class Worker:
                         "sent a result that does not answer the call (a forged or stale message "
                         "on the worker's result channel); the worker was replaced"
                     )
+                if reply.get("kind") == "reexplain" and answer is not None:
+                    asked = time.monotonic()
+                    head, out = answer(reply)
+                    wire.write(self._request, wire.pack({**head, "token": token}, out))
+                    phase.wall += time.monotonic() - asked  # the explainer's time, under its own limit
+                    continue
                 if reply.get("kind") != "started":
                     return reply, arrays
                 phase.limits, phase.wall, phase.cpu = limits, time.monotonic(), cpu_seconds(self.pid)
@@ -325,34 +349,53 @@ class Pool:
         self, spec: str, request: dict[str, Any], case: Case | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
-        blob = b""
+        reply, arrays = self.call(spec, {"op": "explain", **request}, case=case)
+        _raise_for(reply, "")
+        return reply, arrays
+
+    def call(
+        self,
+        spec: str,
+        request: dict[str, Any],
+        *,
+        case: Case | None = None,
+        blob: bytes = b"",
+        answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One request to the worker of ``spec`` and its reply, as sent; ``case`` is pickled (its
+        hooks too when they pickle); a call whose worker died with its zygote is made once more."""
         if case is not None:
-            try:
-                blob = pickle.dumps(case)
-            except Exception as exc:  # noqa: BLE001 - a case's objects may raise anything when pickled; reported
-                raise ExplainerError(
-                    f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
-                    f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
-                    f"pytest_xai.cases.register, or use --xai-timeout=0 (in-process, no isolation)"
-                ) from None
+            blob = _pickled(case)
         for attempt in range(2):
             worker = self._worker(spec)
             try:
-                reply, arrays = worker.call({"op": "explain", **request}, self.limits, blob)
-                break
+                return worker.call(request, self.limits, blob, answer)
             except ExplainerCrash:
                 if attempt or not worker.lost_with_zygote():
                     raise
             finally:
                 if not worker.alive:
                     self.workers.pop(spec, None)
-        _raise_for(reply, "")
-        return reply, arrays
+        raise AssertionError("unreachable")  # the second attempt returns or raises
 
     def close(self) -> None:
         for worker in self.workers.values():
             worker.stop()
         self.workers.clear()
+
+
+def _pickled(case: Case) -> bytes:
+    """A hand-made case for a worker: with its hooks (module-level functions pickle), else without."""
+    with contextlib.suppress(Exception):  # a lambda hook, say: the worker gets the case without hooks
+        return pickle.dumps(case)
+    try:
+        return pickle.dumps(case.without_hooks())
+    except Exception as exc:  # noqa: BLE001 - a case's objects may raise anything when pickled; reported
+        raise ExplainerError(
+            f"case {case.name!r} is not registered, so it must be pickled to reach the worker, and "
+            f"pickling it failed ({type(exc).__name__}: {exc}); register it with "
+            f"pytest_xai.register_case, or use --xai-timeout=0 (in-process, no isolation)"
+        ) from None
 
 
 def _raise_for(reply: dict[str, Any], during: str) -> None:
@@ -365,6 +408,8 @@ def _raise_for(reply: dict[str, Any], during: str) -> None:
         raise NotApplicable(message)
     if kind == "invalid":
         raise ExplainerError(message)
+    if kind == "case":  # the worker could not build the case: its builder's fault
+        raise CaseFault(message, wire.clip(reply.get("traceback", "")))
     if kind == "raised":
         raise ExplainerRaised(
             f"raised {wire.clip(reply.get('type'), 200)}{where}: {message}", wire.clip(reply.get("traceback", ""))

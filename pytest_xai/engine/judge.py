@@ -1,11 +1,20 @@
 """The judge: an explanation scored by a check, with no pytest in sight (docs/design.md, "Engine").
 
 The plugin's ``xai_check`` fixture only turns a :class:`Verdict` into pass, fail or skip.  The
-judge takes each threshold from the strongest level that sets it (:func:`~pytest_xai.engine.runner.resolve_thresholds`),
-refuses a marker keyword that is none of the check's thresholds (:class:`MarkerError`), hands the
-check what it asks for by name besides the case's arguments (``reexplain``: the explainer again,
-through the runner; ``claim``: what the explainer claims; ``conditional``: the game it declares),
-and under ``--xai-repeat`` scores every seed's explanation (:func:`~pytest_xai.engine.runner.combine_repeats`).
+judge takes each threshold from the strongest level that sets it
+(:func:`~pytest_xai.engine.runner.resolve_thresholds`), refuses a marker keyword that is none of the
+check's thresholds (:class:`MarkerError`), hands the check what it asks for by name besides the
+case's arguments (``reexplain``: the explainer again, through the runner; ``claim``: what the
+explainer claims; ``conditional``: the game it declares), under ``--xai-repeat`` scores every seed's
+explanation (:func:`~pytest_xai.engine.runner.combine_repeats`) and draws the worst example.
+
+:class:`Judge` scores where the case is.  With a time limit that is the judge's worker process
+(:data:`~pytest_xai.engine.worker.JUDGE`, forked by the zygote like an explainer's, under the same
+limits), never pytest's: :class:`Remote` sends it the request and reads back the verdict; a check's
+``reexplain`` comes back to pytest's process as a question (:class:`Asking`), which runs the
+explainer in the explainer's own worker.  Before a case's first call its model is vetted there
+(:func:`vet`): a model that hangs, raises, returns NaN or the wrong shape, or is not deterministic,
+is the case's fault (:class:`~pytest_xai.errors.CaseFault`), not the explainer's.
 """
 
 from __future__ import annotations
@@ -16,10 +25,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_xai.errors import ExplainerError
+from pytest_xai.errors import CaseFault, CheckFault, ExplainerError, NotApplicable
 
 if TYPE_CHECKING:
-    from pytest_xai.case import Case, Score
+    from pathlib import Path
+
+    from pytest_xai.case import Case, CaseRef, Score
     from pytest_xai.engine.contract import Explainer
     from pytest_xai.engine.runner import Runner
     from pytest_xai.registry import CheckInfo
@@ -43,6 +54,76 @@ class Verdict:
     sources: dict[str, str]
     repeat: dict[str, Any] | None = None
     flaky: bool = False
+    picture: str | None = None  # the worst example drawn there (``picture=`` of :meth:`Judge.score`)
+    picture_error: str | None = None  # why it could not be drawn
+
+    def to_wire(self) -> dict[str, Any]:
+        """The verdict as builtin values, for the judge's worker to send (:mod:`pytest_xai.engine.wire`)."""
+        s = self.score
+        score = {
+            "check": s.check,
+            "value": float(s.value),
+            "passed": bool(s.passed),
+            "threshold": float(s.threshold),
+            "detail": str(s.detail),
+            "worst": None if s.worst is None else _builtin(dict(s.worst)),
+            "reference": _builtin(s.params.get("reference")),
+        }
+        return {
+            "score": score,
+            "sources": dict(self.sources),
+            "repeat": _builtin(self.repeat),
+            "flaky": bool(self.flaky),
+            "picture": self.picture,
+            "picture_error": self.picture_error,
+        }
+
+    @classmethod
+    def from_wire(cls, reply: Mapping[str, Any]) -> Verdict:
+        """The verdict a judge's worker sent; ValueError when it is not one."""
+        from pytest_xai.case import Score
+
+        s = reply["score"]
+        params = {"reference": s["reference"]} if s.get("reference") is not None else {}
+        score = Score(
+            check=str(s["check"]),
+            value=float(s["value"]),
+            passed=s["passed"] is True,
+            threshold=float(s["threshold"]),
+            detail=str(s["detail"]),
+            params=params,
+            worst=s["worst"] if isinstance(s["worst"], dict) else None,
+        )
+        sources = {str(k): str(v) for k, v in dict(reply["sources"]).items()}
+        repeat = reply.get("repeat") if isinstance(reply.get("repeat"), dict) else None
+        picture = reply.get("picture")
+        error = reply.get("picture_error")
+        return cls(
+            score,
+            sources,
+            repeat,
+            reply.get("flaky") is True,
+            picture if isinstance(picture, str) else None,
+            error if isinstance(error, str) else None,
+        )
+
+
+def _builtin(value: Any) -> Any:
+    """``value`` as JSON's builtin values: numpy scalars and arrays as numbers and lists, tuples as
+    lists, non-finite floats as None, anything else as its text."""
+    import math
+
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _builtin(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_builtin(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return _builtin(value.tolist())
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -97,11 +178,13 @@ class Judge:
         call: Mapping[str, Any] | None = None,
         markers: Iterable[tuple[str, Mapping[str, Any]]] = (),
         repeats: Repeats | None = None,
+        picture: Path | None = None,
     ) -> Verdict:
         """Score ``explanation`` of ``case`` with the check ``name``.
 
         ``call`` are the keyword arguments of the ``xai_check`` call; ``markers`` the test's marks as
-        ``(name, kwargs)``, the farthest first (the closest wins).  Raises KeyError for an unknown
+        ``(name, kwargs)``, the farthest first (the closest wins); ``picture``: where to draw the
+        worst example, if the case draws and the score names a row.  Raises KeyError for an unknown
         check (naming the closest), :class:`MarkerError`, :class:`ReexplainError` and the check's
         own ``NotApplicable``.
         """
@@ -127,18 +210,19 @@ class Judge:
         params = {**own, **call, **thresholds}
         reseed = self._hidden(info, params, explainer, case)
         score: Score = info.func(explanation, case, **params)
-        if repeats is None or not repeats.runs or repeats.runs[0][1] is not explanation:
-            return Verdict(score, sources)  # the test scored an explanation of its own
-        from pytest_xai.engine.runner import combine_repeats
+        repeat, flaky = None, False
+        if repeats is not None and repeats.runs and repeats.runs[0][1] is explanation:  # else: a test's own
+            from pytest_xai.engine.runner import combine_repeats
 
-        scores = [score] + [
-            info.func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
-            for seed, expl in repeats.runs[1:]
-        ]
-        score, repeat, flaky = combine_repeats(
-            scores, seeds=[seed for seed, _ in repeats.runs], n=repeats.n, deterministic=repeats.deterministic
-        )
-        return Verdict(score, sources, repeat, flaky)
+            scores = [score] + [
+                info.func(expl, case, **(params if reseed is None else {**params, "reexplain": reseed(seed)}))
+                for seed, expl in repeats.runs[1:]
+            ]
+            score, repeat, flaky = combine_repeats(
+                scores, seeds=[seed for seed, _ in repeats.runs], n=repeats.n, deterministic=repeats.deterministic
+            )
+        drawn, error = draw(picture, case, explanation, score) if picture is not None else (None, None)
+        return Verdict(score, sources, repeat, flaky, drawn, error)
 
     def _hidden(
         self, info: CheckInfo, params: dict[str, Any], explainer: Explainer | None, case: Case
@@ -191,3 +275,331 @@ class Judge:
                 raise ReexplainError(f"explainer {explainer.name!r} on {what} of case {case.name!r}: {exc}") from None
 
         return reexplain
+
+
+def draw(path: Path, case: Case, explanation: Any, score: Score) -> tuple[str | None, str | None]:
+    """Draw the worst example of ``score`` at ``path`` when the case draws and the score names a row:
+    ``(path drawn, None)``, ``(None, why it failed)``, or ``(None, None)``.  A picture is a
+    convenience: its warnings are not the test's, and a failure never fails the test."""
+    import warnings
+
+    from pytest_xai.checks import attributions_of
+
+    if case.draw is None or (score.worst or {}).get("row") is None:
+        return None, None
+    assert score.worst is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            case.draw(path, case, attributions_of(explanation), int(score.worst["row"]))
+        except Exception as exc:  # noqa: BLE001 - reported at the end of the session
+            path.unlink(missing_ok=True)  # never an older run's picture in its place
+            return None, f"{type(exc).__name__}: {exc}"
+    return str(path), None
+
+
+# ------------------------------------------------------------------------- the case's model, vetted
+
+
+class Guarded:
+    """The case's ``predict`` as the judge's worker calls it: a model that raises, or returns
+    non-finite values or the wrong number of rows, is a :class:`~pytest_xai.errors.CaseFault`
+    naming the case, never a check's failure nor the explainer's.  ``rows`` counts the rows the
+    checks and the reference evaluate."""
+
+    def __init__(self, predict: Callable[[Any], Any], case: str):
+        self.predict, self.case, self.rows = predict, case, 0
+
+    def __call__(self, x: Any) -> Any:
+        import numpy as np
+
+        n = len(x)
+        self.rows += n
+        try:
+            out = self.predict(x)
+        except Exception as exc:
+            raise CaseFault(_model_fault(self.case, f"raised {type(exc).__name__}: {exc}", n)) from exc
+        problem = _bad_output(np.asarray(out), n)
+        if problem is not None:
+            raise CaseFault(_model_fault(self.case, problem, n))
+        return out
+
+
+def _model_fault(case: str, what: str, rows: int) -> str:
+    return (
+        f"the model of case {case!r} {what} (called on {rows} rows); the case is at fault, not the "
+        f"explainer: fix the model or the case's builder"
+    )
+
+
+def _bad_output(out: Any, n: int) -> str | None:
+    """What is wrong with a model's output for ``n`` rows, or None."""
+    import numpy as np
+
+    if out.dtype.kind not in "biuf":
+        return f"returned a {out.dtype} array, not numbers"
+    if out.ndim not in (1, 2) or len(out) != n:
+        return f"returned shape {out.shape} for {n} rows (expected ({n},) or ({n}, classes))"
+    if not np.isfinite(out).all():
+        return f"returned non-finite values ({int((~np.isfinite(out)).sum())} of {out.size})"
+    return None
+
+
+def vet(case: Case) -> str | None:
+    """What is wrong with ``case`` before any explainer runs on it, or None: the widths of its
+    background and baseline against its inputs, and its model on the inputs and background rows
+    (it must return finite numbers of the right shape, the same twice, and have the target class)."""
+    import numpy as np
+
+    x = np.asarray(case.inputs)
+    width = x.shape[1:]
+    name = case.name
+    if case.background is not None:
+        b = np.asarray(case.background)
+        if b.ndim != x.ndim or b.shape[1:] != width:
+            return (
+                f"case {name!r}: its background has rows of shape {b.shape[1:]} but its inputs {width}; "
+                f"pass background rows shaped like the inputs"
+            )
+    if case.baseline is not None:
+        base = np.asarray(case.baseline)
+        if base.size and base.shape not in (width, (1, *width), x.shape):
+            return (
+                f"case {name!r}: its baseline has shape {base.shape} but its inputs {x.shape}; pass one "
+                f"row shaped like an input {width}, or one per input"
+            )
+    predict = case.predict.predict if isinstance(case.predict, Guarded) else case.predict
+    outputs = []
+    for rows in (x, x):
+        try:
+            out = np.asarray(predict(rows))
+        except Exception as exc:  # noqa: BLE001 - the model is the user's: every failure is the case's
+            return _model_fault(name, f"raised {type(exc).__name__}: {exc}", len(rows))
+        problem = _bad_output(out, len(rows))
+        if problem is not None:
+            return _model_fault(name, problem, len(rows))
+        outputs.append(out.astype(float))
+    if not np.allclose(outputs[0], outputs[1], rtol=1e-6, atol=1e-9 * (1 + float(np.abs(outputs[0]).max()))):
+        gap = float(np.abs(outputs[0] - outputs[1]).max())
+        return _model_fault(
+            name,
+            f"gave two different outputs for the same inputs (largest difference {gap:.3g}): it is not "
+            f"deterministic (dropout left on, unseeded noise?), so no verdict on an explainer of it holds",
+            len(x),
+        )
+    if case.background is not None and len(case.background):
+        rows = np.asarray(case.background)[:64]
+        try:
+            problem = _bad_output(np.asarray(predict(rows)), len(rows))
+        except Exception as exc:  # noqa: BLE001 - as above
+            problem = f"raised {type(exc).__name__}: {exc}"
+        if problem is not None:
+            return _model_fault(name, problem + " on background rows", len(rows))
+    out = outputs[0]
+    if case.target is not None and out.ndim == 2:
+        classes = int(out.shape[1])
+        targets = np.atleast_1d(np.asarray(case.target))
+        if targets.min() < 0 or targets.max() >= classes:
+            return f"case {name!r}: target {case.target!r} is not a class of its model's {classes} outputs"
+    return None
+
+
+# ------------------------------------------------------------------- in the judge's worker process
+
+
+class Asking:
+    """The runner a :class:`Judge` in the judge's worker has: ``reexplain`` is a question to pytest's
+    process, which runs the explainer in its own worker and answers with the attributions.  A model
+    the check swaps in is named by its path in the case (:func:`~pytest_xai.engine.runner.variant_of`)."""
+
+    def __init__(self, ask: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]):
+        self.ask = ask
+
+    def reexplain(
+        self,
+        explainer: Any,
+        case: Case,
+        model: Any = None,
+        *,
+        other_seed: bool = False,
+        rows: list[int] | None = None,
+        perturb: tuple[int, float] | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        from pytest_xai.engine.runner import variant_of
+
+        variant = None
+        if model is not None and model is not case.model:
+            variant = variant_of(case, model)
+            if variant is None:
+                raise CheckFault(f"a check re-explained case {case.name!r} on a model it does not hold")
+        answer, arrays = self.ask(
+            {
+                "variant": variant,
+                "other_seed": bool(other_seed),
+                "rows": None if rows is None else [int(r) for r in rows],
+                "perturb": None if perturb is None else [int(perturb[0]), float(perturb[1])],
+                "seed": seed,
+            }
+        )
+        if answer.get("kind") != "ok" or "attributions" not in arrays:
+            raise ExplainerError(str(answer.get("message", "the explainer gave no attributions")))
+        return arrays["attributions"]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a check asks of the explainer in the judge's worker (no explainer is loaded there): its
+    name, its claims (``explain.completeness = "background"``) and the game it declares."""
+
+    name: str
+    claims: Mapping[str, Any]
+
+    def claim(self, name: str) -> Any:
+        return self.claims.get(name)
+
+    def declared(self, name: str) -> Any:
+        return self.claims.get(name)
+
+
+def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]) -> dict[str, Any]:
+    """The judge's worker's answer to one check request (sent by :class:`Remote`): the verdict, or
+    what went wrong, by kind: the check does not apply, a misspelt marker keyword or check name, the
+    explainer failing on a variant, the case's model misbehaving, or the check raising."""
+    import traceback
+
+    from pytest_xai.engine import contract
+    from pytest_xai.engine.wire import clip
+
+    if not isinstance(case.predict, Guarded):
+        case.predict = Guarded(case.predict, case.name)
+    explanation = request["explanation"]
+    try:
+        contract.coerce({"attributions": explanation.attributions}, case)  # the explainer's worker is untrusted
+    except ExplainerError as exc:
+        return {"kind": "invalid", "message": clip(exc, 2000)}
+    explainer: Any = None
+    if request["explainer"] is not None and request["claims"] is not None:
+        explainer = Declared(request["explainer"], request["claims"])
+    elif request["explainer"] is not None:  # a reference explainer, not imported by the plugin: ours, read here
+        explainer = contract.load(request["spec"], option="--xai-explainer").renamed(request["explainer"])
+    try:
+        verdict = Judge(Asking(ask), request["thresholds"]).score(  # type: ignore[arg-type]
+            request["check"],
+            explanation,
+            case,
+            explainer=explainer,
+            call=request["call"],
+            markers=request["markers"],
+            repeats=request["repeats"],
+            picture=request["picture"],
+        )
+    except NotApplicable as exc:
+        return {"kind": "not_applicable", "message": clip(exc, 2000)}
+    except (MarkerError, ReexplainError) as exc:
+        return {"kind": type(exc).__name__, "message": clip(exc, 4000)}
+    except KeyError as exc:  # an unknown check: lookup names the closest
+        return {"kind": "KeyError", "message": clip(exc.args[0] if exc.args else exc, 2000)}
+    except CaseFault as exc:
+        return {"kind": "case", "message": clip(exc, 4000), "traceback": clip(_trace(exc))}
+    except Exception as exc:  # noqa: BLE001 - a check's own bug, reported as such
+        return {
+            "kind": "check",
+            "message": clip(f"check {request['check']!r} raised {type(exc).__name__}: {exc}", 4000),
+            "traceback": clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+        }
+    return {"kind": "verdict", **verdict.to_wire(), "evaluations": int(case.predict.rows)}
+
+
+def _trace(exc: BaseException) -> str:
+    import traceback
+
+    cause = exc.__cause__ or exc
+    return "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
+
+
+# ------------------------------------------------------------------------- in pytest's own process
+
+
+class Remote:
+    """The session's judge when calls run in worker processes: it sends each check to the judge's
+    worker (built cases, the reference and every model call are there, under the limits) and
+    answers that worker's ``reexplain`` questions by running the explainer (``runner.reexplain``).
+    Same ``score`` as :class:`Judge`; a fault of the case raises :class:`~pytest_xai.errors.CaseFault`,
+    of a check :class:`~pytest_xai.errors.CheckFault`."""
+
+    def __init__(self, runner: Runner, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]):
+        self.runner, self.thresholds = runner, thresholds
+
+    def score(
+        self,
+        name: str,
+        explanation: Any,
+        case: Case | CaseRef,
+        *,
+        explainer: Explainer | None = None,
+        call: Mapping[str, Any] | None = None,
+        markers: Iterable[tuple[str, Mapping[str, Any]]] = (),
+        repeats: Repeats | None = None,
+        picture: Path | None = None,
+    ) -> Verdict:
+        from pytest_xai.registry import CHECKS, lookup
+
+        info = lookup(CHECKS, name, "check")  # here, so that a misspelt name needs no worker
+        claims = None
+        if explainer is not None:
+            claims = explainer.claims if explainer.claims is not None or not explainer.loaded else None
+            if claims is None and explainer.loaded:
+                claims = {key: explainer.claim(key) for key in (info.name, "reference")}
+        request = {
+            "check": name,
+            "explanation": explanation,
+            "explainer": None if explainer is None else explainer.name,
+            "spec": None if explainer is None else explainer.spec,
+            "claims": claims,
+            "call": dict(call or {}),
+            "markers": [(mark, dict(kwargs)) for mark, kwargs in markers],
+            "thresholds": self.thresholds,
+            "repeats": repeats,
+            "picture": picture,
+        }
+
+        def answer(question: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+            if explainer is None:
+                return {"kind": "error", "message": f"check {name!r} re-runs the explainer: pass explainer="}, {}
+            try:
+                attributions = self.runner.reexplain(
+                    explainer,
+                    case,
+                    variant=question.get("variant"),
+                    other_seed=question.get("other_seed") is True,
+                    rows=question.get("rows"),
+                    perturb=question.get("perturb"),
+                    seed=question.get("seed"),
+                )
+            except ExplainerError as exc:
+                return {"kind": "error", "message": str(exc)}, {}
+            return {"kind": "ok"}, {"attributions": attributions}
+
+        reply = self.runner.judge(case, request, answer)
+        kind = reply.get("kind")
+        message = str(reply.get("message", ""))
+        if kind == "verdict":
+            try:
+                return Verdict.from_wire(reply)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckFault(f"check {name!r} sent a verdict that is not one ({exc!r})") from None
+        trace = str(reply.get("traceback", ""))
+        if kind in ("case", "raised"):  # "raised": the model raised past the check (SystemExit, say)
+            raise CaseFault(message or f"the model of case {case.name!r} raised {reply.get('type')}", trace)
+        if kind == "check":
+            raise CheckFault(message, trace)
+        errors: dict[Any, type[Exception]] = {
+            "not_applicable": NotApplicable,
+            "MarkerError": MarkerError,
+            "ReexplainError": ReexplainError,
+            "KeyError": KeyError,
+            "invalid": ExplainerError,
+        }
+        raise errors.get(kind, CheckFault)(message or f"the judge's worker sent an unknown reply ({kind!r})")

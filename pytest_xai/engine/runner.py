@@ -20,14 +20,20 @@ import zlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_xai.errors import ExplainerCrash, ExplainerError, ExplainerRaised, ExplainerTimeout, NotApplicable
+from pytest_xai.errors import (
+    CaseFault,
+    ExplainerCrash,
+    ExplainerError,
+    ExplainerRaised,
+    ExplainerTimeout,
+    NotApplicable,
+)
 
 if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.cache import Cache
-    from pytest_xai.case import Case, CaseInfo, Score
+    from pytest_xai.case import Case, CaseInfo, CaseRef, Score
     from pytest_xai.engine.contract import Explainer, Explanation
     from pytest_xai.engine.isolate import Limits, Pool
 
@@ -80,9 +86,12 @@ class Outcome:
     cpu_seconds: float | None = None
     kind: str | None = None
     evaluations: int | None = None
+    stopped: bool = False  # stopped at the limit: a TIMEOUT (an explainer's kind "timeout", or a case's)
 
     def error(self) -> ExplainerError:
         """The exception of an error outcome, of the class of its kind."""
+        if self.kind == "case":
+            return CaseFault(self.message, self.traceback, stopped=self.stopped)
         classes: dict[str, type[ExplainerError]] = {
             "timeout": ExplainerTimeout,
             "crash": ExplainerCrash,
@@ -112,7 +121,13 @@ class Runner:
     ):
         self.seed, self.limits, self.cache, self.data_dir = seed, limits, cache, data_dir
         self.budget = budget  # --xai-budget (pytest_xai.engine.budget); None: each case's own, else the default
-        self.memo: dict[tuple[Any, ...], tuple[Case, Outcome]] = {}  # explain, and reexplain of other models
+        self.memo: dict[tuple[Any, ...], tuple[Any, Outcome]] = {}  # explain, and reexplain of other models
+        #: Each case's vetting (:meth:`vet`): an error outcome naming the case, or what the plugin
+        #: needs of it (the inputs' shape, the target, the budget of a call).
+        self.vetted: dict[Any, tuple[Any, Outcome | dict[str, Any]]] = {}
+        #: What building a case warned in the judge's worker, for the first test that uses it:
+        #: ``[category name, message, filename, line]``.
+        self.build_warnings: dict[str, list[list[Any]]] = {}
         #: The registered case the next call will probably need (the plugin sets it from the test
         #: order): a worker builds it once it has replied, while the plugin scores the explanation.
         self.upcoming: str | None = None
@@ -156,21 +171,20 @@ class Runner:
         if self._pool is not None:
             self._pool.close()
 
-    def seed_for(self, case: Case) -> int:
+    def seed_for(self, case: Case | CaseRef) -> int:
         return derive_seed(self.seed, case.name)
 
     # ------------------------------------------------------------------------------ one call
 
-    def _key(self, explainer: Explainer, case: Case, seed: int) -> tuple[str, Any, int]:
-        from pytest_xai import cases
+    def _key(self, explainer: Explainer, case: Case | CaseRef, seed: int) -> tuple[str, Any, int]:
+        return explainer.spec, where(case) or id(case), seed
 
-        return explainer.spec, cases.built_with(case) or id(case), seed
-
-    def memoised(self, explainer: Explainer, case: Case, seed: int) -> bool:
+    def memoised(self, explainer: Explainer, case: Case | CaseRef, seed: int) -> bool:
         return self._key(explainer, case, seed) in self.memo
 
-    def explain(self, explainer: Explainer, case: Case, *, seed: int | None = None) -> tuple[Outcome, bool]:
-        """The outcome of ``explainer`` on ``case``, and whether it was memoised already."""
+    def explain(self, explainer: Explainer, case: Case | CaseRef, *, seed: int | None = None) -> tuple[Outcome, bool]:
+        """The outcome of ``explainer`` on ``case``, and whether it was memoised already.  A case
+        whose vetting failed (:meth:`vet`) gives its error of kind ``case`` without a call."""
         seed = self.seed_for(case) if seed is None else seed
         key = self._key(explainer, case, seed)
         if key in self.memo:
@@ -178,16 +192,66 @@ class Runner:
         if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.engine.probe)
             kind, message = explainer.broken
             return Outcome("error", message=message, kind=kind), False
-        outcome = self._call(explainer, case, seed=seed)
+        vetted = self.vet(case)
+        outcome = vetted if isinstance(vetted, Outcome) else self._call(explainer, case, seed=seed)
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False
 
-    def repeat_seeds(self, case: Case, n: int) -> list[int]:
+    def vet(self, case: Case | CaseRef) -> Outcome | dict[str, Any]:
+        """The case built and its model vetted once (:func:`pytest_xai.engine.judge.vet`), in the
+        judge's worker under the limits (here without them): an error :class:`Outcome` of kind
+        ``case`` when the builder or the model misbehaves (hangs, raises, NaN, wrong shapes, two
+        answers to one question), else ``{"shape", "target", "budget"}``."""
+        from pytest_xai.engine import budget, judge
+
+        key = where(case) or id(case)
+        if key in self.vetted:
+            return self.vetted[key][1]
+        found: Outcome | dict[str, Any]
+        if self.limits is None:
+            try:
+                built = _built(case)
+                problem = judge.vet(built)
+            except Exception as exc:  # noqa: BLE001 - the builder is the user's: its fault is the case's
+                problem = f"building case {case.name!r} raised {type(exc).__name__}: {exc}"
+            found = (
+                Outcome("error", message=problem, kind="case")
+                if problem is not None
+                else _profile(tuple(built.inputs.shape), built.target, budget.for_case(built, self.budget))
+            )
+        else:
+            from pytest_xai.engine.worker import JUDGE
+
+            header, sent = self._addressed(case)
+            try:
+                with self.waiting():
+                    reply, _ = self.pool.call(JUDGE, {"op": "vet", "budget": self.budget, **header}, case=sent)
+            except ExplainerError as exc:
+                fault = _case_fault(case, "vetting its model", exc)
+                found = Outcome("error", message=str(fault), kind="case", stopped=fault.stopped)
+            else:
+                if reply.get("kind") == "ok":
+                    found = _profile(reply.get("shape"), reply.get("target"), reply.get("budget"))
+                    self.build_warnings[case.name] = [w for w in reply.get("warnings") or [] if isinstance(w, list)]
+                else:
+                    message = str(reply.get("message") or "the judge's worker sent an unknown reply")
+                    found = Outcome("error", message=message, traceback=str(reply.get("traceback", "")), kind="case")
+        self.vetted[key] = (case, found)
+        return found
+
+    def budget_for(self, case: Case | CaseRef) -> int:
+        """The budget of a call on ``case`` (``--xai-budget``, else the case's own, else the default)."""
+        from pytest_xai.engine import budget
+
+        vetted = self.vet(case)
+        return int(vetted["budget"]) if isinstance(vetted, dict) else budget.for_case(None, self.budget)
+
+    def repeat_seeds(self, case: Case | CaseRef, n: int) -> list[int]:
         """The seeds of ``--xai-repeat=n``: the ordinary seed first, then ``derive_seed(base, case, k)``."""
         return [self.seed_for(case)] + [derive_seed(self.seed, case.name, str(k)) for k in range(1, n)]
 
     def explain_repeated(
-        self, explainer: Explainer, case: Case, n: int
+        self, explainer: Explainer, case: Case | CaseRef, n: int
     ) -> tuple[list[tuple[int, Outcome, bool]], bool]:
         """``explain`` under each of the ``n`` repeat seeds; returns ``([(seed, outcome, cached)], deterministic)``.
 
@@ -208,9 +272,10 @@ class Runner:
     def reexplain(
         self,
         explainer: Explainer,
-        case: Case,
+        case: Case | CaseRef,
         model: Any = None,
         *,
+        variant: list[Any] | None = None,
         other_seed: bool = False,
         rows: list[int] | None = None,
         perturb: tuple[int, float] | None = None,
@@ -218,54 +283,90 @@ class Runner:
     ) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation; raises ExplainerError.  ``model`` swaps in another model (sanity checks;
-        ``Case.with_model``), ``rows`` explains ``inputs[rows]`` and ``perturb`` = (seed, radius)
-        perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`); ``other_seed`` gives the
-        explainer another seed.  ``seed`` is the seed of the explanation the check compares with
-        (``--xai-repeat``: each repeat's own), by default the case's ordinary one.
+        ``Case.with_model``), or ``variant``, its path in the case (:func:`variant_of`: what the
+        judge's worker sends, which holds the models); ``rows`` explains ``inputs[rows]`` and
+        ``perturb`` = (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
+        ``other_seed`` gives the explainer another seed.  ``seed`` is the seed of the explanation the
+        check compares with (``--xai-repeat``: each repeat's own), by default the case's ordinary one.
 
         The explanation of another model of the case, or of the case's model under the other seed,
         is memoised like ``explain`` (the two sanity checks share the floor models and the reseeded
         explanation); a call with the same seed and model, which ``determinism`` compares with the
         first, and calls on other inputs are made every time."""
         seed = (self.seed_for(case) if seed is None else seed) + (1 if other_seed else 0)
-        swap = model is not None and model is not case.model
-        variant = _variant(case, model) if swap else None
+        if variant is None and model is not None and model is not case.model:
+            variant = variant_of(_built(case), model)
+        elif variant is not None:
+            model = None  # found again by whoever builds the case
+        swap = variant is not None or (model is not None and model is not case.model)
         key = None
         if rows is None and perturb is None and (variant is not None or (other_seed and not swap)):
             key = (*self._key(explainer, case, seed), "reexplain", repr(variant))
             if key in self.memo:
                 return _attributions(self.memo[key][1], swap)
-        changed = case.with_model(model) if swap else case
-        inputs: dict[str, Any] | None = {
-            k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None
-        } or None
-        if inputs:
+        given = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None}
+        if self.limits is not None and where(case) is not None:  # its worker builds the variant itself
+            inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in given.items()}
+            outcome = self._call(explainer, case, seed=seed, variant=variant, inputs=inputs or None)
+        else:  # in this process, or a hand-made case (the test's own object): the variant is made here
             from pytest_xai.cases.generic import variant_inputs
 
-            changed = variant_inputs(changed, **inputs)
-            inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in inputs.items()}
-        outcome = self._call(
-            explainer, changed, seed=seed, base=case if swap or inputs else None, variant=variant, inputs=inputs
-        )
+            built = _built(case)
+            if variant is not None and model is None:
+                model = resolve_variant(built, variant)
+            changed = built.with_model(model) if swap else built
+            outcome = self._call(explainer, variant_inputs(changed, **given) if given else changed, seed=seed)
         if key is not None:
             self.memo[key] = (case, outcome)
         return _attributions(outcome, swap)
 
+    def judge(self, case: Case | CaseRef, request: dict[str, Any], answer: Callable[..., Any]) -> dict[str, Any]:
+        """Send one check ``request`` (:class:`pytest_xai.engine.judge.Remote`) to the judge's
+        worker, answering its questions with ``answer``; its reply.  The worker stopped at the limit
+        or dead is the case's fault (its model, or the reference computed from it)."""
+        import pickle
+
+        from pytest_xai.engine.worker import JUDGE
+
+        header, sent = self._addressed(case)
+        blob = pickle.dumps({**request, "case": sent})
+        try:
+            with self.waiting():
+                reply, _ = self.pool.call(JUDGE, {"op": "check", **header}, blob=blob, answer=answer)
+        except ExplainerError as exc:
+            raise _case_fault(case, f"running check {request['check']!r}", exc) from None
+        return reply
+
+    def _addressed(self, case: Case | CaseRef) -> tuple[dict[str, Any], Case | None]:
+        """How a worker finds ``case``: ``(header, None)`` naming a registered case (and the next
+        one it will probably need), or ``({}, case)`` for a hand-made case, which is pickled."""
+        from pytest_xai import cases
+
+        found = where(case)
+        if found is None:
+            return {}, case  # type: ignore[return-value]  # a CaseRef is always registered
+        name, case_seed, root, data_dir = found
+        place = {"case_seed": case_seed, "cache_root": root, "data_dir": data_dir}
+        header: dict[str, Any] = {"case": name, "modules": _modules_of(case.info), **place}
+        upcoming = cases.registered(self.upcoming) if self.upcoming not in (None, name) else None
+        if upcoming is not None:
+            header["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **place}
+        return header, None
+
     def _call(
         self,
         explainer: Explainer,
-        case: Case,
+        case: Case | CaseRef,
         *,
         seed: int,
-        base: Case | None = None,
         variant: list[Any] | None = None,
         inputs: dict[str, Any] | None = None,
     ) -> Outcome:
         try:
             if self.limits is None:
-                explanation = self._in_process(explainer, case, seed)
+                explanation = self._in_process(explainer, _built(case), seed)
                 return Outcome("ok", explanation, seconds=explanation.seconds, evaluations=explanation.evaluations)
-            return self._in_worker(explainer, base if base is not None else case, case, seed, variant, inputs)
+            return self._in_worker(explainer, case, seed, variant, inputs)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
         except ExplainerError as exc:
@@ -274,36 +375,27 @@ class Runner:
     def _in_worker(
         self,
         explainer: Explainer,
-        source: Case,
-        case: Case,
+        case: Case | CaseRef,
         seed: int,
         variant: list[Any] | None,
         inputs: dict[str, Any] | None = None,
     ) -> Outcome:
-        from pytest_xai import cases
-        from pytest_xai.engine import budget, contract
+        from pytest_xai.engine import contract
 
-        built = cases.built_with(source)
-        request: dict[str, Any] = {
-            "seed": int(seed),
-            "variant": variant,
-            "inputs": inputs,
-            "budget": budget.for_case(case, self.budget),
-        }
-        pickled = None
-        if built is None:
-            pickled = case.without_hooks()
-        else:
-            name, case_seed, root, data_dir = built
-            where = {"case_seed": case_seed, "cache_root": None if root is None else str(root), "data_dir": data_dir}
-            request.update(case=name, modules=_modules_of(source.info), **where)
-            upcoming = cases.registered(self.upcoming) if self.upcoming not in (None, name) else None
-            if upcoming is not None:
-                request["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **where}
+        header, sent = self._addressed(case)
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": self.budget, **header}
         with self.waiting():
-            reply, arrays = self.pool.explain(explainer.spec, request, case=pickled)
-        attributions, importance, interactions = contract.coerce(
-            {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, case
+            reply, arrays = self.pool.explain(explainer.spec, request, case=sent)
+        if sent is not None:
+            shape, target = tuple(sent.inputs.shape), sent.target
+        else:
+            vetted = self.vet(case)
+            assert isinstance(vetted, dict)  # explain() vets before calling
+            shape, target = vetted["shape"], vetted["target"]
+            if inputs and "rows" in inputs:
+                shape = (len(inputs["rows"]), *shape[1:])
+        attributions, importance, interactions = contract.coerce_shaped(
+            {k: v for k, v in arrays.items() if k in ("attributions", "importance", "interactions")}, shape, target
         )
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
         evaluations = _count(reply.get("evaluations"))
@@ -388,7 +480,55 @@ def _attributions(outcome: Outcome, swap: bool) -> Any:
     return outcome.explanation.attributions
 
 
-def _variant(case: Case, model: Any) -> list[Any] | None:
+def where(case: Case | CaseRef) -> tuple[str, int, str | None, str | None] | None:
+    """``(name, seed, cache root, data dir)`` a registered case is built from (a worker builds its
+    own from them), or None for a hand-made case (it can only be copied: pickled)."""
+    from pytest_xai import cases
+    from pytest_xai.case import CaseRef
+
+    if isinstance(case, CaseRef):
+        return case.key
+    built = cases.built_with(case)
+    if built is None:
+        return None
+    name, seed, root, data_dir = built
+    return name, seed, None if root is None else str(root), data_dir
+
+
+def _built(case: Case | CaseRef) -> Case:
+    from pytest_xai.case import CaseRef
+
+    return case.build() if isinstance(case, CaseRef) else case
+
+
+def _profile(shape: Any, target: Any, budget: Any) -> dict[str, Any]:
+    """What the plugin keeps of a vetted case: the inputs' shape, the target and a call's budget."""
+    return {"shape": tuple(int(d) for d in shape), "target": target, "budget": int(budget)}
+
+
+def _case_fault(case: Case | CaseRef, doing: str, exc: ExplainerError) -> CaseFault:
+    """The judge's worker stopped at the limit, dead or garbled while ``doing``: the case's fault."""
+    if isinstance(exc, CaseFault):
+        return exc
+    stopped = isinstance(exc, ExplainerTimeout)
+    what = "was stopped" if stopped else "failed"
+    return CaseFault(
+        f"case {case.name!r}: {doing} {what} in the judge's worker, where only the case's builder and model run: {exc}",
+        stopped=stopped,
+    )
+
+
+def resolve_variant(case: Case, variant: list[Any]) -> Any:
+    """The model at ``variant`` in ``case`` (:func:`variant_of`), built on first use."""
+    if variant[0] == "meta" and variant[1] not in case.meta:
+        case.build_variants()  # randomised models a user case builds on first use
+    model = case.torch_model if variant == ["torch_model"] else case.meta
+    for part in variant[1:]:  # ["meta", key, index, ...]
+        model = model[part]
+    return model
+
+
+def variant_of(case: Case, model: Any) -> list[Any] | None:
     """Where ``model`` sits in ``case`` (so a worker can find its own copy), or None."""
     if model is case.torch_model:
         return ["torch_model"]
@@ -416,28 +556,6 @@ def _modules_of(info: CaseInfo) -> list[list[str | None]]:
     if not name or name in cases.MODULES:
         return []
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
-
-
-def picture_path(report: str | Path, test_name: str, case: Case, score: Score) -> Path | None:
-    """Where the worst example of ``score`` is drawn, next to the JSON report, or None: only cases
-    that know how to draw (``Case.draw``) and scores that name a row draw."""
-    import re
-
-    if case.draw is None or (score.worst or {}).get("row") is None:
-        return None
-    from pytest_xai.reports.embed import folder
-
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
-    return folder(report) / f"{name}.png"
-
-
-def draw_picture(path: Path, case: Case, explanation: Any, score: Score) -> None:
-    """Draw the worst example of ``score`` at ``path`` (:func:`picture_path`)."""
-    from pytest_xai.checks import attributions_of
-
-    assert case.draw is not None and score.worst is not None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    case.draw(path, case, attributions_of(explanation), int(score.worst["row"]))
 
 
 #: One-sided error level of the ``--xai-repeat`` verdict: PASS when the Clopper-Pearson lower bound

@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # imported in the requests that need them: a worker starts wi
     from pytest_xai.engine.contract import Explainer
 
 ARRAYS = ("attributions", "importance", "interactions")
+#: The spec of the judge's worker (:mod:`pytest_xai.engine.judge`): it builds cases, vets their
+#: models and runs the checks, and never loads an explainer.
+JUDGE = "pytest_xai:judge"
 #: True in a child of the zygote that became an xdist worker (:func:`become`): it ends without the
 #: interpreter's teardown (:func:`exit_as_python_would`).
 FORKED = False
@@ -91,9 +94,15 @@ def _import_modules(modules: list[list[str | None]]) -> None:
 
 
 class Worker:
+    """What a worker process serves: one explainer's calls (``explain``), or, in the judge's worker
+    (spec :data:`JUDGE`), which loads no explainer, the case's vetting (``vet``) and the checks
+    (``check``)."""
+
     def __init__(self) -> None:
-        self.explainer: Explainer | None = None  # set by the init request
+        self.explainer: Explainer | None = None  # set by the init request (None in the judge's worker)
+        self.ready = False
         self.cases: dict[tuple[str, int, str | None, str | None], Case] = {}
+        self.warnings: dict[str, list[list[Any]]] = {}  # what building each case warned, for its first test
 
     def init(self, header: dict[str, Any], started: Callable[[str], None]) -> dict[str, Any]:
         from pytest_xai.engine import contract
@@ -102,6 +111,9 @@ class Worker:
         os.environ.clear()  # the plugin's, now: a zygote-forked worker has the zygote's
         os.environ.update(header["environ"])
         os.chdir(header["cwd"])
+        self.ready = True
+        if header["spec"] == JUDGE:
+            return {"kind": "ok"}
         self.explainer = contract.load(header["spec"], option="--xai-explainer")
         if self.explainer.prepare is not None:
             started(header["token"])
@@ -116,10 +128,21 @@ class Worker:
 
         key = (header["case"], header["case_seed"], header["cache_root"], header["data_dir"])
         if key not in self.cases:
+            import warnings
+
             _import_modules(header.get("modules", []))
-            self.cases[key] = cases.get(
-                header["case"], seed=header["case_seed"], cache=Cache(header["cache_root"]), data_dir=header["data_dir"]
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self.cases[key] = cases.get(
+                    header["case"],
+                    seed=header["case_seed"],
+                    cache=Cache(header["cache_root"]),
+                    data_dir=header["data_dir"],
+                )
+            self.warnings[header["case"]] = [
+                [w.category.__name__, wire.clip(w.message, 2000), wire.clip(w.filename, 500), int(w.lineno)]
+                for w in caught
+            ]
         return self.cases[key]
 
     def prebuild(self, header: dict[str, Any]) -> None:
@@ -127,24 +150,25 @@ class Worker:
         sent: the plugin scores the explanation meanwhile, so the next call finds its case built.
         A failure is left for that call, which builds again and reports it."""
         upcoming = header.get("next")
-        if not upcoming or self.explainer is None:
+        if not upcoming or not self.ready:
             return
         try:
             self._registered(upcoming)
         except BaseException:  # noqa: BLE001, S110 - the call that needs the case reports what went wrong
             pass
 
-    def _case(self, header: dict[str, Any], blob: bytes) -> Case:
-        if blob:
-            sent: Case = pickle.loads(blob)  # from the plugin itself, never from an explainer
-            return sent
-        case = self._registered(header)
+    def _case(self, header: dict[str, Any], sent: Case | None = None) -> Case:
+        """The case of a request: ``sent`` (a hand-made case, pickled by the plugin) or the
+        registered one ``header`` names, with the model at ``header["variant"]`` swapped in (its path
+        in the case, as :func:`pytest_xai.engine.runner.variant_of` found it) and the rows or
+        perturbation of ``header["inputs"]``."""
+        case = sent if sent is not None else self._registered(header)
         variant = header.get("variant")
         if variant and variant[0] == "meta" and variant[1] not in case.meta:
             case.build_variants()  # randomised models a user case builds on first use
         if variant:
             model = case.torch_model if variant == ["torch_model"] else case.meta
-            for part in variant[1:]:  # ["meta", key, index, ...]: where runner._variant found it
+            for part in variant[1:]:  # ["meta", key, index, ...]
                 model = model[part]
             case = case.with_model(model)
         if header.get("inputs"):
@@ -153,30 +177,40 @@ class Worker:
             case = variant_inputs(case, **header["inputs"])
         return case
 
+    def _built(self, header: dict[str, Any], sent: Case | None = None) -> tuple[Case | None, dict[str, Any]]:
+        """``(case, {})``, or ``(None, reply)`` naming the case when building it raised."""
+        try:
+            return self._case(header, sent), {}
+        except Exception as exc:  # noqa: BLE001 - the case's builder is user code: report, do not guess
+            out = _describe(exc)
+            name = header.get("case") or getattr(getattr(sent, "info", None), "name", None)
+            return None, {
+                **out,
+                "kind": "case",
+                "message": f"building case {name!r} raised {out['type']}: {out['message']}",
+            }
+
     def explain(
         self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        from pytest_xai.engine import contract
+        from pytest_xai.engine import budget, contract
         from pytest_xai.errors import ExplainerError, NotApplicable
 
         if self.explainer is None:
             return {"kind": "internal", "message": "explain request before init"}, {}
-        try:
-            case = self._case(header, blob)
-        except Exception as exc:  # noqa: BLE001 - the plugin built this case before asking: report, do not guess
-            out = _describe(exc)
-            return {
-                **out,
-                "kind": "case",
-                "message": f"building case {header.get('case')!r} in the worker raised {out['type']}: {out['message']}",
-            }, {}
+        sent: Case | None = pickle.loads(blob) if blob else None  # from the plugin itself, never from an explainer
+        case, failed = self._built(header, sent)
+        if case is None:
+            return failed, {}
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1") or 1)))
         started(header["token"])
         cpu = time.process_time()
         try:
-            result = contract.run(self.explainer, case, seed=header["seed"], budget=header.get("budget"))
+            result = contract.run(
+                self.explainer, case, seed=header["seed"], budget=budget.for_case(case, header["budget"])
+            )
         except NotApplicable as exc:
             return {"kind": "not_applicable", "message": wire.clip(exc, 2000)}, {}
         except ExplainerError as exc:
@@ -193,6 +227,39 @@ class Worker:
             "cpu_seconds": float(cpu),
             "evaluations": int(result.evaluations or 0),
         }, arrays
+
+    def vet(self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]) -> dict[str, Any]:
+        """In the judge's worker: build the case and vet its model (:func:`pytest_xai.engine.judge.vet`)."""
+        from pytest_xai.engine import budget, judge
+
+        case, failed = self._built(header, pickle.loads(blob) if blob else None)
+        if case is None:
+            return failed
+        started(header["token"])
+        problem = judge.vet(case)
+        if problem is not None:
+            return {"kind": "case", "message": wire.clip(problem, 4000)}
+        target = case.target
+        return {
+            "kind": "ok",
+            "shape": [int(d) for d in case.inputs.shape],
+            "target": target.tolist() if hasattr(target, "tolist") else target,
+            "budget": budget.for_case(case, header["budget"]),
+            "warnings": self.warnings.pop(case.name, []),
+        }
+
+    def check(
+        self, header: dict[str, Any], blob: bytes, started: Callable[[str], None], ask: Callable[..., Any]
+    ) -> dict[str, Any]:
+        """In the judge's worker: score an explanation (:func:`pytest_xai.engine.judge.score_in_worker`)."""
+        from pytest_xai.engine import judge
+
+        request = pickle.loads(blob)  # from the plugin itself, never from an explainer
+        case, failed = self._built(header, request.pop("case"))
+        if case is None:
+            return failed
+        started(header["token"])
+        return judge.score_in_worker(case, request, ask)
 
 
 def main(argv: list[str]) -> int:
@@ -211,11 +278,22 @@ def main(argv: list[str]) -> int:
             return 0
         reply: dict[str, Any] = {"kind": "internal", "message": f"unknown request {header.get('op')!r}"}
         out: dict[str, Any] = {}
+        blob = arrays.get("blob", b"")
+
+        def ask(question: dict[str, Any], token: str = header["token"]) -> tuple[dict[str, Any], dict[str, Any]]:
+            """A check's question to the plugin (``reexplain``), and its answer."""
+            wire.write(reply_fd, wire.pack({**question, "kind": "reexplain", "token": token}))
+            return wire.read(request_fd, names=("attributions",))
+
         try:
             if header["op"] == "init":
                 reply = worker.init(header, started)
             elif header["op"] == "explain":
-                reply, out = worker.explain(header, arrays.get("blob", b""), started)
+                reply, out = worker.explain(header, blob, started)
+            elif header["op"] == "vet":
+                reply = worker.vet(header, blob, started)
+            elif header["op"] == "check":
+                reply = worker.check(header, blob, started, ask)
         except BaseException as exc:  # noqa: BLE001 - the explainer is untrusted: report everything
             reply, out = _describe(exc), {}
         try:
@@ -223,7 +301,7 @@ def main(argv: list[str]) -> int:
         except BaseException as exc:  # noqa: BLE001 - e.g. a value json cannot encode
             message = wire.pack({**_describe(exc), "token": header["token"]})
         wire.write(reply_fd, message)
-        if header.get("op") == "explain":
+        if header.get("op") in ("explain", "check"):
             worker.prebuild(header)
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_xai.engine.judge import MarkerError, ReexplainError, Repeats
-from pytest_xai.errors import NotApplicable
+from pytest_xai.errors import CaseFault, CheckFault, NotApplicable
 from pytest_xai.plugin.state import (
     XaiState,
     record_of,
@@ -33,17 +34,25 @@ def xai_explainer(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
-    """Factory of ground-truth cases: ``xai_case("cough_and_fever")`` builds (once) and returns it."""
+    """Factory of ground-truth cases: ``xai_case("cough_and_fever")``.
+
+    With a time limit (the default) it returns a :class:`pytest_xai.case.CaseRef`: the case named,
+    not built; the explainer's worker and the judge's worker build it, and reading one of its
+    fields (``case.inputs``) builds it in your test's process.  With ``--xai-timeout=0`` it returns
+    the built :class:`pytest_xai.Case`."""
     from pytest_xai import cases, extras
+    from pytest_xai.case import CaseRef
     from pytest_xai.reports.files import DataFileError
 
     state = state_of(request.config)
 
     def get(name: str):
-        for caught in state.prefetched_warnings.pop(name, []):  # raised while it was built in the background
-            warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
+        options = state.options
         try:
-            return cases.get(name, seed=state.options.seed, cache=state.cache, data_dir=state.options.data_dir)
+            if state.runner.limits is not None:
+                root = state.cache.root
+                return CaseRef(cases.info(name), options.seed, None if root is None else str(root), options.data_dir)
+            return cases.get(name, seed=options.seed, cache=state.cache, data_dir=options.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
             pytest.skip(f"case {name}: {exc}")
         except DataFileError as exc:  # the user's file in --xai-data-dir: one message, no traceback
@@ -103,13 +112,14 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         run = lambda: state.runner.explain(explainer, case, seed=seed)
         if not state.runner.memoised(explainer, case, seed):
-            state.prefetch()  # the next test's case is built while this call waits for its worker
+            state.wait_usefully()  # work of the plugin's own done while this call waits for its worker
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
             benchmark.disabled = True  # the call was timed by the test that made it: no second timing
         if benchmark is not None:
             outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
         else:
             outcome, cached = run()
+        _warn_again(state.runner.build_warnings.pop(case.name, []))
         if repeat > 1 and outcome.status == "ok":
             outcome = _run_repeats(request.node, state, explainer, case, repeat)
         rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
@@ -122,8 +132,13 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         if outcome.status == "skip":
             pytest.skip(f"{explainer.name} on {case.name}: {outcome.message}")
         if outcome.status == "error":
-            failure = f"explainer {explainer.name!r} on case {case.name!r}: {outcome.message}"
+            failure = (
+                outcome.message  # it names the case: the explainer was not at fault, or never called
+                if outcome.kind == "case"
+                else f"explainer {explainer.name!r} on case {case.name!r}: {outcome.message}"
+            )
             rec.error, rec.kind, rec.passed, rec.score = failure, outcome.kind, False, 0.0
+            rec.stopped = outcome.stopped or None
             pytest.fail(failure + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
         return outcome.explanation
 
@@ -145,6 +160,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def run_check(name: str, explanation, case, *, explainer=None, **kwargs):
         markers = [(mark.name, mark.kwargs) for mark in reversed(list(request.node.iter_markers()))]
         rec = record_of(request.node)
+        report = state.options.report
         try:
             verdict = state.judge.score(
                 name,
@@ -154,6 +170,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 call=kwargs,
                 markers=markers,
                 repeats=request.node.stash.get(xai_repeats, None),
+                picture=None if not report else _picture_path(report, request.node.name),
             )
         except NotApplicable as exc:  # e.g. an interaction check on an explainer that returns none
             pytest.skip(f"{name} on {case.name}: {exc}")
@@ -162,6 +179,14 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             pytest.fail(rec.error, pytrace=False)
         except ReexplainError as exc:
             pytest.fail(str(exc), pytrace=False)
+        except (CaseFault, CheckFault) as exc:  # the case's model, or the check, not the explainer
+            rec.error, rec.kind, rec.passed, rec.score = str(exc), exc.kind, False, 0.0
+            rec.stopped = getattr(exc, "stopped", False) or None
+            trace = getattr(exc, "traceback", "")
+            pytest.fail(str(exc) + (f"\n\n{trace}" if trace else ""), pytrace=False)
+        if verdict.picture_error is not None:
+            state.picture_failures.append(f"{request.node.name}: {verdict.picture_error}")
+        rec.picture = verdict.picture
         score = verdict.score
         if verdict.repeat is not None:
             rec.repeat, rec.flaky = verdict.repeat, verdict.flaky
@@ -170,7 +195,6 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         detail = score.detail if overspent is None else f"{score.detail}; {overspent}"
         rec.threshold, rec.threshold_sources, rec.detail = float(score.threshold), verdict.sources, detail
         rec.reference = score.params.get("reference")  # {method, evaluations, max_error, convention}
-        _picture(request, case, explanation, score)
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
         if benchmark is not None:
             benchmark.extra_info.update(
@@ -196,22 +220,32 @@ def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:
     """What the detail says when the explainer spent more model evaluations than the call's budget."""
     from pytest_xai.engine import budget
 
-    return budget.overspent(evaluations, budget.for_case(case, state.runner.budget))
+    return budget.overspent(evaluations, state.runner.budget_for(case))
 
 
-def _picture(request: pytest.FixtureRequest, case, explanation, score) -> None:
-    """The worst example's picture next to the JSON report, for cases that know how to draw; drawn
-    in the background while the next test waits for its worker (:meth:`XaiState.draw_later`)."""
-    report = state_of(request.config).options.report
-    if not report:
-        return
-    from pytest_xai.engine.runner import draw_picture, picture_path
+def _picture_path(report: str, test_name: str) -> Path:
+    """Where the worst example of a test is drawn, next to the JSON report, if its case draws."""
+    import re
 
-    path = picture_path(report, request.node.name, case, score)
-    if path is None:
-        return
-    record_of(request.node).picture = str(path)
-    state_of(request.config).draw_later(request.node.name, path, lambda: draw_picture(path, case, explanation, score))
+    from pytest_xai.reports.embed import folder
+
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name).strip("_")
+    return folder(report) / f"{name}.png"
+
+
+def _warn_again(caught: list[list[Any]]) -> None:
+    """Warnings that building the case raised in the judge's worker, raised again in the test that
+    first uses it: ``[category name, message, filename, line]``, the category a builtin one or the
+    cache's, else ``UserWarning``."""
+    import builtins
+
+    from pytest_xai.cache import CacheWarning
+
+    for name, message, filename, lineno in caught:
+        category = CacheWarning if name == "CacheWarning" else getattr(builtins, str(name), None)
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            category, message = UserWarning, f"{name}: {message}"
+        warnings.warn_explicit(str(message), category, str(filename), int(lineno))
 
 
 def _run_repeats(node: pytest.Item, state: XaiState, explainer, case, n: int):

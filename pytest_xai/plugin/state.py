@@ -11,7 +11,6 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,13 +57,13 @@ def import_ahead(config: pytest.Config) -> Callable[[], None] | None:
 
 
 class Background:
-    """Work done while the test thread only waits for a worker's reply: building the next test's
-    case and drawing the pictures of finished tests, in one daemon thread.
+    """Work done while the test thread only waits for a worker's reply (importing what another
+    plugin imports at the session's end, freezing the heap), in one daemon thread.
 
     The two threads take turns on ``lock``: it is the test thread's except inside ``waiting()``
-    (the runner's ``waiting``), so background work never runs beside test code (warnings filters
-    and the global random generators of numpy and torch are process-wide, and builders, drawings
-    and tests all use them).  A job that is running when the reply arrives finishes first."""
+    (the runner's ``waiting``; re-entered while the test thread answers a worker's question), so
+    background work never runs beside test code (warnings filters are process-wide).  A job that
+    is running when the reply arrives finishes first."""
 
     def __init__(self) -> None:
         import collections
@@ -72,17 +71,26 @@ class Background:
 
         self.lock = threading.Lock()
         self.lock.acquire()  # the test thread's turn
-        self.jobs: collections.deque[tuple[Callable[[], None], bool]] = collections.deque()  # (job, a prefetch)
+        self.depth = 0  # waits the test thread is in (a check's question makes a wait within a wait)
+        self.jobs: collections.deque[Callable[[], None]] = collections.deque()
         self.changed = threading.Condition()
         self.pending = 0
         threading.Thread(target=self._run, name="pytest-xai background", daemon=True).start()
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
+        self.depth += 1
+        if self.depth > 1:  # already waiting: the turn is the background's until the outer wait ends
+            try:
+                yield
+            finally:
+                self.depth -= 1
+            return
         self.lock.release()
         try:
             yield
         finally:
+            self.depth -= 1
             self._take_turn()
 
     def _take_turn(self) -> None:
@@ -101,21 +109,15 @@ class Background:
         if interrupted is not None:
             raise interrupted
 
-    def add(self, job: Callable[[], None], *, prefetch: bool = False) -> None:
-        """Queue ``job`` (it must catch its own exceptions); a prefetch goes before the others."""
+    def add(self, job: Callable[[], None]) -> None:
+        """Queue ``job`` (it must catch its own exceptions)."""
         with self.changed:
-            (self.jobs.appendleft if prefetch else self.jobs.append)((job, prefetch))
+            self.jobs.append(job)
             self.pending += 1
             self.changed.notify_all()
 
     def drain(self) -> None:
-        """At the end of a session: drop the builds not started (no test needs them now) and give
-        the background thread every turn until the rest is done."""
-        with self.changed:
-            dropped = [entry for entry in self.jobs if entry[1]]
-            for entry in dropped:
-                self.jobs.remove(entry)
-            self.pending -= len(dropped)
+        """At the end of a session: give the background thread every turn until its jobs are done."""
         with self.waiting(), self.changed:
             self.changed.wait_for(lambda: self.pending == 0)
 
@@ -123,7 +125,7 @@ class Background:
         while True:
             with self.changed:
                 self.changed.wait_for(lambda: bool(self.jobs))
-                job, _ = self.jobs.popleft()
+                job = self.jobs.popleft()
             with self.lock:
                 job()
             with self.changed:
@@ -146,10 +148,8 @@ class XaiState:
         self.zygote: str | None = None  # xdist's controller: the socket of the zygote its workers share
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.engine.probe learnt of a user's explainer
-        self.next_case: str | None = None  # the suite case to build while this test waits
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
-        self.prefetched_warnings: dict[str, list[warnings.WarningMessage]] = {}
         self.picture_failures: list[str] = []
         self._imported_ahead = False
         self._frozen_with = 0  # modules imported when the heap was last frozen (freeze)
@@ -190,11 +190,12 @@ class XaiState:
 
     @property
     def judge(self):
-        """What scores a check (``pytest_xai.engine.judge``), started on first use."""
+        """What scores a check (``pytest_xai.engine.judge``): the judge's worker process (``Remote``),
+        or with ``--xai-timeout=0`` this process (``Judge``)."""
         if self._judge is None:
-            from pytest_xai.engine.judge import Judge
+            from pytest_xai.engine.judge import Judge, Remote
 
-            self._judge = Judge(self.runner, self.options.thresholds)
+            self._judge = (Remote if self.runner.limits is not None else Judge)(self.runner, self.options.thresholds)
         return self._judge
 
     def _remember_costs(self) -> None:
@@ -270,14 +271,10 @@ class XaiState:
             self.runner.waiting = self._background.waiting
         return self._background
 
-    def prefetch(self) -> None:
-        """Build the next test's case in the background, so that the next test finds it built;
-        called as a test is about to wait for its worker.  The first wait also imports ahead
-        (:func:`import_ahead`), and a wait after many imports freezes the heap (:meth:`freeze`).
-
-        A failed build is dropped: the next test builds again and reports the error.  Warnings the
-        build raises are kept and raised again in the test that asks for the case (``xai_case``)."""
-        name, self.next_case = self.next_case, None
+    def wait_usefully(self) -> None:
+        """Queue the plugin's own work for the waits of a test about to call its worker: the first
+        wait imports ahead (:func:`import_ahead`), a wait after many imports freezes the heap
+        (:meth:`freeze`)."""
         background = self.background
         if background is None:
             return
@@ -289,38 +286,6 @@ class XaiState:
         if len(sys.modules) > self._frozen_with + FREEZE_AFTER_MODULES:
             self._frozen_with = len(sys.modules)
             background.add(self.freeze)
-        if name is None:
-            return
-        from pytest_xai import cases
-
-        def build() -> None:
-            with warnings.catch_warnings(record=True) as caught:
-                try:
-                    cases.get(name, seed=self.options.seed, cache=self.cache, data_dir=self.options.data_dir)
-                except Exception:  # noqa: BLE001 - the test that needs the case builds it again and reports it
-                    return
-            self.prefetched_warnings[name] = caught
-
-        background.add(build, prefetch=True)
-
-    def draw_later(self, test: str, path: Path, draw: Callable[[], None]) -> None:
-        """Draw the picture at ``path`` in the background (inline when calls run in this process); a
-        failure is reported at the end of the session, and the report then shows no picture."""
-
-        def job() -> None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a picture is a convenience: its warnings are not the test's
-                try:
-                    draw()
-                except Exception as exc:  # noqa: BLE001 - reported at the end, never fails a test
-                    path.unlink(missing_ok=True)  # never an older run's picture in its place
-                    self.picture_failures.append(f"{test}: {type(exc).__name__}: {exc}")
-
-        background = self.background
-        if background is None:
-            job()
-        else:
-            background.add(job)
 
     # Hooks: this object is registered as a plugin in pytest_configure.
 
@@ -335,16 +300,14 @@ class XaiState:
             following = name if name is not None else following
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        """The case to prefetch during this test: serially the next other case; under xdist a
-        worker knows only its next test, so that test's case if it is another one."""
-        current = _case_name(item)
+        """The case the workers build ahead during this test: serially the next other case; under
+        xdist a worker knows only its next test, so that test's case."""
         if item.nodeid in self.upcoming:
             following = self.upcoming[item.nodeid]
         else:
             following = _case_name(nextitem) if nextitem is not None else None
-        self.next_case = following if following != current else None
         if self._runner is not None:
-            self._runner.upcoming = following  # its worker builds it once it has replied to this test's call
+            self._runner.upcoming = following  # its workers build it once they have replied to this test
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -404,7 +367,7 @@ class XaiState:
         controller only), guarded, JSON first."""
         self.resume_gc()
         if self._background is not None:
-            self._background.drain()  # the last pictures
+            self._background.drain()
         if self._runner is not None:
             self._runner.close()
         for rec in self.records:  # a picture whose drawing failed (or a worker's, under xdist, lost)

@@ -30,7 +30,8 @@ _REPORT_ONLY = ("nodeid", "outcome", "status", "duration")
 class Record:
     """One xai test.  ``status`` is the verdict: PASS, FAIL, ERROR (the explainer raised, crashed or
     returned something invalid: a failed verdict with score 0), TIMEOUT (stopped at the limit: no
-    verdict) or SKIP; ``kind`` says how an ERROR or TIMEOUT happened (``pytest_xai.errors.ERROR_KINDS``).
+    verdict) or SKIP; ``kind`` says how an ERROR or TIMEOUT happened (``pytest_xai.errors.ERROR_KINDS``):
+    a TIMEOUT of kind ``case`` is the case's model stopped at the limit (``stopped``).
     Under ``--xai-gate=regression`` a failing test has ``known_failure`` (the baseline had it
     failing, no better) or a ``regression`` saying what got worse (:mod:`pytest_xai.reports.gate`).
     """
@@ -46,6 +47,7 @@ class Record:
     outcome: str | None = None
     status: str | None = None
     kind: str | None = None
+    stopped: bool | None = None  # the explainer's or the case's call was stopped at its limit: a TIMEOUT
     score: float | None = None
     threshold: float | None = None
     threshold_sources: dict[str, str] | None = None
@@ -100,7 +102,7 @@ class Record:
         if outcome == "skipped":
             status = "SKIP"
         elif rec.kind is not None:
-            status = "TIMEOUT" if rec.kind == "timeout" else "ERROR"
+            status = "TIMEOUT" if rec.kind == "timeout" or rec.stopped else "ERROR"
         else:
             status = "PASS" if passed else "FAIL"
         rec.nodeid, rec.outcome, rec.status, rec.duration = nodeid, outcome, status, round(duration, 6)
