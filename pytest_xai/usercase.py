@@ -119,6 +119,22 @@ def make_case(
         rows = np.random.default_rng([seed, 3]).permutation(len(X_train))[:max_background]
         background = X_train[np.sort(rows)]
     out = np.asarray(predict(x[:2]))
+    if out.ndim not in (1, 2) or len(out) != len(x[:2]):
+        raise ValueError(
+            f"make_case: predict returned shape {out.shape} for {len(x[:2])} rows; it must return one "
+            f"output per row, (n,) or (n, classes)"
+        )
+    width = x.shape[1:]
+    if background is not None and (np.ndim(background) != x.ndim or np.shape(background)[1:] != width):
+        raise ValueError(
+            f"make_case: the background has rows of shape {np.shape(background)[1:]} but the inputs "
+            f"{width}; pass background rows shaped like the inputs"
+        )
+    if baseline is not None and np.shape(baseline) not in (width, (1, *width), x.shape):
+        raise ValueError(
+            f"make_case: the baseline has shape {np.shape(baseline)} but the inputs {x.shape}; pass one "
+            f"row shaped like an input {width}, or one per input"
+        )
     if isinstance(target, str) and target == "auto":
         if out.ndim == 1 or out.shape[1] == 1:
             target = None
