@@ -19,6 +19,7 @@ As a command, on a warm cache (one cold run first, untimed)::
     python benchmarks/phases.py exact_shapley                      # this checkout, serially
     python benchmarks/phases.py exact_shapley --before b09cafd -n 2 --runs 3
     python benchmarks/phases.py exact_shapley --runs 3 --floor     # and the floors under its share
+    python benchmarks/phases.py exact_shapley --before 3ff8cb3 --runs 3 -k "symmetry and cough_and_fever"
 
 The runs of the two checkouts alternate, and the table gives each phase's median wall and CPU
 seconds.  Wall seconds on a shared machine are upper bounds; CPU seconds move less.
@@ -43,12 +44,13 @@ REGIONS = {
     "pytest_xai.cache": {"Cache._load_or_build": "cache reads"},
     "pytest_xai.engine.isolate": {
         "Pool.explain": "worker calls",
+        "Pool.call": "worker calls",  # the explainer's and, since the judge moved there, the judge's worker
         "Pool._worker": "worker start",
         "Zygote._ask": "zygote answers",
     },  # the zygote's client, there before pytest_xai.engine.zygote
     "pytest_xai.engine.zygote": {"Zygote._ask": "zygote answers"},
-    "pytest_xai.engine.contract": {"coerce": "output validation"},
-    "pytest_xai.engine.runner": {"draw_picture": "pictures"},
+    "pytest_xai.engine.contract": {"coerce": "output validation", "coerce_shaped": "output validation"},
+    "pytest_xai.engine.runner": {"draw_picture": "pictures"},  # before the judge moved into the engine
     "pytest_xai.reports.report": {"table": "score table", "document": "report files"},
     "pytest_xai.reports.files": {"write_reports": "report files"},
 }
@@ -410,7 +412,9 @@ def table(columns: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
-def compare(explainers: list[str], before: str | None, workers: int, runs: int, base: str) -> dict[str, Any]:
+def compare(
+    explainers: list[str], before: str | None, workers: int, runs: int, base: str, extra: list[str] | None = None
+) -> dict[str, Any]:
     """Cold run, then ``runs`` warm runs alternating between this checkout and ``before`` (a git
     revision checked out into a worktree under ``base``, a scratch directory that also holds the
     caches); the median breakdowns, the verdicts, and each checkout's tree and pytest cache dir."""
@@ -427,12 +431,14 @@ def compare(explainers: list[str], before: str | None, workers: int, runs: int, 
     caches = {code: os.path.join(base, f"cache-{code}") for code in trees}
     try:
         for code, tree in trees.items():
-            run_suite(tree, caches[code], os.path.join(base, "cold.json"), explainers)
+            run_suite(tree, caches[code], os.path.join(base, "cold.json"), explainers, extra=extra)
         results: dict[str, list[dict[str, float]]] = {code: [] for code in trees}
         verdicts: dict[str, Any] = {}
         for _ in range(runs):
             for code, tree in trees.items():
-                got, phases = run_suite(tree, caches[code], os.path.join(base, "warm.json"), explainers, workers)
+                got, phases = run_suite(
+                    tree, caches[code], os.path.join(base, "warm.json"), explainers, workers, extra=extra
+                )
                 results[code].append(phases)
                 verdicts[code] = got
         medians = {code: median_breakdown(r) for code, r in results.items()}
@@ -553,10 +559,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-n", type=int, default=0, help="xdist workers (default: serial)")
     parser.add_argument("--runs", type=int, default=1, help="warm runs of each checkout (median)")
     parser.add_argument("--floor", action="store_true", help="also the floor under the plugin's share (two cores)")
+    parser.add_argument("-k", dest="select", help='a selection, e.g. "symmetry and cough_and_fever"')
     args = parser.parse_args(argv)
     base = tempfile.mkdtemp(prefix="xai-phases-")
     try:
-        found = compare(args.explainers, args.before, args.n, args.runs, base)
+        extra = ["-k", args.select] if args.select else None
+        found = compare(args.explainers, args.before, args.n, args.runs, base, extra)
         for line in table(found["phases"]):
             print(line)
         if args.floor:
