@@ -75,9 +75,9 @@ def _register(name, predict):
     pytest_xai.register_case(checks=CHECKS)(build)
 
 
-for _name, _predict in list(globals().items()):
-    if callable(_predict) and getattr(_predict, "__module__", None) == __name__ and _name not in ("linear", "_register"):
-        _register(f"model_{_name}", _predict)
+MODELS = [hangs, raises, nan, wrong_length, noisy, hangs_on_many, raises_on_many]
+for _predict in MODELS:
+    _register(f"model_{_predict.__name__}", _predict)
 """
 
 
@@ -155,7 +155,9 @@ def pytest_sessionfinish(session):
 """
     )
     args = ("-k", "cough_and_fever or additive_mlp or chess_cnn_check or sanity_digits_mlp", "--xai-report=r.json")
-    result = pytester.runpytest_subprocess(*QUIET, EXACT, "--xai-explainer=pytest_xai.explainers:integrated_gradients", *args)
+    result = pytester.runpytest_subprocess(
+        *QUIET, EXACT, "--xai-explainer=pytest_xai.explainers:integrated_gradients", *args
+    )
     assert result.ret in (0, 1), result.stdout.str()
     assert len(_results(pytester.path / "r.json")) > 6
     assert (pytester.path / "modules.txt").read_text() == ""
@@ -170,7 +172,7 @@ def test_make_case_checks_the_widths_of_background_and_baseline_and_the_models_o
     import pytest_xai
 
     X = np.random.default_rng(0).normal(size=(10, 3))
-    linear = lambda rows: np.asarray(rows) @ [1.0, 2.0, 0.0]  # noqa: E731
+    linear = lambda rows: np.asarray(rows) @ [1.0, 2.0, 0.0]
     with pytest.raises(ValueError, match=r"background has rows of shape \(4,\) but the inputs \(3,\)"):
         pytest_xai.make_case(X[:5], predict=linear, background=np.zeros((8, 4)))
     with pytest.raises(ValueError, match=r"baseline has shape \(2,\)"):

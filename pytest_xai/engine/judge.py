@@ -56,6 +56,7 @@ class Verdict:
     flaky: bool = False
     picture: str | None = None  # the worst example drawn there (``picture=`` of :meth:`Judge.score`)
     picture_error: str | None = None  # why it could not be drawn
+    evaluations: int | None = None  # rows the check and the reference evaluated (the judge's worker counts)
 
     def to_wire(self) -> dict[str, Any]:
         """The verdict as builtin values, for the judge's worker to send (:mod:`pytest_xai.engine.wire`)."""
@@ -76,6 +77,7 @@ class Verdict:
             "flaky": bool(self.flaky),
             "picture": self.picture,
             "picture_error": self.picture_error,
+            "evaluations": self.evaluations,
         }
 
     @classmethod
@@ -96,8 +98,7 @@ class Verdict:
         )
         sources = {str(k): str(v) for k, v in dict(reply["sources"]).items()}
         repeat = reply.get("repeat") if isinstance(reply.get("repeat"), dict) else None
-        picture = reply.get("picture")
-        error = reply.get("picture_error")
+        picture, error, evaluations = (reply.get(k) for k in ("picture", "picture_error", "evaluations"))
         return cls(
             score,
             sources,
@@ -105,6 +106,7 @@ class Verdict:
             reply.get("flaky") is True,
             picture if isinstance(picture, str) else None,
             error if isinstance(error, str) else None,
+            evaluations if type(evaluations) is int and evaluations >= 0 else None,
         )
 
 
@@ -467,6 +469,7 @@ def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]
     """The judge's worker's answer to one check request (sent by :class:`Remote`): the verdict, or
     what went wrong, by kind: the check does not apply, a misspelt marker keyword or check name, the
     explainer failing on a variant, the case's model misbehaving, or the check raising."""
+    import dataclasses
     import traceback
 
     from pytest_xai.engine import contract
@@ -474,6 +477,7 @@ def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]
 
     if not isinstance(case.predict, Guarded):
         case.predict = Guarded(case.predict, case.name)
+    before = case.predict.rows  # the reference is memoised per case: only the first check pays for it
     explanation = request["explanation"]
     try:
         contract.coerce({"attributions": explanation.attributions}, case)  # the explainer's worker is untrusted
@@ -509,7 +513,8 @@ def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]
             "message": clip(f"check {request['check']!r} raised {type(exc).__name__}: {exc}", 4000),
             "traceback": clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
         }
-    return {"kind": "verdict", **verdict.to_wire(), "evaluations": int(case.predict.rows)}
+    evaluations = int(case.predict.rows - before)
+    return {"kind": "verdict", **dataclasses.replace(verdict, evaluations=evaluations).to_wire()}
 
 
 def _trace(exc: BaseException) -> str:

@@ -186,7 +186,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             pytest.fail(str(exc) + (f"\n\n{trace}" if trace else ""), pytrace=False)
         if verdict.picture_error is not None:
             state.picture_failures.append(f"{request.node.name}: {verdict.picture_error}")
-        rec.picture = verdict.picture
+        rec.picture, rec.check_evaluations = verdict.picture, verdict.evaluations
         score = verdict.score
         if verdict.repeat is not None:
             rec.repeat, rec.flaky = verdict.repeat, verdict.flaky
