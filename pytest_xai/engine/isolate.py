@@ -71,6 +71,15 @@ class _Truncated(Exception):
     """Part of a reply arrived, then nothing: the argument is how many bytes."""
 
 
+@dataclass(frozen=True)
+class Sent:
+    """A request sent to a worker, whose reply is still to be read (:meth:`Worker.receive`)."""
+
+    token: str
+    limits: Limits
+    phase: _Phase
+
+
 @dataclass
 class _Phase:
     """Where a call is: its limits (loading, then the call's), and its wall and CPU clocks at the start."""
@@ -159,6 +168,11 @@ class Worker:
 
         ``answer`` answers the worker's questions (``{"kind": "reexplain"}``: a check in the
         judge's worker asks for the explainer again); the time spent answering is not the worker's."""
+        return self.receive(self.send(header, limits, blob), answer)
+
+    def send(self, header: dict[str, Any], limits: Limits, blob: bytes = b"") -> Sent:
+        """Send one request; its reply is :meth:`receive`'s.  The limits run from now (a reply read
+        late is judged by the clocks, so a call left running while another is made is still stopped)."""
         self.log.seek(0)
         self.log.truncate()
         token = secrets.token_hex(16)
@@ -168,7 +182,15 @@ class Worker:
             raise self._died("before it received the call") from None
         # Until the worker says "started", it imports and builds the case: only a loose wall limit.
         loading = Limits(cpu=None, wall=max(limits.wall or 0.0, LOADING_WALL))
-        phase = _Phase(loading, time.monotonic(), cpu_seconds(self.pid))
+        return Sent(token, limits, _Phase(loading, time.monotonic(), cpu_seconds(self.pid)))
+
+    def receive(
+        self,
+        sent: Sent,
+        answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The reply to ``sent`` (:meth:`send`), under its limits."""
+        token, limits, phase = sent.token, sent.limits, sent.phase
 
         def tick(received: int) -> None:
             if received != phase.received:
@@ -177,12 +199,13 @@ class Worker:
                 raise _Truncated(received)
             wall = time.monotonic() - phase.wall
             now, cpu, lim = cpu_seconds(self.pid), phase.cpu, phase.limits
+            loading = lim is not limits  # before "started": the explainer's or the case's code has not begun
             used = wall if now is None or cpu is None else now - cpu
             if stopped(self.pid):  # by the explainer or from outside, before or after "started"
                 raise _Stop("was stopped (SIGSTOP): its process was suspended, so it would never answer")
-            if lim is loading and lim.wall is not None and wall > lim.wall:
+            if loading and lim.wall is not None and wall > lim.wall:
                 raise _Stop(f"did not finish loading the explainer and building the case within {lim.wall:g} s")
-            if lim is loading and limits.cpu is not None and used < IDLE_SHARE * wall and wall > limits.cpu:
+            if loading and limits.cpu is not None and used < IDLE_SHARE * wall and wall > limits.cpu:
                 raise _Stop(
                     f"was idle while loading the explainer and building the case: it used {used:.2f} CPU "
                     f"seconds in {wall:.1f} s (an import that sleeps, or a process stopped and resumed?)"
@@ -352,6 +375,25 @@ class Pool:
         reply, arrays = self.call(spec, {"op": "explain", **request}, case=case)
         _raise_for(reply, "")
         return reply, arrays
+
+    def send(self, spec: str, request: dict[str, Any], *, case: Case | None = None) -> tuple[Worker, Sent]:
+        """Send one request to the worker of ``spec`` without waiting: ``receive`` reads the reply."""
+        worker = self._worker(spec)
+        return worker, worker.send(request, self.limits, _pickled(case) if case is not None else b"")
+
+    def receive(
+        self, spec: str, worker: Worker, sent: Sent, request: dict[str, Any], *, case: Case | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The reply to ``sent``; a call whose worker died with its zygote is made once more."""
+        try:
+            return worker.receive(sent)
+        except ExplainerCrash:
+            if not worker.lost_with_zygote():
+                raise
+            return self.call(spec, request, case=case)
+        finally:
+            if not worker.alive:
+                self.workers.pop(spec, None)
 
     def call(
         self,

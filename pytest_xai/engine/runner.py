@@ -125,6 +125,7 @@ class Runner:
         #: Each case's vetting (:meth:`vet`): an error outcome naming the case, or what the plugin
         #: needs of it (the inputs' shape, the target, the budget of a call).
         self.vetted: dict[Any, tuple[Any, Outcome | dict[str, Any]]] = {}
+        self.vetting: dict[Any, tuple[Any, ...]] = {}  # sent and not read yet: (request, case, worker, call)
         #: What building a case warned in the judge's worker, for the first test that uses it:
         #: ``[category name, message, filename, line]``.
         self.build_warnings: dict[str, list[list[Any]]] = {}
@@ -192,10 +193,27 @@ class Runner:
         if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.engine.probe)
             kind, message = explainer.broken
             return Outcome("error", message=message, kind=kind), False
+        self._send_vet(case)  # the judge's worker vets the case while the explainer's makes the call
+        outcome = self._call(explainer, case, seed=seed)
         vetted = self.vet(case)
-        outcome = vetted if isinstance(vetted, Outcome) else self._call(explainer, case, seed=seed)
+        if isinstance(vetted, Outcome):  # the case's fault: what the explainer did with it says nothing
+            outcome = vetted
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
         return outcome, False
+
+    def _send_vet(self, case: Case | CaseRef) -> None:
+        """Send the vetting of ``case`` to the judge's worker without waiting (:meth:`vet` reads it)."""
+        key = where(case) or id(case)
+        if self.limits is None or key in self.vetted or key in self.vetting:
+            return
+        from pytest_xai.engine.worker import JUDGE
+
+        header, sent = self._addressed(case)
+        request = {"op": "vet", "budget": self.budget, **header}
+        try:
+            self.vetting[key] = (request, sent, *self.pool.send(JUDGE, request, case=sent))
+        except ExplainerError:
+            return  # vet() makes the call again and reports what went wrong
 
     def vet(self, case: Case | CaseRef) -> Outcome | dict[str, Any]:
         """The case built and its model vetted once (:func:`pytest_xai.engine.judge.vet`), in the
@@ -225,7 +243,11 @@ class Runner:
             header, sent = self._addressed(case)
             try:
                 with self.waiting():
-                    reply, _ = self.pool.call(JUDGE, {"op": "vet", "budget": self.budget, **header}, case=sent)
+                    if key in self.vetting:  # sent while the explainer's worker made its call
+                        request, sent, worker, call = self.vetting.pop(key)
+                        reply, _ = self.pool.receive(JUDGE, worker, call, request, case=sent)
+                    else:
+                        reply, _ = self.pool.call(JUDGE, {"op": "vet", "budget": self.budget, **header}, case=sent)
             except ExplainerError as exc:
                 fault = _case_fault(case, "vetting its model", exc)
                 found = Outcome("error", message=str(fault), kind="case", stopped=fault.stopped)
@@ -390,7 +412,8 @@ class Runner:
             shape, target = tuple(sent.inputs.shape), sent.target
         else:
             vetted = self.vet(case)
-            assert isinstance(vetted, dict)  # explain() vets before calling
+            if isinstance(vetted, Outcome):  # the case failed its vetting: explain() reports that
+                raise vetted.error()
             shape, target = vetted["shape"], vetted["target"]
             if inputs and "rows" in inputs:
                 shape = (len(inputs["rows"]), *shape[1:])
