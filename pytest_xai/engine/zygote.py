@@ -69,8 +69,10 @@ THREAD_VARIABLES = (
 #: Libraries a zygote imports (those installed) before its first fork, so that workers start warm:
 #: what the cases' models and their builders need, and the case families (every process that
 #: loads a case imports them all: 0.2-0.3 s each time).
-PRELOAD = (
-    "numpy",
+#: The model libraries among them: under ``pytest -n N`` imported after the xdist workers are
+#: forked, since those only collect, dispatch and report (the judge's and the explainers' workers
+#: build the cases), and before the first worker that builds one.
+LIBRARIES = (
     "scipy.stats",
     "sklearn.cluster",
     "sklearn.datasets",
@@ -81,6 +83,10 @@ PRELOAD = (
     "xgboost",
     "torch",
     "chess",
+)
+PRELOAD = (
+    "numpy",
+    *LIBRARIES,
     "pytest_xai.cases",
     *FAMILY_MODULES,
     "pytest_xai.engine.contract",
@@ -480,9 +486,11 @@ class Zygote:
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
         if listener is None:
             return cls(now + used, later)
-        # under -n N the xdist workers fork first and do not need the explainer libraries: those
-        # are imported while the workers start, before the first explainer process is forked
-        return cls(now, later, listener, before_fork=used)
+        # under -n N the xdist workers fork first and need neither the model nor the explainer
+        # libraries: those are imported while the workers start, before the first worker that
+        # builds a case (the judge's, an explainer's) is forked
+        light = [m for m in now if m not in LIBRARIES]
+        return cls(light, later, listener, before_fork=[m for m in now if m in LIBRARIES] + used)
 
     @classmethod
     def _connect(cls, address: str) -> Zygote | None:
