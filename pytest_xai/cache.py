@@ -191,6 +191,24 @@ class Cache:
         return self.root / f"{name}-{self.key(params, libs)[:16]}{suffix}"
 
     def _load_or_build(self, path, load, save, build, validate) -> Any:
+        """The entry at ``path`` loaded and validated, or built and stored.  One builder an entry: a
+        process or thread that wants an entry another is building waits for it (``flock`` on
+        ``PATH.lock``, released if the builder dies), then loads it.  Without the lock a cold run
+        trained the fooling family's detectors twice, in the explainer's and the judge's workers
+        (30 CPU s)."""
+        if path is None:
+            return self._load_or_build_unlocked(path, load, save, build, validate)
+        import fcntl
+
+        try:
+            lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - closed below, after the build
+        except OSError:  # a cache folder that takes no new file: build unlocked, as before
+            return self._load_or_build_unlocked(path, load, save, build, validate)
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._load_or_build_unlocked(path, load, save, build, validate)
+
+    def _load_or_build_unlocked(self, path, load, save, build, validate) -> Any:
         if path is not None and path.exists():
             try:
                 obj = load(path)
@@ -201,7 +219,7 @@ class Cache:
                     f"pytest-xai: cache entry {path} is unreadable or invalid "
                     f"({type(exc).__name__}: {exc}); rebuilding it",
                     CacheWarning,
-                    stacklevel=3,
+                    stacklevel=4,  # the builder that asked for the entry
                 )
                 path.unlink(missing_ok=True)
         obj = build()

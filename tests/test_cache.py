@@ -231,3 +231,39 @@ def test_an_xgboost_entry_copied_over_another_keys_file_is_rebuilt(tmp_path):
     entry.write_text(json.dumps(doc))
     with pytest.warns(CacheWarning, match="built for other parameters"):
         info.build(info, seed=0, cache=Cache(tmp_path))
+
+
+BUILD_SLOWLY = """
+import sys, time
+import numpy as np
+from pytest_xai.cache import Cache
+
+def build():
+    with open(sys.argv[2], "a") as fh:
+        fh.write("built\\n")
+    time.sleep(1.5)
+    return {"x": np.arange(3.0)}
+
+print(Cache(sys.argv[1]).arrays("slow", {"k": 1}, build)["x"].tolist())
+"""
+
+
+def test_two_processes_wanting_one_missing_entry_build_it_once(tmp_path):
+    """A cold cache: the explainer's worker and the judge's worker (or two xdist workers) ask for the
+    same entry at once; one builds it, the other waits and loads it.  Before, both trained it: the
+    fooling family's LIME detector twice, 30 CPU s of a cold run (issue 39, "Cold runs")."""
+    import subprocess
+
+    script = tmp_path / "build.py"
+    script.write_text(BUILD_SLOWLY)
+    log = tmp_path / "builds.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "cache"), str(log)], env=env, stdout=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120)[0].decode().strip() for proc in procs]
+    assert outputs == ["[0.0, 1.0, 2.0]"] * 2
+    assert log.read_text().splitlines() == ["built"]
