@@ -242,3 +242,33 @@ def test_plain():
 """
     )
     pytester.runpytest_subprocess(*QUIET).assert_outcomes(passed=1)
+
+
+CHECK_ONLY = '''
+import numpy as np
+import pytest_xai
+
+
+@pytest_xai.register_check(thresholds={"max_share": 0.99})
+def not_all_on_one_feature(attributions, case, *, max_share):
+    """No single feature carries more than max_share of the total |attribution|."""
+    A = np.abs(np.asarray(getattr(attributions, "attributions", attributions)))
+    share = float(A.sum(axis=0).max() / A.sum()) if A.sum() > 0 else 1.0
+    detail = f"top share {share:.2f}"
+    return pytest_xai.Score("not_all_on_one_feature", 1 - share, share <= max_share, max_share, detail)
+'''
+
+
+def test_a_check_registered_in_a_conftest_scores_a_built_in_case_in_the_judges_worker(pytester):
+    """The judge's worker imports the module that registered the check (the user's conftest), as it
+    does the module of a user's case: a user's check on a built-in case scores there."""
+    pytester.makeconftest(CHECK_ONLY)
+    pytester.makepyfile(
+        test_mine="""
+def test_mine(xai_explainer, xai_case, xai_explain, xai_check):
+    case = xai_case("cough_and_fever")
+    assert xai_check("not_all_on_one_feature", xai_explain(xai_explainer, case), case).passed
+"""
+    )
+    result = pytester.runpytest(*QUIET, "test_mine.py", f"--xai-explainer={REF}", "-k", "test_mine")
+    result.assert_outcomes(passed=1)

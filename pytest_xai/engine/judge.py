@@ -557,7 +557,10 @@ class Remote:
             claims = explainer.claims if explainer.claims is not None or not explainer.loaded else None
             if claims is None and explainer.loaded:
                 claims = {key: explainer.claim(key) for key in (info.name, "reference")}
+        from pytest_xai.engine.runner import module_of
+
         request = {
+            "modules": module_of(info.func),  # a check registered in a user's conftest: imported there too
             "check": name,
             "explanation": explanation,
             "explainer": None if explainer is None else explainer.name,

@@ -573,10 +573,16 @@ def variant_of(case: Case, model: Any) -> list[Any] | None:
 
 def _modules_of(info: CaseInfo) -> list[list[str | None]]:
     """The module that registers the case ``info`` when it is not a built-in family (a user's conftest)."""
+    return module_of(info.build)
+
+
+def module_of(func: Any) -> list[list[str | None]]:
+    """``[[name, file]]`` of the module defining ``func`` when a worker must import it to know it (a
+    user's conftest registering a case or a check), else ``[]`` (a built-in family, this package)."""
     from pytest_xai import cases
 
-    name = getattr(info.build, "__module__", None)
-    if not name or name in cases.MODULES:
+    name = getattr(func, "__module__", None)
+    if not name or name in cases.MODULES or name == "pytest_xai" or name.startswith("pytest_xai."):
         return []
     return [[name, getattr(sys.modules.get(name), "__file__", None)]]
 

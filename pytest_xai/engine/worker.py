@@ -255,6 +255,7 @@ class Worker:
         from pytest_xai.engine import judge
 
         request = pickle.loads(blob)  # from the plugin itself, never from an explainer
+        _import_modules(request.pop("modules"))  # where a user's check is registered
         case, failed = self._built(header, request.pop("case"))
         if case is None:
             return failed
