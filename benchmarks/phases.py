@@ -64,6 +64,7 @@ class _Clock:
         self.lock = threading.Lock()
         self.totals: dict[str, dict[str, list[float]]] = {}  # thread kind -> region -> [wall, cpu, calls]
         self.explainer = [0.0, 0.0, 0]  # seconds, CPU seconds, calls the workers reported
+        self.checks = 0.0  # CPU seconds of the checks the judge's worker reported
         self.events: list[tuple[str, str, float, float]] | None = [] if os.environ.get("XAI_PHASES_EVENTS") else None
 
     def wrap(self, func: Any, region: str) -> Any:
@@ -88,12 +89,18 @@ class _Clock:
                     slot[0] += wall - frame[2]
                     slot[1] += cpu - frame[3]
                     slot[2] += 1
+            counted = isinstance(result, tuple) and result and isinstance(result[0], dict) and "_phases" in result[0]
             if region == "worker calls" and isinstance(result, tuple) and result and isinstance(result[0], dict):
                 reply = result[0]
-                with self.lock:
-                    self.explainer[0] += float(reply.get("seconds") or 0.0)
-                    self.explainer[1] += float(reply.get("cpu_seconds") or 0.0)
-                    self.explainer[2] += 1
+                if not counted:  # Pool.explain returns the reply of the Pool.call it wraps: counted once
+                    reply["_phases"] = True
+                    with self.lock:
+                        if reply.get("kind") == "verdict":  # the judge's worker: the check's CPU seconds
+                            self.checks += float(reply.get("check_cpu") or 0.0)
+                        elif "seconds" in reply:
+                            self.explainer[0] += float(reply.get("seconds") or 0.0)
+                            self.explainer[1] += float(reply.get("cpu_seconds") or 0.0)
+                            self.explainer[2] += 1
             return result
 
         return timed
@@ -251,6 +258,7 @@ def _write() -> None:
             "stamps": STAMPS,
             "regions": CLOCK.totals,
             "explainer": CLOCK.explainer,
+            "checks": CLOCK.checks,
             "events": CLOCK.events,
             "gc": GC,
         }
@@ -317,6 +325,9 @@ def breakdown(lines: list[dict[str, Any]], wall: float, cpu: float) -> dict[str,
         for gen, (seconds, count) in ((k, v) for k, v in line.get("gc", {}).items() if k.startswith("gc ")):
             out[f"{gen} CPU"] = out.get(f"{gen} CPU", 0.0) + seconds
             out[f"{gen} collections"] = out.get(f"{gen} collections", 0) + count
+    judged = sum(line.get("checks", 0.0) for line in lines)
+    if judged:  # since the judge moved into the engine the checks run in its worker, which reports them
+        out["checks CPU"] = out.get("checks CPU", 0.0) + judged
     explainer = [sum(line["explainer"][i] for line in lines) for i in range(3)]
     out["explainer's own"], out["explainer's own CPU"], out["explainer calls"] = explainer
     out["worker calls"] = out.get("worker calls", 0.0) - explainer[0]  # the wait beyond the explainer
@@ -538,7 +549,11 @@ def floor_lines(
             f"the explainer's own {own_wall:.2f} s"
         )
     col = found["now"]
-    own, start, checks = col["explainer's own CPU"], col["start-up (python, pytest, plugins) CPU"], col["checks CPU"]
+    own, start, checks = (
+        col["explainer's own CPU"],
+        col["start-up (python, pytest, plugins) CPU"],
+        col.get("checks CPU", 0.0),
+    )
     floor = (start + imports["cpu"] + building + checks + own) / 2 - own
     lines.append(
         f"now, any design importing once: (start-up {start:.2f} + imports {imports['cpu']:.2f} + building the "
