@@ -368,14 +368,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     go to one worker, which computes their shared explanation once; other tests spread as usual."""
     if not state_of(config).explainers or config.getoption("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class OneExplanationPerWorker(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path, _, test = nodeid.partition("::")
-            if Path(path).name == SUITE.name and "[" in test:
-                return "xai-suite[" + test.partition("[")[2]  # e.g. xai-suite[cough_and_fever-shap_kernel]
-            return nodeid
+    from pytest_xai.plugin.distributed import OneExplanationPerWorker  # imports xdist's scheduler
 
     config.option.loadscopereorder = False  # xdist's default sorts groups by test count; ours come costliest first
     return OneExplanationPerWorker(config, log)
