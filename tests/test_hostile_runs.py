@@ -283,6 +283,83 @@ def test_a_test_that_kills_its_xdist_worker_fails_once_and_the_run_ends_with_eve
     results = {r["nodeid"].rpartition("::")[2]: r for r in json.loads(report.read_text())["results"]}
     assert {test: r["status"] for test, r in results.items()} == {
         "test_before[exact_shapley]": "PASS",
+        "test_kills_its_worker[exact_shapley]": "ERROR",
         "test_after[exact_shapley]": "PASS",
         "symmetry[cough_and_fever-exact_shapley]": "PASS",
     }, output[-3000:]
+    dead = results["test_kills_its_worker[exact_shapley]"]
+    assert dead["kind"] == "crash" and "died while running this test" in dead["error"], dead
+
+
+KILLER = """
+import os, signal, time
+
+import numpy as np
+
+
+def kills_its_parent(inputs):
+    \"\"\"Kills the process that started its worker, then waits to die with it: the zygote first, which
+    forked it; the call is then made once more, on a worker the xdist worker spawns, its parent.\"\"\"
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(30)
+    return np.zeros(inputs.shape)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks (Linux)")
+def test_an_explainer_that_kills_the_zygote_and_an_xdist_worker_ends_the_run_with_every_report(pytester):
+    """Issue 39: under -n 2 the explainer's xdist worker died, the next test of that worker went to
+    the replacement behind the one it died on, which ran alone, or rather never did: the run waited
+    for ever, with no JSON report.  Now the test it died on is an ERROR (kind crash) in the report,
+    the next runs on the replacement, and the run ends."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(killer=KILLER)
+    report = pytester.path / "r.json"
+    rc, output, outcomes = _run_watched(
+        pytester,
+        *QUIET,
+        "-n",
+        "2",
+        "-k",
+        "cough_and_fever",  # symmetry and ranking (of cough_and_fever_10_90), each explainer: 4 tests
+        "--xai-explainer=killer:kills_its_parent",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        tests=4,
+    )
+    assert rc == 1, output[-3000:]
+    assert set(collections.Counter(nodeid for _, nodeid, _ in outcomes).values()) == {1}, outcomes  # none ran again
+    results = json.loads(report.read_text())["results"]
+    statuses = sorted((r["explainer"], r["check"], r["status"], r["kind"]) for r in results)
+    assert statuses == [
+        ("exact_shapley", "ranking", "PASS", None),
+        ("exact_shapley", "symmetry", "PASS", None),
+        ("kills_its_parent", "ranking", "ERROR", "crash"),
+        ("kills_its_parent", "symmetry", "ERROR", "crash"),
+    ], output[-3000:]
+
+
+def test_the_record_of_a_test_whose_xdist_worker_died_comes_from_its_node_id():
+    """The controller has no items (xdist collects in the workers): a suite test's case and check,
+    a user's test's row, come from the node id; a test of no explainer has no record."""
+    pytest.importorskip("xdist")
+    from pytest_xai.plugin.distributed import crash_record
+
+    names = ["exact_shapley", "zoo_zeros"]
+    suite = crash_record("pytest_xai/suite/xai_suite.py::symmetry[cough_and_fever-zoo_zeros]", "gw1", names)
+    assert suite is not None and suite.kind == "crash" and "gw1 died" in suite.error
+    assert (suite.explainer, suite.case, suite.family, suite.check, suite.row) == (
+        "zoo_zeros",
+        "cough_and_fever",
+        "tabular",
+        "symmetry",
+        "symmetry[cough_and_fever]",
+    )
+    user = crash_record("test_mine.py::test_it[3-exact_shapley]", "gw0", names)
+    assert user is not None and (user.explainer, user.row, user.case) == (
+        "exact_shapley",
+        "test_mine.py::test_it[3]",
+        None,
+    )
+    assert crash_record("test_mine.py::test_plain[3]", "gw0", names) is None
+    assert crash_record("test_mine.py::test_plain", "gw0", names) is None

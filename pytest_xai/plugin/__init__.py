@@ -374,6 +374,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return OneExplanationPerWorker(config, log)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+    """Under ``-n N``, an xai test whose xdist worker died keeps its record in the reports: ERROR,
+    kind ``crash`` (:func:`pytest_xai.plugin.distributed.crash_record`)."""
+    config = getattr(sched, "config", None)
+    state = config.stash.get(xai_state, None) if config is not None else None
+    if state is None or not state.explainers:
+        return
+    from pytest_xai.plugin.distributed import crash_record
+
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+    rec = crash_record(crashitem, worker, [e.name for e in state.explainers])
+    if rec is not None:
+        report.user_properties = [*report.user_properties, *rec.to_properties()]
+        report.when = "call"  # xdist's "???": the session keeps a test's record from its call report
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--xai-category`` deselects the suite's other categories; ``--xai-benchmark`` makes the
     suite's tests use pytest-benchmark's fixture."""

@@ -1,11 +1,11 @@
 """The xdist controller under ``pytest -n N`` with explainers (docs/design.md, "Engine"): its scheduler,
 which sends the checks of one (case, explainer) to one worker, and what it does when a worker dies.
 
-Part of the plugin; imported by ``pytest_xdist_make_scheduler`` only, so only under xdist.  The
-scheduler is xdist's ``loadscope`` (one scope a (case, explainer), any other test a scope of its
-own) without what that scheduler gets wrong when a worker dies (pytest-xdist 3.8; its issues 1189,
-1323, 1327 and 1378, pull request 1371).  When a test killed its own xdist worker, or an explainer
-its parent, a run of ours:
+Part of the plugin; imported by ``pytest_xdist_make_scheduler`` and ``pytest_handlecrashitem``
+only, so only under xdist.  The scheduler is xdist's ``loadscope`` (one scope a (case, explainer),
+any other test a scope of its own) without what that scheduler gets wrong when a worker dies
+(pytest-xdist 3.8; its issues 1189, 1323, 1327 and 1378, pull request 1371).  When a test killed
+its own xdist worker, or an explainer its parent, a run of ours:
 
 - waited for ever: the dead worker's next test went to the replacement alone, behind the one it
   died on, and a worker starts a test only once it knows the next one or is told to stop (the
@@ -20,7 +20,8 @@ empty work that never completes.
 Here, as in xdist's default ``load``: the test a worker died on is reported once, failed, and not
 run again; the tests it had not started go back to the front of the queue, completed scopes do
 not; a worker always holds two tests or has been told to stop; one that has not collected yet
-waits for its own collection.
+waits for its own collection.  An xai test whose worker died keeps its record in the reports
+(:func:`crash_record`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from xdist.scheduler import LoadScopeScheduling
 
 from pytest_xai.plugin import SUITE
+from pytest_xai.reports.record import Record
 
 
 class OneExplanationPerWorker(LoadScopeScheduling):
@@ -81,3 +83,31 @@ class OneExplanationPerWorker(LoadScopeScheduling):
             self._assign_work_unit(node)
         if not self.workqueue:
             node.shutdown()
+
+
+def crash_record(nodeid: str, worker: str, explainers: list[str]) -> Record | None:
+    """The record (ERROR, kind ``crash``) of the xai test ``nodeid``, whose xdist worker ``worker``
+    died while running it, from its node id (the controller has no items: xdist collects in the
+    workers); None for a test of no explainer.  The record the test had begun went with the worker."""
+    base, _, params = nodeid.partition("[")
+    parts = params.removesuffix("]").split("-") if params else []
+    explainer = next((part for part in parts if part in explainers), None)
+    if explainer is None:
+        return None
+    rest = [part for part in parts if part != explainer]
+    rec = Record(
+        explainer=explainer,
+        kind="crash",
+        error=f"xdist worker {worker} died while running this test (the test or its explainer ended that process)",
+    )
+    path, _, test = base.partition("::")
+    if Path(path).name == SUITE.name and rest:  # the suite's check[case-explainer]
+        from pytest_xai import cases
+
+        info = cases.registered("-".join(rest))
+        if info is not None:
+            rec.case, rec.family, rec.category, rec.check = info.name, info.family, info.category, test
+            rec.row = f"{test}[{info.name}]"
+            return rec
+    rec.row = f"{base}[{'-'.join(rest)}]" if rest else base  # as a user's test's row (plugin._row_of)
+    return rec
