@@ -1,10 +1,17 @@
 """Explainers that try to break the run itself (issue 29): modules that exit, hang or raise when
-imported, and explainers that kill or stop the worker zygote.  Each ends with a verdict for the
-healthy explainer and every report written, serially and under ``-n 2``."""
+imported, and explainers that kill or stop the worker zygote; tests and explainers that kill an xdist
+worker (issue 39).  Each ends with a verdict for the healthy explainer and every report written,
+serially and under ``-n 2``."""
 
 from __future__ import annotations
 
+import collections
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -171,3 +178,188 @@ def test_a_truncated_reply_is_named_as_such_not_as_idle(pytester):
     result.assert_outcomes(passed=1, failed=1)
     rec = _by_explainer(report)["sends_a_truncated_reply"]
     assert rec["kind"] == "crash" and "bytes of a result, then nothing" in rec["error"], rec["error"]
+
+
+# ------------------------------------------------------------------------- an xdist worker dies
+
+WATCH = """
+import json, os, time
+
+CONTROLLER = []  # in the xdist controller, where the outcomes go
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        CONTROLLER.append(os.environ["XAI_OUTCOMES"])
+
+
+def pytest_runtest_logreport(report):
+    \"\"\"The outcomes as the xdist controller receives them, each with the time it came.\"\"\"
+    if CONTROLLER and (report.when in ("call", "???") or report.outcome != "passed"):
+        with open(CONTROLLER[0], "a") as fh:
+            fh.write(json.dumps([time.time(), report.nodeid, report.outcome]) + "\\n")
+"""
+
+
+def _outcomes(path) -> list:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _run_watched(pytester, *args: str, tests: int, after: float = 30.0, quiet: float = 240.0):
+    """pytest ``args`` in a subprocess, its outcomes watched as they come: fails when the run is
+    still going ``after`` seconds after the outcome of its last test (of ``tests``), or when no
+    outcome has come for ``quiet`` seconds (it hangs).  Returns (exit code, output, outcomes)."""
+    pytester.makepyfile(xai_watch=WATCH)
+    record, output = pytester.path / "outcomes.jsonl", pytester.path / "output.txt"
+    path = os.pathsep.join(filter(None, [str(pytester.path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "XAI_OUTCOMES": str(record), "PYTHONPATH": path}
+    with output.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "xai_watch", *args],
+            cwd=pytester.path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        last = time.time()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            outcomes = _outcomes(record)
+            last = max([last, *(t for t, *_ in outcomes)])
+            done = len({nodeid for _, nodeid, _ in outcomes}) >= tests
+            if time.time() - last > (after if done else quiet):
+                why = f"still running {after:g} s after its last outcome" if done else f"no outcome for {quiet:g} s"
+                pytest.fail(f"the run was {why}:\n{output.read_text()[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, output.read_text(), _outcomes(record)
+
+
+DIES = """
+import os, signal
+
+
+def test_before(xai_explainer):
+    pass
+
+
+def test_kills_its_worker(xai_explainer):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_after(xai_explainer):
+    pass
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks (Linux)")
+def test_a_test_that_kills_its_xdist_worker_fails_once_and_the_run_ends_with_every_report(pytester):
+    """Issue 39: the dead worker's unstarted test went to its replacement alone, and an xdist worker
+    starts a test only once it knows the next one: the run waited for ever (xdist's loadscope, which
+    the suite's scheduler extends).  Elsewhere the test that killed its worker ran again on the next
+    worker, or a replacement still collecting was handed work (INTERNALERROR)."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_dies=DIES)
+    report = pytester.path / "r.json"
+    rc, output, outcomes = _run_watched(
+        pytester,
+        *QUIET,
+        "-n",
+        "2",
+        "test_dies.py",
+        "-k",
+        "not xai_suite or (symmetry and cough_and_fever and not 10_90)",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        tests=4,
+    )
+    assert rc == 1, output[-3000:]
+    assert set(collections.Counter(nodeid for _, nodeid, _ in outcomes).values()) == {1}, outcomes  # none ran again
+    results = {r["nodeid"].rpartition("::")[2]: r for r in json.loads(report.read_text())["results"]}
+    assert {test: r["status"] for test, r in results.items()} == {
+        "test_before[exact_shapley]": "PASS",
+        "test_kills_its_worker[exact_shapley]": "ERROR",
+        "test_after[exact_shapley]": "PASS",
+        "symmetry[cough_and_fever-exact_shapley]": "PASS",
+    }, output[-3000:]
+    dead = results["test_kills_its_worker[exact_shapley]"]
+    assert dead["kind"] == "crash" and "died while running this test" in dead["error"], dead
+
+
+KILLER = """
+import os, signal, time
+
+import numpy as np
+
+
+def kills_its_parent(inputs):
+    \"\"\"Kills the process that started its worker, then waits to die with it: the zygote first, which
+    forked it; the call is then made once more, on a worker the xdist worker spawns, its parent.\"\"\"
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(30)
+    return np.zeros(inputs.shape)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks (Linux)")
+def test_an_explainer_that_kills_the_zygote_and_an_xdist_worker_ends_the_run_with_every_report(pytester):
+    """Issue 39: under -n 2 the explainer's xdist worker died, the next test of that worker went to
+    the replacement behind the one it died on, which ran alone, or rather never did: the run waited
+    for ever, with no JSON report.  Now the test it died on is an ERROR (kind crash) in the report,
+    the next runs on the replacement, and the run ends."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(killer=KILLER)
+    report = pytester.path / "r.json"
+    rc, output, outcomes = _run_watched(
+        pytester,
+        *QUIET,
+        "-n",
+        "2",
+        "-k",
+        "cough_and_fever",  # symmetry and ranking (of cough_and_fever_10_90), each explainer: 4 tests
+        "--xai-explainer=killer:kills_its_parent",
+        f"--xai-explainer={REF}:exact_shapley",
+        f"--xai-report={report}",
+        tests=4,
+    )
+    assert rc == 1, output[-3000:]
+    assert set(collections.Counter(nodeid for _, nodeid, _ in outcomes).values()) == {1}, outcomes  # none ran again
+    results = json.loads(report.read_text())["results"]
+    statuses = sorted((r["explainer"], r["check"], r["status"], r["kind"]) for r in results)
+    assert statuses == [
+        ("exact_shapley", "ranking", "PASS", None),
+        ("exact_shapley", "symmetry", "PASS", None),
+        ("kills_its_parent", "ranking", "ERROR", "crash"),
+        ("kills_its_parent", "symmetry", "ERROR", "crash"),
+    ], output[-3000:]
+
+
+def test_the_record_of_a_test_whose_xdist_worker_died_comes_from_its_node_id():
+    """The controller has no items (xdist collects in the workers): a suite test's case and check,
+    a user's test's row, come from the node id; a test of no explainer has no record."""
+    pytest.importorskip("xdist")
+    from pytest_xai.plugin.distributed import crash_record
+
+    names = ["exact_shapley", "zoo_zeros"]
+    suite = crash_record("pytest_xai/suite/xai_suite.py::symmetry[cough_and_fever-zoo_zeros]", "gw1", names)
+    assert suite is not None and suite.kind == "crash" and "gw1 died" in suite.error
+    assert (suite.explainer, suite.case, suite.family, suite.check, suite.row) == (
+        "zoo_zeros",
+        "cough_and_fever",
+        "tabular",
+        "symmetry",
+        "symmetry[cough_and_fever]",
+    )
+    user = crash_record("test_mine.py::test_it[3-exact_shapley]", "gw0", names)
+    assert user is not None and (user.explainer, user.row, user.case) == (
+        "exact_shapley",
+        "test_mine.py::test_it[3]",
+        None,
+    )
+    assert crash_record("test_mine.py::test_plain[3]", "gw0", names) is None
+    assert crash_record("test_mine.py::test_plain", "gw0", names) is None

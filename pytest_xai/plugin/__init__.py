@@ -368,17 +368,27 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     go to one worker, which computes their shared explanation once; other tests spread as usual."""
     if not state_of(config).explainers or config.getoption("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class OneExplanationPerWorker(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path, _, test = nodeid.partition("::")
-            if Path(path).name == SUITE.name and "[" in test:
-                return "xai-suite[" + test.partition("[")[2]  # e.g. xai-suite[cough_and_fever-shap_kernel]
-            return nodeid
+    from pytest_xai.plugin.distributed import OneExplanationPerWorker  # imports xdist's scheduler
 
     config.option.loadscopereorder = False  # xdist's default sorts groups by test count; ours come costliest first
     return OneExplanationPerWorker(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+    """Under ``-n N``, an xai test whose xdist worker died keeps its record in the reports: ERROR,
+    kind ``crash`` (:func:`pytest_xai.plugin.distributed.crash_record`)."""
+    config = getattr(sched, "config", None)
+    state = config.stash.get(xai_state, None) if config is not None else None
+    if state is None or not state.explainers:
+        return
+    from pytest_xai.plugin.distributed import crash_record
+
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+    rec = crash_record(crashitem, worker, [e.name for e in state.explainers])
+    if rec is not None:
+        report.user_properties = [*report.user_properties, *rec.to_properties()]
+        report.when = "call"  # xdist's "???": the session keeps a test's record from its call report
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
