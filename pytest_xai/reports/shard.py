@@ -10,20 +10,26 @@ only orders the work inside a shard.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+
+#: The most shards a run may be split into (a CI matrix holds at most a few hundred jobs); the
+#: partition sizes a list by N, so N is bounded before anything is built from it.
+MAX_SHARDS = 1000
+_K_OF_N = re.compile(r"([0-9]+)/([0-9]+)")  # ASCII digits only: int() also reads "1_0", "+1", " 2", "١"
 
 
 def parse(value: str, source: str = "--xai-shard") -> tuple[int, int]:
-    """``"K/N"`` -> ``(K, N)`` with 1 <= K <= N."""
+    """``"K/N"`` -> ``(K, N)`` with 1 <= K <= N <= :data:`MAX_SHARDS`, compared as integers of any
+    size (``1/99999999999999999999`` is refused, not an overflow)."""
     from pytest_xai.options import OptionError
 
-    k_text, slash, n_text = str(value).partition("/")
-    try:
-        k, n = int(k_text), int(n_text)
-    except ValueError:
-        k = n = 0
-    if not slash or not 1 <= k <= n:
-        raise OptionError(f"{source}={value!r}: give K/N with 1 <= K <= N, e.g. 1/3 for the first of three shards")
+    given = _K_OF_N.fullmatch(str(value))
+    k, n = (int(given[1]), int(given[2])) if given and len(str(value)) <= 50 else (0, 0)
+    if not 1 <= k <= n <= MAX_SHARDS:
+        raise OptionError(
+            f"{source}={value!r}: give K/N with 1 <= K <= N <= {MAX_SHARDS}, e.g. 1/3 for the first of three shards"
+        )
     return k, n
 
 
