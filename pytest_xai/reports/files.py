@@ -1,11 +1,15 @@
 """Files: written atomically, read with one clear line on a bad one (pure Python: no pytest, no numpy).
 
 - Writing: :func:`replacing`, the one atomic write (a temporary file beside the target, renamed
-  onto it), used by the reports (:func:`write_text`, which no string can break) and the cache
-  entries (:mod:`pytest_xai.cache`); the writers of a run, guarded (:func:`write_reports`).  The
-  run's reports are written in a fixed order, JSON first (the one CI reads), then the saved
-  baseline, then the HTML report; a writer that fails is reported and the next one still runs, and
-  the run exits :data:`REPORT_FAILED` (docs/ci.md, "Exit codes").
+  onto it), used by the cache entries (:mod:`pytest_xai.cache`) and, through :func:`write_bytes`
+  (:func:`write_text`, which no string can break), by the reports.  A report's path is first
+  resolved (:func:`target`): a regular file, or a path where none is yet, is replaced atomically
+  (through a symlink, its target: the link stays); a FIFO, a device, a descriptor of this process
+  (``/dev/stdout``, ``/dev/fd/N``) and ``-`` (standard output) are written in place, never
+  replaced (issue 41: as root, ``merge -o /dev/full`` replaced the machine's /dev/full).  The
+  writers of a run are guarded (:func:`write_reports`): written in a fixed order, JSON first (the
+  one CI reads), then the saved baseline, then the HTML report; a writer that fails is reported
+  and the next one still runs, and the run exits :data:`REPORT_FAILED` (docs/ci.md, "Exit codes").
 - Reading data: :func:`csv_records` reads the CSV files users put in ``--xai-data-dir``; their
   problems are :class:`DataFileError`.
 - Reading reports: :func:`read_report` and :func:`check_report`, the one check of a JSON report or
@@ -18,9 +22,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import stat
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +76,146 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
             os.unlink(tmp)
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+MAX_LINKS = 40  # symlinks followed before a path is refused (the kernel's ELOOP limit)
+#: How long a FIFO is given to get a reader before its report is given up (never a hang at session end).
+FIFO_WAIT = 30.0
+#: A descriptor of a process, as ``/dev/stdout`` and ``/dev/fd/N`` resolve (Linux).
+_DESCRIPTOR = re.compile(r"/proc/(self|thread-self|[0-9]+)/fd/([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output path leads (:func:`target`).  ``kind``: ``"file"`` (``path``, resolved, is
+    replaced atomically; it may not exist yet), ``"stream"`` (``path`` is a FIFO, a device or a
+    file of ``/proc``: written in place), ``"fd"`` (a descriptor of this process, ``fd``: written
+    through it) or ``"stdout"`` (``-``)."""
+
+    kind: str
+    path: str
+    fd: int | None = None
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """What two outputs share when they are one (a file by its inode when it exists)."""
+        if self.kind == "stdout":
+            return ("fd", 1)
+        if self.kind == "fd":
+            return ("fd", self.fd)
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return ("path", os.path.normcase(self.path))
+        return ("inode", st.st_dev, st.st_ino)
+
+
+def _in_proc(directory: str) -> bool:
+    return directory == "/proc" or directory.startswith("/proc/")
+
+
+def target(path: str | os.PathLike[str]) -> Target:
+    """Where writing ``path`` leads, its symlinks followed one at a time (``os.path.realpath``
+    resolves ``/dev/stdout`` of a run redirected to a file to that file, which must not be
+    replaced).  Raises ``IsADirectoryError`` for a directory and ``OSError`` (ELOOP) for a loop."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        return Target("stdout", STDOUT)
+    current = os.path.abspath(text)
+    for _ in range(MAX_LINKS):
+        parent = os.path.realpath(os.path.dirname(current))
+        current = os.path.join(parent, os.path.basename(current))
+        own = _DESCRIPTOR.fullmatch(current)
+        if own and own[1] in ("self", "thread-self", str(os.getpid())):
+            return Target("fd", current, int(own[2]))
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return Target("stream" if _in_proc(parent) else "file", current)
+        if stat.S_ISLNK(st.st_mode):
+            current = os.path.join(parent, os.readlink(current))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", text)
+        return Target("file" if stat.S_ISREG(st.st_mode) and not _in_proc(parent) else "stream", current)
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", text)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _write_stream(path: str, data: bytes) -> None:
+    """Write a FIFO or a device in place.  Opened without blocking, so that a FIFO nobody reads is
+    given up after :data:`FIFO_WAIT` seconds instead of hanging the session."""
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(path, flags | nonblocking)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                if exc.errno == errno.ENXIO:
+                    raise OSError(errno.ENXIO, f"no process read the FIFO in {FIFO_WAIT:g} s", path) from None
+                raise
+            time.sleep(0.05)
+    try:
+        if nonblocking:
+            os.set_blocking(fd, True)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_descriptor(fd: int, data: bytes) -> None:
+    """Write through descriptor ``fd`` itself, after what Python buffered for it."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a replaced stream without fileno() or flush()
+            if stream is not None and stream.fileno() == fd:
+                stream.flush()
+    _write_all(fd, data)
+
+
+def _write_stdout(data: bytes) -> None:
+    out = sys.stdout
+    if out is None:
+        raise OSError(errno.EBADF, "there is no standard output", STDOUT)
+    out.flush()
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:  # a text-only stream (a test's capture): the bytes are UTF-8
+        out.write(data.decode("utf-8"))
+    out.flush()
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to the output ``path`` (:func:`target`): a regular file (or a path where none
+    is) atomically (:func:`replacing`, its directory created), a FIFO, a device or a descriptor in
+    place, ``-`` to standard output."""
+    where = target(path)
+    if where.kind == "stdout":
+        _write_stdout(data)
+    elif where.kind == "fd":
+        assert where.fd is not None
+        _write_descriptor(where.fd, data)
+    elif where.kind == "stream":
+        _write_stream(where.path, data)
+    else:
+        os.makedirs(os.path.dirname(where.path), exist_ok=True)
+        with replacing(where.path) as tmp, open(tmp, "wb") as fh:
+            fh.write(data)
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` atomically as UTF-8 (:func:`replacing`), creating the directory; a lone
-    surrogate or any other character UTF-8 cannot encode is written as its backslash escape."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    data = text.encode("utf-8", errors="backslashreplace")
-    with replacing(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(data)
+    """Write ``text`` as UTF-8 to the output ``path`` (:func:`write_bytes`); a lone surrogate or any
+    other character UTF-8 cannot encode is written as its backslash escape."""
+    write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def write_reports(
