@@ -235,3 +235,49 @@ def test_pictures_of_a_report_on_a_stream_go_to_the_working_directory(tmp_path, 
     assert embed.folder(fifo) == tmp_path / "fifo-pictures"
     assert embed.folder(tmp_path / "r.json") == tmp_path / "r-pictures"
     assert embed.folder("r.json") == Path("r-pictures")
+
+
+# ------------------------------------------------------------- checked before anything runs
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--xai-report=r.json", "--xai-html=r.json"), "--xai-report=r.json and --xai-html=r.json are one file"),
+        (("--junitxml=r.json", "--xai-report=r.json"), "--xai-report=r.json and --junitxml=r.json are one file"),
+        (
+            ("--xai-save-baseline=out/b.json", "--xai-html=out/../out/b.json"),
+            "--xai-save-baseline=out/b.json and --xai-html=out/../out/b.json are one file",
+        ),
+        (("--xai-report=link.json", "--xai-html=r.json"), "--xai-report=link.json and --xai-html=r.json are one file"),
+        (("--xai-report=-", "--xai-html=-"), "--xai-report=- and --xai-html=- are one file (standard output)"),
+        (
+            ("--xai-report=-", "--xai-html=/proc/self/fd/1"),
+            "--xai-report=- and --xai-html=/proc/self/fd/1 are one file (standard output)",
+        ),
+        (("--html=r.html", "--xai-html=r.html"), "--xai-html=r.html and --html=r.html are one file"),
+    ],
+    ids=["json-html", "junit", "dotdot", "symlink", "dash", "dash-fd1", "pytest-html"],
+)
+def test_two_outputs_at_one_path_are_a_usage_error(pytester, args, message):
+    """Before: exit 0, and r.json held the HTML report (``--xai-html`` written last), or the JUnit
+    XML was silently replaced by the JSON report."""
+    if any(arg.startswith("--html=") for arg in args):
+        pytest.importorskip("pytest_html")
+    (pytester.path / "link.json").symlink_to("r.json")
+    result = pytester.runpytest(*QUIET, ES, *ONE, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}*: give each report its own path"])
+    assert not (pytester.path / "r.json").exists() and not (pytester.path / "out").exists()
+
+
+@pytest.mark.parametrize("option", ["--junitxml", "--xai-report", "--xai-html", "--xai-save-baseline"])
+def test_an_output_where_no_file_can_be_made_is_a_usage_error(pytester, option):
+    """``/proc`` passes ``os.access`` as root but takes no new file.  Before, with ``--junitxml``:
+    pytest's JUnit writer raised at session finish, before the plugin's writers ran (no JSON report,
+    no table, INTERNALERROR); with one of ours, the run ended with exit 6."""
+    other = () if option == "--xai-report" else (f"--xai-report={pytester.path / 'r.json'}",)
+    result = pytester.runpytest(*QUIET, ES, *ONE, f"{option}=/proc/x.xml", *other)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {option}=/proc/x.xml: no file can be created in /proc (*); choose another*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

@@ -130,8 +130,8 @@ def target(path: str | os.PathLike[str]) -> Target:
             return Target("fd", current, int(own[2]))
         try:
             st = os.lstat(current)
-        except FileNotFoundError:
-            return Target("stream" if _in_proc(parent) else "file", current)
+        except (FileNotFoundError, NotADirectoryError):  # created by the write (which says what is in the way)
+            return Target("file", current)
         if stat.S_ISLNK(st.st_mode):
             current = os.path.join(parent, os.readlink(current))
             continue
