@@ -281,3 +281,63 @@ def test_an_output_where_no_file_can_be_made_is_a_usage_error(pytester, option):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {option}=/proc/x.xml: no file can be created in /proc (*); choose another*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+# ------------------------------------------------------------------- at the end: each on its own
+
+TAKES = """
+import os
+
+def test_passes_and_takes_the_path(xai_explainer):
+    os.makedirs({path!r})
+"""
+
+
+def test_a_junit_writer_that_fails_at_the_end_costs_no_xai_report(pytester, tmp_path):
+    """pytest's JUnit writer raises at session finish when its path became a directory during the
+    run; the plugin's writers ran after it and never got there (no JSON report, no HTML report).
+    They run whatever the other session-finish hooks do, and say what they wrote on stderr, since
+    pytest's summary is lost with the error."""
+    junit = tmp_path / "j.xml"
+    pytester.makepyfile(test_takes=TAKES.format(path=str(junit)))
+    json_path, html = tmp_path / "r.json", tmp_path / "r.html"
+    result = pytester.runpytest(
+        *QUIET,
+        ES,
+        "test_takes.py",
+        "--xai-no-suite",
+        f"--junitxml={junit}",
+        f"--xai-report={json_path}",
+        f"--xai-html={html}",
+    )
+    assert "IsADirectoryError" in result.stdout.str() + result.stderr.str()  # pytest's own error
+    assert [r["status"] for r in json.loads(json_path.read_text())["results"]] == ["PASS"]
+    assert "<!DOCTYPE html>" in html.read_text()
+    result.stderr.fnmatch_lines([f"pytest-xai: JSON report: {json_path}", f"pytest-xai: HTML report: {html}"])
+
+
+def test_the_footer_names_only_the_reports_written(pytester, tmp_path):
+    """Before: ``JSON report: PATH`` after a JSON report that could not be written."""
+    json_path, html, base = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "b.json"
+    pytester.makepyfile(test_takes=TAKES.format(path=str(json_path)))
+    result = pytester.runpytest(
+        *QUIET,
+        ES,
+        "test_takes.py",
+        "--xai-no-suite",
+        f"--xai-report={json_path}",
+        f"--xai-html={html}",
+        f"--xai-save-baseline={base}",
+    )
+    assert result.ret == REPORT_FAILED
+    out = result.stdout.str()
+    assert f"JSON report: {json_path}" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "*xai scores*",
+            f"JSON report not written: {json_path} (IsADirectoryError: *)",
+            f"baseline saved: {base}",
+            f"HTML report: {html}",
+        ]
+    )
+    assert [r["status"] for r in json.loads(base.read_text())["results"]] == ["PASS"]

@@ -7,6 +7,7 @@ Part of the plugin (the only package that imports pytest); the logic is in
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_xai.reports.record import Record
 
 if TYPE_CHECKING:
     from pytest_xai.reports.baseline import Gate
+    from pytest_xai.reports.files import Written
 
 
 class XaiCi:
@@ -26,8 +28,10 @@ class XaiCi:
         self.baseline: Gate | None = self._load_gate(config) if self.options.baseline else None
         self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
         self.collected: int | None = None  # xai tests of the whole (unsharded) selection
+        self.written: list[Written] = []  # what became of each report of the run (the footer's lines)
         if self.options.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
+        config.pluginmanager.register(XaiReports(self), "xai-reports")
 
     def _load_gate(self, config: pytest.Config) -> Gate:
         from pytest_xai.reports import baseline
@@ -117,6 +121,37 @@ class XaiCi:
             htmlreport.write(path, doc, embed.collect(json_path, doc["results"]) if json_path else {})
 
         return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": html}
+
+    def write_reports(self, session: pytest.Session) -> None:
+        """Write the run's reports (the xdist controller only), guarded, JSON first
+        (:func:`pytest_xai.reports.files.write_reports`); one that fails is named on stderr and the
+        run exits :data:`~pytest_xai.reports.files.REPORT_FAILED`."""
+        options, state = self.options, self.state
+        if not (options.report or options.save_baseline or options.html) or hasattr(self.config, "workerinput"):
+            return
+        from pytest_xai.reports import files
+        from pytest_xai.reports import report as xai_report
+
+        used = {
+            "explainers": [e.spec for e in state.explainers],
+            "thresholds": options.thresholds,
+            "timeout": options.timeout,
+            "wall_timeout": options.wall_timeout,
+            "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
+            "args": list(self.config.invocation_params.args),
+        }
+        doc = xai_report.document(state.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
+        failures = []
+        try:
+            doc.update(self.report_sections(state.records))
+        except Exception as exc:  # noqa: BLE001 - the reports are still written, without the section
+            failures.append(f"pytest-xai: the baseline section of the reports is missing: {type(exc).__name__}: {exc}")
+        self.written = files.write_reports(doc, {"json": options.report, **self.report_paths()}, self.writers())
+        failures += [written.failure for written in self.written if written.error is not None]
+        for failure in failures:
+            sys.stderr.write(failure + "\n")
+        if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = files.REPORT_FAILED
 
     # Hooks
 
@@ -214,9 +249,29 @@ class XaiCi:
             terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
             for line in baseline.table(diff):
                 terminalreporter.write_line(line)
-        for path, what in ((self.options.html, "HTML report"), (self.options.save_baseline, "baseline saved")):
-            if path and self.state.records:
-                terminalreporter.write_line(f"{what}: {os.path.abspath(path)}")
+        for written in self.written:  # the reports written, and those that could not be
+            terminalreporter.write_line(written.line)
+
+
+class XaiReports:
+    """Writes the run's reports after every other session-finish hook, whatever they did: another
+    writer's hook that raises (pytest's JUnit XML, whose path became a directory) stopped the hooks
+    after it, the plugin's writers among them (issue 41)."""
+
+    def __init__(self, ci: XaiCi):
+        self.ci = ci
+
+    @pytest.hookimpl(wrapper=True, trylast=True)  # the innermost wrapper: inside pytest's terminal summary
+    def pytest_sessionfinish(self, session: pytest.Session):
+        try:
+            result = yield
+        except BaseException:
+            self.ci.write_reports(session)
+            for written in self.ci.written:  # pytest's summary, which names them, is lost with the error
+                sys.stderr.write(f"pytest-xai: {written.line}\n")
+            raise
+        self.ci.write_reports(session)
+        return result
 
 
 class XaiShard:

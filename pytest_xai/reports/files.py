@@ -218,26 +218,54 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
+@dataclass(frozen=True)
+class Written:
+    """What became of one output of a run (:func:`write_reports`): ``error`` is None when it was written."""
+
+    kind: str
+    what: str
+    path: str
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The output as the footer names it: its absolute path, or standard output."""
+        return "standard output" if self.path == STDOUT else os.path.abspath(self.path)
+
+    @property
+    def line(self) -> str:
+        """The footer's line: ``JSON report: PATH``, or ``JSON report not written: PATH (why)``."""
+        label = {"baseline": "baseline saved"}.get(self.kind, self.what)
+        if self.error is None:
+            return f"{label}: {self.where}"
+        return f"{self.what} not written: {self.where} ({self.error})"
+
+    @property
+    def failure(self) -> str:
+        """The line on stderr of an output that could not be written."""
+        return f"pytest-xai: could not write the {self.what} {self.path}: {self.error}"
+
+
 def write_reports(
     doc: Mapping[str, Any],
     paths: Mapping[str, str | None],
     writers: Mapping[str, Callable[[str, Mapping[str, Any]], None]],
-) -> list[str]:
+) -> list[Written]:
     """Write ``doc`` to each of ``paths`` (``{"json" | "baseline" | "html": path or None}``) with its
-    writer, in :data:`ORDER`; returns one line for each writer that failed (and the next ran)."""
-    failures = []
+    writer, in :data:`ORDER`; returns what became of each (one that failed has its ``error``, and
+    the next was written all the same)."""
+    outcomes = []
     for kind, what in ORDER:
         path = paths.get(kind)
         if not path:
             continue
+        error = None
         try:
             writers[kind](path, doc)
         except Exception as exc:  # noqa: BLE001 - one report lost must not cost the others
-            failures.append(
-                f"pytest-xai: could not write the {what} {path}: {type(exc).__name__}: "
-                f"{str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}"
-            )
-    return failures
+            error = f"{type(exc).__name__}: {str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}"
+        outcomes.append(Written(kind, what, path, error))
+    return outcomes
 
 
 # ------------------------------------------------------------------------------ data files
