@@ -67,7 +67,13 @@ def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cach
                 *QUIET, *extra, *SPECS, *SELECT, f"--xai-shard={k}/2", f"--xai-report={parts[-1]}"
             )
             doc = json.loads(parts[-1].read_text())
-            assert doc["shard"] == {"k": k, "n": 2, "collected": len(expected)}
+            assert {key: doc["shard"][key] for key in ("k", "n", "collected")} == {
+                "k": k,
+                "n": 2,
+                "collected": len(expected),
+            }
+            assert doc["shard"]["assigned"] == len(doc["results"])  # under -n 2: the workers' count
+            assert doc["shard"]["selection"].startswith("sha256:") and doc["shard"]["tests"].startswith("sha256:")
             members[cache, k] = set(_results(parts[-1]))
             cases = {(r["case"], r["explainer"]) for r in doc["results"]}
             for r in expected.values():  # each (case, explainer) group whole in one shard

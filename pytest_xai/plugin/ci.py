@@ -27,7 +27,10 @@ class XaiCi:
         self.config, self.state, self.options = config, state, state.options
         self.baseline: Gate | None = self._load_gate(config) if self.options.baseline else None
         self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
-        self.collected: int | None = None  # xai tests of the whole (unsharded) selection
+        #: ``--xai-shard``: the xai tests of the whole (unsharded) selection and of this shard, counted
+        #: and digested (:func:`pytest_xai.reports.shard.tests_digest`): ``collected``, ``selection``,
+        #: ``assigned``, ``tests``
+        self.sharded: dict[str, Any] = {}
         self.written: list[Written] = []  # what became of each report of the run (the footer's lines)
         if self.options.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
@@ -98,12 +101,41 @@ class XaiCi:
         shards must agree on them) and, with a baseline, ``baseline``."""
         out: dict = {"repeat": self.options.repeat, "budget": self.options.budget, "gate": self.options.gate}
         if self.options.shard:
-            out["shard"] = {"k": self.options.shard[0], "n": self.options.shard[1], "collected": self.collected}
+            from pytest_xai.reports import shard
+
+            out["shard"] = {
+                "k": self.options.shard[0],
+                "n": self.options.shard[1],
+                "collected": self.sharded.get("collected"),
+                "assigned": self.sharded.get("assigned"),
+                "selection": self.sharded.get("selection"),
+                "options": shard.digest(self.verdict_options()),
+                "tests": self.sharded.get("tests"),
+            }
         if self.baseline is not None:
             from pytest_xai.reports.report import versions
 
             out["baseline"] = self.baseline.section(records, versions())
         return out
+
+    def verdict_options(self) -> dict[str, Any]:
+        """The options that change a verdict, for the digest shards of one run share: a shard run
+        with another time limit, explainer, gate or baseline comes from another run."""
+        o = self.options
+        return {
+            "explainers": sorted(spec for spec, _ in o.explainers),
+            "seed": o.seed,
+            "timeout": o.timeout,
+            "wall_timeout": o.wall_timeout,
+            "budget": o.budget,
+            "thresholds": o.thresholds,
+            "repeat": o.repeat,
+            "gate": o.gate,
+            "tolerances": o.tolerances,
+            "seconds_factor": o.seconds_factor,
+            "evaluations_factor": o.evaluations_factor,
+            "baseline": None if self.baseline is None else self.baseline.doc.get("results"),
+        }
 
     def report_paths(self) -> dict[str, str | None]:
         """The reports besides the JSON one: the saved baseline and the HTML report."""
@@ -162,10 +194,10 @@ class XaiCi:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Under ``-n N`` the workers tell the controller how many xai tests the shard's run selected."""
-        collected = getattr(node, "workeroutput", {}).get("xai_collected")
-        if collected is not None:
-            self.collected = collected
+        """Under ``-n N`` the workers tell the controller what the shard's run selected (:attr:`sharded`)."""
+        sharded = getattr(node, "workeroutput", {}).get("xai_sharded")
+        if sharded:
+            self.sharded = dict(sharded)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -173,7 +205,7 @@ class XaiCi:
         from pytest_xai.reports import gate
 
         if self.options.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
-            self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
+            self.config.workeroutput["xai_sharded"] = self.sharded  # type: ignore[attr-defined]
         known = [rec.nodeid for rec in self.state.records if rec.known_failure]
         session.exitstatus = gate.exit_code(self.options.gate, int(session.exitstatus), self.failures, known)
 
@@ -301,8 +333,15 @@ class XaiShard:
             for g, members in groups.items()
         }
         mine = shard.assign(weights, ci.options.shard[1])
-        ci.collected = sum(1 for item in items if xai_record in item.stash)
         keep = [item for item in items if mine[_group(item)] == ci.options.shard[0]]
+        selected = [record_of(item).key() for item in items if xai_record in item.stash]
+        given = [record_of(item).key() for item in keep if xai_record in item.stash]
+        ci.sharded = {
+            "collected": len(selected),
+            "selection": shard.tests_digest(selected),
+            "assigned": len(given),
+            "tests": shard.tests_digest(given),
+        }
         if len(keep) < len(items):
             ci.config.hook.pytest_deselected(
                 items=[item for item in items if mine[_group(item)] != ci.options.shard[0]]

@@ -334,6 +334,9 @@ def csv_records(path: str | os.PathLike, hint: str = ""):
 
 
 MAX_DEPTH = 32  # deeper than any report we write (about 8)
+#: The largest report read back.  A merged report carries its pictures as data (each at most
+#: :data:`pytest_xai.reports.embed.MAX_BYTES`, about 50 kB in practice): a few MB for the whole suite.
+MAX_REPORT_BYTES = 256 * 2**20
 #: What to do about a report that cannot be read.
 REPORT_FIX = "give a file written by --xai-report or --xai-save-baseline"
 NON_FINITE = ("inf", "-inf", "nan")  # how report.jsonable writes non-finite floats
@@ -412,6 +415,10 @@ TOP = {
     "repeat": _optional(_int),
     "budget": _optional(_int),
 }
+SHARD = {  # --xai-shard's record (pytest_xai.plugin.ci, checked by merge)
+    **{k: _optional(_int) for k in ("k", "n", "collected", "assigned")},
+    **{k: _optional(_str) for k in ("selection", "options", "tests")},
+}
 BRIEF = {
     "status": _optional(_str),
     "score": _optional(_number),
@@ -478,6 +485,8 @@ def _validate(doc: Any) -> dict:
             _fields(entry["overall"], AGGREGATE, f"summary.{name}.overall")
         for category, agg in (entry.get("categories") or {}).items():
             _fields(agg, AGGREGATE, f"summary.{name}.categories.{category}")
+    if doc.get("shard") is not None:
+        _shard(doc["shard"])
     for i, shard in enumerate(_list(doc.get("shards", []), "shards")):
         _fields(
             shard,
@@ -498,6 +507,15 @@ def _validate(doc: Any) -> dict:
     if doc.get("baseline") is not None:
         _baseline(doc["baseline"])
     return doc
+
+
+def _shard(shard: Any) -> None:
+    from pytest_xai.reports.shard import MAX_SHARDS
+
+    _fields(shard, SHARD, "shard")
+    for key in ("k", "n"):
+        if shard.get(key) is not None and not 1 <= shard[key] <= MAX_SHARDS:
+            raise ReportError(f"shard.{key}: expected an integer from 1 to {MAX_SHARDS}, got {_clip(shard[key])}")
 
 
 def _baseline(base: Any) -> None:
@@ -538,14 +556,35 @@ def check_report(doc: Any, label: str, fix: str = REPORT_FIX) -> dict:
         raise ReportError(f"{label}: {exc}; {fix}") from None
 
 
-def read_report(path: str | os.PathLike[str], label: str, fix: str = REPORT_FIX) -> dict:
-    """The report at ``path``, read and checked (:func:`check_report`): every error is one line
-    that starts with ``label`` and ends with ``fix``."""
+def _read_regular(path: str | os.PathLike[str], label: str, fix: str) -> bytes:
+    """The bytes of the regular file ``path``, at most :data:`MAX_REPORT_BYTES`.  Opened without
+    blocking and checked before reading: a FIFO waited for a writer forever, ``/dev/zero`` grew the
+    reader without end (issue 41)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            doc = json.load(fh)
+        fd = os.open(os.fspath(path), flags)
     except FileNotFoundError:
         raise ReportError(f"{label}: no such file; {fix}") from None
+    except OSError as exc:
+        raise ReportError(f"{label}: cannot be read ({exc.strerror or exc}); {fix}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReportError(f"{label}: is a directory; {fix}")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError(f"{label}: not a regular file (a FIFO, a device or a socket); {fix}")
+        data = b"" if st.st_size > MAX_REPORT_BYTES else fh.read(MAX_REPORT_BYTES + 1)
+        if st.st_size > MAX_REPORT_BYTES or len(data) > MAX_REPORT_BYTES:
+            raise ReportError(f"{label}: larger than {MAX_REPORT_BYTES // 2**20} MiB, more than any report; {fix}")
+    return data
+
+
+def read_report(path: str | os.PathLike[str], label: str, fix: str = REPORT_FIX) -> dict:
+    """The report at ``path`` (a regular file of at most :data:`MAX_REPORT_BYTES`), read and checked
+    (:func:`check_report`): every error is one line that starts with ``label`` and ends with ``fix``."""
+    data = _read_regular(path, label, fix)
+    try:
+        doc = json.loads(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{label}: cannot be read ({exc}); {fix}") from None
     except json.JSONDecodeError as exc:

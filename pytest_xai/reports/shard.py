@@ -6,12 +6,20 @@ files every shard reads alike: groups are spread by weight, costliest first, eac
 shard (ties by name), the weight being the seconds the baseline recorded (``--xai-baseline``, a
 committed file) or else the number of tests.  pytest's cost cache, which differs from job to job,
 only orders the work inside a shard.
+
+Each shard's report names what its run was (issue 41): the digests of the tests the whole run
+selected (``selection``: -k, -m, test paths and explainers), of the options that change verdicts
+(``options``) and of its own tests (``tests``), from which ``merge`` refuses shards of other runs
+and a shard whose results are not the tests it was given (:mod:`pytest_xai.reports.merge`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 #: The most shards a run may be split into (a CI matrix holds at most a few hundred jobs); the
 #: partition sizes a list by N, so N is bounded before anything is built from it.
@@ -42,3 +50,16 @@ def assign(weights: Mapping[str, float], n: int) -> dict[str, int]:
         loads[shard] += weights[group]
         out[group] = shard + 1
     return out
+
+
+def digest(value: Any) -> str:
+    """``sha256:`` and the hex digest of ``value`` as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def tests_digest(keys: Iterable[tuple[str, str]]) -> str:
+    """The digest of a set of tests by their ``(row, explainer)`` keys
+    (:meth:`pytest_xai.reports.record.Record.key`: the suite's rows do not depend on where it is
+    installed, so every machine of a matrix computes the same), in any order."""
+    return digest(sorted([row, explainer] for row, explainer in keys))
