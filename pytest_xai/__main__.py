@@ -14,6 +14,7 @@ different runs, a usage error).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from pytest_xai.reports import embed, files, htmlreport, report
 
+    outputs = [("-o", args.output)] + ([("--html", args.html)] if getattr(args, "html", None) else [])
+    problem = _one_file_each(args.reports if args.command == "merge" else [args.report], outputs)
+    if problem:
+        print(f"pytest_xai {args.command}: {problem}", file=sys.stderr)
+        return 2
     # what the command says goes to stderr when an output is standard output
     said = sys.stderr if files.STDOUT in (args.output, getattr(args, "html", None)) else sys.stdout
     if args.command == "merge":
@@ -74,6 +80,26 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"HTML report: {target}", file=said)
     return 0
+
+
+def _one_file_each(reports: list[str], outputs: list[tuple[str, str]]) -> str | None:
+    """Why the outputs cannot be written (two of them one file, or one of them a report read), or None."""
+    from pytest_xai.options import OptionError, check_outputs
+    from pytest_xai.reports import files
+
+    try:
+        check_outputs(outputs)
+    except OptionError as exc:
+        return str(exc)
+    written = {}
+    for option, path in outputs:
+        with contextlib.suppress(OSError):  # the write says what is wrong with it
+            written[files.target(path).identity] = f"{option} {path}"
+    for path in reports:
+        with contextlib.suppress(OSError):
+            if path != files.STDOUT and (output := written.get(files.target(path).identity)):
+                return f"{path} and {output} are one file: the output would replace a report it is made from"
+    return None
 
 
 def _written(command: str, path: str, write) -> bool:

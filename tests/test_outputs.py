@@ -341,3 +341,25 @@ def test_the_footer_names_only_the_reports_written(pytester, tmp_path):
         ]
     )
     assert [r["status"] for r in json.loads(base.read_text())["results"]] == ["PASS"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("merge", "a.json", "-o", "all.json", "--html", "all.json"),
+        ("merge", "a.json", "-o", "-", "--html", "-"),
+        ("merge", "a.json", "-o", "a.json"),
+        ("html", "a.json", "-o", "link.json"),
+    ],
+    ids=["json-html", "dash", "input", "input-by-link"],
+)
+def test_the_commands_refuse_two_uses_of_one_file(tmp_path, monkeypatch, args):
+    """As ``--xai-report``/``--xai-html`` of a run: before, ``merge -o all.json --html all.json`` left
+    the HTML in all.json, and ``html a.json -o a.json`` replaced the report it rendered."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_text(REPORT)
+    (tmp_path / "link.json").symlink_to("a.json")
+    done = _cli(*args)
+    assert done.returncode == 2 and "are one file" in done.stderr, done.stderr
+    assert (tmp_path / "a.json").read_text() == REPORT and not (tmp_path / "all.json").exists()
+    assert done.stdout == ""
