@@ -35,6 +35,8 @@ class XaiCi:
         if self.options.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
         config.pluginmanager.register(XaiReports(self), "xai-reports")
+        if state.explainers and not config.getoption("collectonly", False):  # the engine starts now
+            _open_cache(config, state)
 
     def _load_gate(self, config: pytest.Config) -> Gate:
         from pytest_xai.reports import baseline
@@ -283,6 +285,43 @@ class XaiCi:
                 terminalreporter.write_line(line)
         for written in self.written:  # the reports written, and those that could not be
             terminalreporter.write_line(written.line)
+
+
+def _open_cache(config: pytest.Config, state: XaiState) -> None:
+    """Where pytest's cache cannot hold the plugin's (``-o cache_dir=FILE``, a folder under /proc,
+    a symbolic link planted at ``d/xai``), warn and cache in a temporary folder for the session, as
+    with ``-p no:cacheprovider``: pytest alone warns and goes on, the plugin's session raised an
+    INTERNALERROR at configure (issue 41).  Done before the engine starts, which opens the cache
+    (``XaiState.cache``)."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    from pytest_xai import cache as xai_cache
+
+    where: Any = "d/xai of the cache_dir"
+    try:
+        where = cache.mkdir("xai")
+        problem = xai_cache.unusable(where)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem is None:
+        return
+    import shutil
+    import tempfile
+
+    if not hasattr(config, "workerinput"):  # the controller warns once
+        config.issue_config_time_warning(
+            pytest.PytestCacheWarning(
+                f"pytest-xai: cannot use the cache folder {where}: {problem}; models and data are cached "
+                f"in a temporary folder for this session only"
+            ),
+            stacklevel=2,
+        )
+    root = tempfile.mkdtemp(prefix="pytest-xai-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+    # what XaiState.cache makes with -p no:cacheprovider (the property is the session's; it is set here
+    # before its first use, not rewritten)
+    state._cache = xai_cache.Cache(root)  # type: ignore[assignment]
 
 
 class XaiReports:
