@@ -298,7 +298,8 @@ def _open_cache(config: pytest.Config, state: XaiState) -> None:
         return
     from pytest_xai import cache as xai_cache
 
-    where: Any = "d/xai of the cache_dir"
+    given = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
+    where: Any = config.rootpath / given / "d" / "xai"  # how pytest resolves cache_dir
     try:
         where = cache.mkdir("xai")
         problem = xai_cache.unusable(where)
