@@ -17,6 +17,7 @@ import hashlib
 import inspect
 import json
 import os
+import stat
 import sys
 import time
 import warnings
@@ -152,11 +153,28 @@ def _meta(name: str, builder: str, digest: str, key: str) -> str:
     )
 
 
+def unusable(root: str | os.PathLike) -> str | None:
+    """Why the folder ``root`` cannot hold the cache, or None: a symbolic link is never followed out
+    of the cache folder (issue 41: one planted at ``.pytest_cache/d/xai`` had the models written
+    wherever it pointed), and what is not a folder cannot be one."""
+    if os.path.islink(root):
+        return f"a symbolic link (to {os.readlink(os.fspath(root))}), which the cache does not follow"
+    if os.path.lexists(root) and not os.path.isdir(root):
+        return "not a folder"
+    return None
+
+
 class Cache:
-    """A directory of cache entries; ``root=None`` disables the disk (everything is rebuilt)."""
+    """A directory of cache entries; ``root=None`` disables the disk (everything is rebuilt).  A
+    root that is a symbolic link is not used (:func:`unusable`): a warning, and no disk."""
 
     def __init__(self, root: str | os.PathLike | None):
         self.root = Path(root) if root is not None else None
+        if self.root is not None and (problem := unusable(self.root)) is not None:
+            warnings.warn(
+                f"pytest-xai: cache folder {self.root}: {problem}; nothing is cached", CacheWarning, stacklevel=2
+            )
+            self.root = None
         if self.root is not None:
             self.root.mkdir(parents=True, exist_ok=True)
             self.sweep()
@@ -170,7 +188,8 @@ class Cache:
         limit = time.time() - older_than
         for tmp in self.root.glob("*.tmp*"):
             try:
-                if tmp.is_file() and tmp.stat().st_mtime < limit:
+                st = tmp.lstat()  # a link is removed as itself, never judged by what it points to
+                if (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and st.st_mtime < limit:
                     tmp.unlink()
                     removed.append(tmp)
             except OSError:  # gone already (another worker), or not ours to delete
@@ -200,17 +219,21 @@ class Cache:
             return self._load_or_build_unlocked(path, load, save, build, validate)
         import fcntl
 
+        try:  # O_NOFOLLOW: a symbolic link planted at the lock is never followed out of the cache
+            fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError:  # a cache folder that takes no new file, or a planted link: build unlocked
+            return self._load_or_build_unlocked(path, load, save, build, validate)
         try:
-            lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - closed below, after the build
-        except OSError:  # a cache folder that takes no new file: build unlocked, as before
+            fcntl.flock(fd, fcntl.LOCK_EX)
             return self._load_or_build_unlocked(path, load, save, build, validate)
-        with lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            return self._load_or_build_unlocked(path, load, save, build, validate)
+        finally:
+            os.close(fd)
 
     def _load_or_build_unlocked(self, path, load, save, build, validate) -> Any:
-        if path is not None and path.exists():
+        if path is not None and os.path.lexists(path):
             try:
+                if path.is_symlink():  # never followed out of the cache folder
+                    raise InvalidEntry(f"a symbolic link (to {os.readlink(path)}), not followed")
                 obj = load(path)
                 validate(obj)
                 return obj

@@ -148,16 +148,37 @@ def _first_existing(path: Path) -> Path:
     return Path(os.sep)
 
 
-def check_report_path(path: Any, source: str = "--xai-report") -> str | None:
-    """The JSON report file: not a directory, under a directory that exists (or can be created)."""
+def check_report_path(path: Any, source: str = "--xai-report", *, probe: bool = False) -> str | None:
+    """An output file (a report): ``-`` (standard output), a FIFO, a device or a descriptor that
+    can be written (in place), or a file that is not a directory, under a directory that exists
+    (or can be created) and is writable.  With ``probe`` a file is created there and removed, since
+    ``os.access`` says yes where none can be (``/proc`` as root): the report would be lost at the
+    end of the run, after the tests."""
+    from pytest_xai.reports import files
+
     if path is None:
         return None
     text = os.fspath(path)
     if not text.strip():
         raise OptionError(f"{source}={text!r}: empty path; give a file name such as xai-report.json")
-    target = Path(text).absolute()
-    if target.is_dir():
-        raise OptionError(f"{source}={text}: is a directory; give a file name, e.g. {Path(text) / 'xai-report.json'}")
+    try:
+        where = files.target(text)
+    except IsADirectoryError:
+        raise OptionError(
+            f"{source}={text}: is a directory; give a file name, e.g. {Path(text) / 'xai-report.json'}"
+        ) from None
+    except OSError as exc:
+        raise OptionError(f"{source}={text}: {exc.strerror or exc}; choose another path") from None
+    if where.kind == "fd":
+        try:
+            os.fstat(where.fd or 0)
+        except OSError:
+            raise OptionError(f"{source}={text}: descriptor {where.fd} is not open; choose another path") from None
+    if where.kind == "stream" and not os.access(where.path, os.W_OK):
+        raise OptionError(f"{source}={text}: {where.path} is not writable; choose another path")
+    if where.kind != "file":
+        return text
+    target = Path(where.path)
     existing = _first_existing(target.parent)
     if not existing.is_dir():
         raise OptionError(
@@ -166,7 +187,35 @@ def check_report_path(path: Any, source: str = "--xai-report") -> str | None:
         )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OptionError(f"{source}={text}: directory {existing} is not writable; choose another path")
+    if probe:
+        try:
+            os.unlink(files.create_temp(existing / ".pytest-xai-probe"))
+        except OSError as exc:
+            raise OptionError(
+                f"{source}={text}: no file can be created in {existing} ({exc.strerror or exc}); choose another path"
+            ) from None
     return text
+
+
+def check_outputs(outputs: list[tuple[str, str]]) -> None:
+    """``[(option, path), ...]``, the run's outputs (ours and another writer's, such as
+    ``--junitxml``): two that lead to one file (a link, ``..``, ``-`` and ``/dev/stdout``) would
+    overwrite each other at the end of the run, so they are refused before it starts."""
+    from pytest_xai.reports import files
+
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for option, path in outputs:
+        try:
+            identity = files.target(path).identity
+        except OSError:  # refused by check_report_path, or another writer's business
+            continue
+        if identity in seen:
+            first = "=".join(seen[identity])
+            what = {("fd", 1): " (standard output)"}.get(
+                identity, f" (descriptor {identity[1]})" if identity[0] == "fd" else ""
+            )
+            raise OptionError(f"{first} and {option}={path} are one file{what}: give each report its own path")
+        seen[identity] = (option, path)
 
 
 def check_data_dir(path: Any, source: str = "--xai-data-dir") -> str | None:

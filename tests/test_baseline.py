@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from pytest_xai.reports import baseline
+
 REF = "pytest_xai.explainers"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 TABULAR = ("-k", "cough_and_fever or a_and_b_or_c")  # symmetry, ranking x2: the fast tabular tests
@@ -129,3 +131,48 @@ def test_bad_baseline_options_are_usage_errors(pytester, args, message):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}"])
     assert "Traceback" not in result.stderr.str()
+
+
+FAILING = """
+def test_fails(xai_explainer):
+    assert False, "a failure the baseline lists"
+"""
+
+
+def _nan_baseline(path, score: str) -> None:
+    row = {"nodeid": "test_fails.py::test_fails[exact_shapley]", "row": "test_fails.py::test_fails"}
+    path.write_text(
+        '{"schema": "pytest-xai/report", "version": 1, "results": ['
+        + json.dumps({**row, "explainer": "exact_shapley", "status": "FAIL", "score": 0.5})[:-1]
+        + f', "row": "other"}}, {json.dumps({**row, "explainer": "exact_shapley", "status": "FAIL"})[:-1]}'
+        + f', "score": {score}}}]}}'
+    )
+
+
+@pytest.mark.parametrize("score", ['"nan"', '"inf"', '"-inf"', "NaN", "-Infinity"])
+def test_a_baseline_with_a_non_finite_score_is_refused_in_one_line(tmp_path, score):
+    """Issue 41: a baseline whose failing scores were "nan" made every failure a known failure (no
+    score drop compares with nan): such a baseline is refused, naming the field."""
+    _nan_baseline(tmp_path / "b.json", score)
+    with pytest.raises(baseline.BaselineError) as refused:
+        baseline.Gate(str(tmp_path / "b.json"), {})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"--xai-baseline={tmp_path / 'b.json'}: results[1].score: ")
+    assert "not a finite score" in message and "--xai-save-baseline" in message
+
+
+def test_a_nan_baseline_is_a_usage_error_not_a_green_regression_gate(pytester):
+    """Before: exit 0, the failure a KNOWN one against a baseline score of "nan"."""
+    pytester.makepyfile(test_fails=FAILING)
+    _nan_baseline(pytester.path / "b.json", '"nan"')
+    result = pytester.runpytest(
+        *QUIET,
+        "test_fails.py",
+        "--xai-no-suite",
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-baseline=b.json",
+        "--xai-gate=regression",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--xai-baseline=b.json: results[[]1[]].score: 'nan' is not a finite score*"])

@@ -267,3 +267,72 @@ def test_two_processes_wanting_one_missing_entry_build_it_once(tmp_path):
     outputs = [proc.communicate(timeout=120)[0].decode().strip() for proc in procs]
     assert outputs == ["[0.0, 1.0, 2.0]"] * 2
     assert log.read_text().splitlines() == ["built"]
+
+
+# ------------------------------------------------------- issue 41: a cache folder that cannot be used
+
+ES = "--xai-explainer=pytest_xai.explainers:exact_shapley"
+ONE = ("-k", "symmetry and cough_and_fever and not 10_90")
+
+
+@pytest.mark.parametrize("where", ["a file", "/proc/pytest-xai-cache"])
+def test_a_cache_dir_that_cannot_be_a_folder_warns_and_the_run_goes_on_uncached(pytester, where):
+    """``-o cache_dir=FILE`` (or a folder under /proc) was an INTERNALERROR at configure; pytest alone
+    warns and goes on.  So does the plugin: a warning, the cache in a temporary folder for the session."""
+    if where == "a file":
+        (pytester.path / "afile").write_text("not a folder")
+        where = "afile"
+    result = pytester.runpytest("-p", "no:randomly", "-o", f"cache_dir={where}", ES, *ONE)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1, warnings=result.parseoutcomes().get("warnings", 0))
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*PytestCacheWarning: pytest-xai: cannot use the cache folder *; * temporary folder*"])
+
+
+def test_a_symlink_planted_at_the_xai_folder_is_never_written_through(pytester, tmp_path):
+    """``.pytest_cache/d/xai`` made a link to a folder elsewhere: the models were written there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (pytester.path / ".pytest_cache" / "d").mkdir(parents=True)
+    (pytester.path / ".pytest_cache" / "d" / "xai").symlink_to(elsewhere)
+    result = pytester.runpytest("-p", "no:randomly", ES, *ONE)
+    result.assert_outcomes(passed=1, warnings=result.parseoutcomes().get("warnings", 0))
+    assert list(elsewhere.iterdir()) == []
+    result.stdout.fnmatch_lines(["*PytestCacheWarning: pytest-xai: cannot use the cache folder *xai: a symbolic link*"])
+
+
+def test_a_symlink_planted_at_an_entry_is_not_followed_out_of_the_cache(tmp_path):
+    """An entry that is a link to a file elsewhere (even a valid copy of the entry) is not read: it
+    is removed, with a warning, and rebuilt; the file it pointed to is left as it was."""
+    cache = Cache(tmp_path / "cache")
+    cache.arrays("demo", {"n": 3}, lambda: {"x": np.arange(3.0)})
+    (entry,) = (tmp_path / "cache").glob("demo-*.npz")
+    outside = tmp_path / "outside.npz"
+    entry.rename(outside)
+    entry.symlink_to(outside)
+    before = outside.read_bytes()
+    with pytest.warns(CacheWarning, match="a symbolic link"):
+        again = cache.arrays("demo", {"n": 3}, lambda: {"x": np.arange(3.0)})
+    assert again["x"].tolist() == [0, 1, 2]
+    assert not entry.is_symlink() and entry.is_file() and outside.read_bytes() == before
+
+
+def test_a_cache_root_that_is_a_symlink_is_not_used(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "xai").symlink_to(tmp_path / "elsewhere")
+    with pytest.warns(CacheWarning, match="a symbolic link"):
+        cache = Cache(tmp_path / "xai")
+    assert cache.root is None
+    cache.arrays("demo", {"n": 3}, lambda: {"x": np.arange(3.0)})
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_symlink_planted_at_an_entrys_lock_is_not_followed(tmp_path):
+    """The lock beside an entry is opened without following a link (O_NOFOLLOW): a link planted
+    there creates no file where it points; the entry is built, unlocked, as before."""
+    cache = Cache(tmp_path / "cache")
+    path = cache.path("demo", {"n": 3}, ".npz")
+    outside = tmp_path / "outside"
+    os.symlink(outside, f"{path}.lock")
+    assert cache.arrays("demo", {"n": 3}, lambda: {"x": np.arange(3.0)})["x"].tolist() == [0.0, 1.0, 2.0]
+    assert not outside.exists()

@@ -33,6 +33,9 @@ def _rec(status, score=None, regression=None):
     return Record(status=status, score=score, regression=regression)
 
 
+NAN, INF = float("nan"), float("inf")
+
+
 @pytest.mark.parametrize(
     ("now", "before", "known", "regression"),
     [
@@ -44,6 +47,11 @@ def _rec(status, score=None, regression=None):
         (_rec("TIMEOUT"), _rec("TIMEOUT"), True, None),  # timed out then too
         (_rec("ERROR", 0.0), _rec("ERROR", 0.0), True, None),
         (_rec("FAIL", 0.5), None, False, gate.NEW_FAILURE),  # not in the baseline
+        # issue 41: a score no comparison can fall below made every failure known
+        (_rec("FAIL", 0.1), _rec("FAIL", NAN), False, "no finite score in the baseline (nan)"),
+        (_rec("FAIL", 0.1), _rec("FAIL", INF), False, "score dropped from inf"),
+        (_rec("FAIL", NAN), _rec("FAIL", 0.6), False, "no finite score now (nan)"),
+        (_rec("ERROR", 0.0), _rec("FAIL", NAN), False, "no finite score in the baseline (nan)"),
         (
             _rec("FAIL", 0.9, regression="score dropped from 1.000"),
             _rec("PASS", 1.0),
@@ -53,6 +61,7 @@ def _rec(status, score=None, regression=None):
     ],
 )
 def test_judge(now, before, known, regression):
+    """Each row: a failing test against its baseline record, and whether it is a known failure."""
     reasons = [] if before is None else baseline.regressions(now, before, tol=0.05)
     got_known, got_regression = gate.judge(now, before, reasons)
     assert got_known is known

@@ -67,7 +67,13 @@ def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cach
                 *QUIET, *extra, *SPECS, *SELECT, f"--xai-shard={k}/2", f"--xai-report={parts[-1]}"
             )
             doc = json.loads(parts[-1].read_text())
-            assert doc["shard"] == {"k": k, "n": 2, "collected": len(expected)}
+            assert {key: doc["shard"][key] for key in ("k", "n", "collected")} == {
+                "k": k,
+                "n": 2,
+                "collected": len(expected),
+            }
+            assert doc["shard"]["assigned"] == len(doc["results"])  # under -n 2: the workers' count
+            assert doc["shard"]["selection"].startswith("sha256:") and doc["shard"]["tests"].startswith("sha256:")
             members[cache, k] = set(_results(parts[-1]))
             cases = {(r["case"], r["explainer"]) for r in doc["results"]}
             for r in expected.values():  # each (case, explainer) group whole in one shard
@@ -143,3 +149,24 @@ def test_shards_are_balanced_by_the_baselines_seconds(pytester):
     assert shard_one(f"--xai-baseline={base}") == {"symmetry[cough_and_fever-exact_shapley]"}
     by_count = shard_one()
     assert len(by_count) > 1  # by count, shard 1 holds several groups
+
+
+@pytest.mark.parametrize("given", ["1/99999999999999999999", "99999999999999999999/99999999999999999999", "1/1001"])
+def test_a_shard_count_of_any_size_is_a_usage_error(pytester, given):
+    """Issue 41: ``--xai-shard=1/99999999999999999999`` was an INTERNALERROR (OverflowError sizing the
+    shards' loads): the bounds are checked as integers of any size, N at most ``shard.MAX_SHARDS``."""
+    with pytest.raises(OptionError, match=r"1 <= K <= N <= 1000"):
+        shard.parse(given)
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--collect-only", *SPECS, *SELECT, f"--xai-shard={given}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines([f"*--xai-shard='{given}': give K/N with 1 <= K <= N <= 1000*"])
+
+
+@pytest.mark.parametrize("given", ["1_0/20", "+1/2", "1/ 2", "\u0661/\u0662", "1/2/3", "01/2x"])
+def test_a_shard_is_ascii_digits_only(given):
+    """``int()`` reads ``1_0``, ``+1``, `` 2`` and Arabic-Indic digits: none is K/N as written."""
+    with pytest.raises(OptionError, match="give K/N"):
+        shard.parse(given)

@@ -7,6 +7,7 @@ Part of the plugin (the only package that imports pytest); the logic is in
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_xai.reports.record import Record
 
 if TYPE_CHECKING:
     from pytest_xai.reports.baseline import Gate
+    from pytest_xai.reports.files import Written
 
 
 class XaiCi:
@@ -25,9 +27,16 @@ class XaiCi:
         self.config, self.state, self.options = config, state, state.options
         self.baseline: Gate | None = self._load_gate(config) if self.options.baseline else None
         self.failures: list[tuple[str, str]] = []  # (node id, phase) of every failed report
-        self.collected: int | None = None  # xai tests of the whole (unsharded) selection
+        #: ``--xai-shard``: the xai tests of the whole (unsharded) selection and of this shard, counted
+        #: and digested (:func:`pytest_xai.reports.shard.tests_digest`): ``collected``, ``selection``,
+        #: ``assigned``, ``tests``
+        self.sharded: dict[str, Any] = {}
+        self.written: list[Written] = []  # what became of each report of the run (the footer's lines)
         if self.options.shard:
             config.pluginmanager.register(XaiShard(self), "xai-shard")
+        config.pluginmanager.register(XaiReports(self), "xai-reports")
+        if state.explainers and not config.getoption("collectonly", False):  # the engine starts now
+            _open_cache(config, state)
 
     def _load_gate(self, config: pytest.Config) -> Gate:
         from pytest_xai.reports import baseline
@@ -94,12 +103,41 @@ class XaiCi:
         shards must agree on them) and, with a baseline, ``baseline``."""
         out: dict = {"repeat": self.options.repeat, "budget": self.options.budget, "gate": self.options.gate}
         if self.options.shard:
-            out["shard"] = {"k": self.options.shard[0], "n": self.options.shard[1], "collected": self.collected}
+            from pytest_xai.reports import shard
+
+            out["shard"] = {
+                "k": self.options.shard[0],
+                "n": self.options.shard[1],
+                "collected": self.sharded.get("collected"),
+                "assigned": self.sharded.get("assigned"),
+                "selection": self.sharded.get("selection"),
+                "options": shard.digest(self.verdict_options()),
+                "tests": self.sharded.get("tests"),
+            }
         if self.baseline is not None:
             from pytest_xai.reports.report import versions
 
             out["baseline"] = self.baseline.section(records, versions())
         return out
+
+    def verdict_options(self) -> dict[str, Any]:
+        """The options that change a verdict, for the digest shards of one run share: a shard run
+        with another time limit, explainer, gate or baseline comes from another run."""
+        o = self.options
+        return {
+            "explainers": sorted(spec for spec, _ in o.explainers),
+            "seed": o.seed,
+            "timeout": o.timeout,
+            "wall_timeout": o.wall_timeout,
+            "budget": o.budget,
+            "thresholds": o.thresholds,
+            "repeat": o.repeat,
+            "gate": o.gate,
+            "tolerances": o.tolerances,
+            "seconds_factor": o.seconds_factor,
+            "evaluations_factor": o.evaluations_factor,
+            "baseline": None if self.baseline is None else self.baseline.doc.get("results"),
+        }
 
     def report_paths(self) -> dict[str, str | None]:
         """The reports besides the JSON one: the saved baseline and the HTML report."""
@@ -118,6 +156,37 @@ class XaiCi:
 
         return {"json": xai_report.write_json, "baseline": xai_report.write_json, "html": html}
 
+    def write_reports(self, session: pytest.Session) -> None:
+        """Write the run's reports (the xdist controller only), guarded, JSON first
+        (:func:`pytest_xai.reports.files.write_reports`); one that fails is named on stderr and the
+        run exits :data:`~pytest_xai.reports.files.REPORT_FAILED`."""
+        options, state = self.options, self.state
+        if not (options.report or options.save_baseline or options.html) or hasattr(self.config, "workerinput"):
+            return
+        from pytest_xai.reports import files
+        from pytest_xai.reports import report as xai_report
+
+        used = {
+            "explainers": [e.spec for e in state.explainers],
+            "thresholds": options.thresholds,
+            "timeout": options.timeout,
+            "wall_timeout": options.wall_timeout,
+            "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
+            "args": list(self.config.invocation_params.args),
+        }
+        doc = xai_report.document(state.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
+        failures = []
+        try:
+            doc.update(self.report_sections(state.records))
+        except Exception as exc:  # noqa: BLE001 - the reports are still written, without the section
+            failures.append(f"pytest-xai: the baseline section of the reports is missing: {type(exc).__name__}: {exc}")
+        self.written = files.write_reports(doc, {"json": options.report, **self.report_paths()}, self.writers())
+        failures += [written.failure for written in self.written if written.error is not None]
+        for failure in failures:
+            sys.stderr.write(failure + "\n")
+        if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = files.REPORT_FAILED
+
     # Hooks
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -127,10 +196,10 @@ class XaiCi:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Under ``-n N`` the workers tell the controller how many xai tests the shard's run selected."""
-        collected = getattr(node, "workeroutput", {}).get("xai_collected")
-        if collected is not None:
-            self.collected = collected
+        """Under ``-n N`` the workers tell the controller what the shard's run selected (:attr:`sharded`)."""
+        sharded = getattr(node, "workeroutput", {}).get("xai_sharded")
+        if sharded:
+            self.sharded = dict(sharded)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -138,7 +207,7 @@ class XaiCi:
         from pytest_xai.reports import gate
 
         if self.options.shard and hasattr(self.config, "workerinput"):  # xdist's controller collects nothing
-            self.config.workeroutput["xai_collected"] = self.collected  # type: ignore[attr-defined]
+            self.config.workeroutput["xai_sharded"] = self.sharded  # type: ignore[attr-defined]
         known = [rec.nodeid for rec in self.state.records if rec.known_failure]
         session.exitstatus = gate.exit_code(self.options.gate, int(session.exitstatus), self.failures, known)
 
@@ -214,9 +283,67 @@ class XaiCi:
             terminalreporter.write_sep("=", f"xai baseline diff against {self.baseline.path}")
             for line in baseline.table(diff):
                 terminalreporter.write_line(line)
-        for path, what in ((self.options.html, "HTML report"), (self.options.save_baseline, "baseline saved")):
-            if path and self.state.records:
-                terminalreporter.write_line(f"{what}: {os.path.abspath(path)}")
+        for written in self.written:  # the reports written, and those that could not be
+            terminalreporter.write_line(written.line)
+
+
+def _open_cache(config: pytest.Config, state: XaiState) -> None:
+    """Where pytest's cache cannot hold the plugin's (``-o cache_dir=FILE``, a folder under /proc,
+    a symbolic link planted at ``d/xai``), warn and cache in a temporary folder for the session, as
+    with ``-p no:cacheprovider``: pytest alone warns and goes on, the plugin's session raised an
+    INTERNALERROR at configure (issue 41).  Done before the engine starts, which opens the cache
+    (``XaiState.cache``)."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    from pytest_xai import cache as xai_cache
+
+    given = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
+    where: Any = config.rootpath / given / "d" / "xai"  # how pytest resolves cache_dir
+    try:
+        where = cache.mkdir("xai")
+        problem = xai_cache.unusable(where)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem is None:
+        return
+    import shutil
+    import tempfile
+
+    if not hasattr(config, "workerinput"):  # the controller warns once
+        config.issue_config_time_warning(
+            pytest.PytestCacheWarning(
+                f"pytest-xai: cannot use the cache folder {where}: {problem}; models and data are cached "
+                f"in a temporary folder for this session only"
+            ),
+            stacklevel=2,
+        )
+    root = tempfile.mkdtemp(prefix="pytest-xai-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+    # what XaiState.cache makes with -p no:cacheprovider (the property is the session's; it is set here
+    # before its first use, not rewritten)
+    state._cache = xai_cache.Cache(root)  # type: ignore[assignment]
+
+
+class XaiReports:
+    """Writes the run's reports after every other session-finish hook, whatever they did: another
+    writer's hook that raises (pytest's JUnit XML, whose path became a directory) stopped the hooks
+    after it, the plugin's writers among them (issue 41)."""
+
+    def __init__(self, ci: XaiCi):
+        self.ci = ci
+
+    @pytest.hookimpl(wrapper=True, trylast=True)  # the innermost wrapper: inside pytest's terminal summary
+    def pytest_sessionfinish(self, session: pytest.Session):
+        try:
+            result = yield
+        except BaseException:
+            self.ci.write_reports(session)
+            for written in self.ci.written:  # pytest's summary, which names them, is lost with the error
+                sys.stderr.write(f"pytest-xai: {written.line}\n")
+            raise
+        self.ci.write_reports(session)
+        return result
 
 
 class XaiShard:
@@ -246,8 +373,15 @@ class XaiShard:
             for g, members in groups.items()
         }
         mine = shard.assign(weights, ci.options.shard[1])
-        ci.collected = sum(1 for item in items if xai_record in item.stash)
         keep = [item for item in items if mine[_group(item)] == ci.options.shard[0]]
+        selected = [record_of(item).key() for item in items if xai_record in item.stash]
+        given = [record_of(item).key() for item in keep if xai_record in item.stash]
+        ci.sharded = {
+            "collected": len(selected),
+            "selection": shard.tests_digest(selected),
+            "assigned": len(given),
+            "tests": shard.tests_digest(given),
+        }
         if len(keep) < len(items):
             ci.config.hook.pytest_deselected(
                 items=[item for item in items if mine[_group(item)] != ci.options.shard[0]]

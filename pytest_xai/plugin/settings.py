@@ -240,6 +240,11 @@ def read_options(config: pytest.Config) -> XaiOptions:
         "command line": _thresholds(config.getoption("xai_threshold"), "--xai-threshold"),
     }
     budget_given = config.getoption("xai_budget") is not None or config.getini("xai_budget")
+    ci = _ci(config)
+    report = _output(config, "xai_report", "--xai-report")
+    _no_shared_outputs(
+        config, {"--xai-report": report, "--xai-save-baseline": ci["save_baseline"], "--xai-html": ci["html"]}
+    )
     return XaiOptions(
         explainers=explainers,
         seed=_number(config, "xai_seed", options.check_seed),
@@ -247,13 +252,47 @@ def read_options(config: pytest.Config) -> XaiOptions:
         wall_timeout=WALL_FACTOR * timeout if wall_timeout is None else wall_timeout,
         budget=_number(config, "xai_budget", options.check_budget) if budget_given else None,
         thresholds=thresholds,
-        report=checked(options.check_report_path, config.getoption("xai_report"), "--xai-report"),
+        report=report,
         data_dir=_data_dir(config),
         categories=tuple(config.getoption("xai_category")),
         no_suite=config.getoption("xai_no_suite"),
         benchmark=config.getoption("xai_benchmark"),
-        **_ci(config),
+        **ci,
     )
+
+
+#: Other writers' outputs that must not be one of ours: ``(dest, option)``.
+OTHER_OUTPUTS = (("xmlpath", "--junitxml"), ("htmlpath", "--html"))
+
+
+def _output(config: pytest.Config, name: str, option: str) -> str | None:
+    """The output path of ``--xai-NAME``, checked (:func:`_path`)."""
+    return _path(config, config.getoption(name), option)
+
+
+def _path(config: pytest.Config, value: str | None, option: str) -> str | None:
+    """An output path, checked (:func:`pytest_xai.options.check_report_path`); the controller also
+    makes sure a file can be created there (xdist's workers write no report)."""
+    from pytest_xai import options
+
+    probe = not hasattr(config, "workerinput")
+    return checked(lambda path, source: options.check_report_path(path, source, probe=probe), value, option)
+
+
+def _no_shared_outputs(config: pytest.Config, ours: dict[str, str | None]) -> None:
+    """With a report of ours: every output of the run leads to a file of its own, the JUnit XML
+    and pytest-html's report included, whose paths are checked like ours (pytest's JUnit writer
+    raises at session finish where no file can be made)."""
+    from pytest_xai import options
+
+    outputs = [(option, path) for option, path in ours.items() if path]
+    if not outputs:
+        return
+    for dest, option in OTHER_OUTPUTS:
+        given = config.getoption(dest, None)
+        if given:  # their "-" is a file of that name
+            outputs.append((option, _path(config, os.path.abspath(given) if given == "-" else given, option) or ""))
+    checked(lambda value, source: options.check_outputs(value), outputs, "outputs")
 
 
 def _number(config: pytest.Config, name: str, check: Callable[[Any, str], Any]) -> Any:
@@ -294,9 +333,7 @@ def _ci(config: pytest.Config) -> dict[str, Any]:
     repeat = config.getoption("xai_repeat")
     out: dict[str, Any] = {"repeat": checked(options.check_repeat, 1 if repeat is None else repeat, "--xai-repeat")}
     for name in ("save_baseline", "html"):
-        out[name] = checked(
-            options.check_report_path, config.getoption(f"xai_{name}"), f"--xai-{name.replace('_', '-')}"
-        )
+        out[name] = _output(config, f"xai_{name}", f"--xai-{name.replace('_', '-')}")
     factor = config.getoption("xai_baseline_seconds_factor")
     if factor is not None and not 1 <= factor < float("inf"):
         raise pytest.UsageError(

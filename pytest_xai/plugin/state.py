@@ -357,14 +357,11 @@ class XaiState:
         terminalreporter.write_sep("=", "xai scores")
         for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
             terminalreporter.write_line(line)
-        path = self.options.report
-        if path:
-            terminalreporter.write_line(f"JSON report: {os.path.abspath(path)}")
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)  # before any other writer's hook, which may raise (pytest's JUnit XML)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Stop the workers, remember what each (case, explainer) cost, and write the reports (the xdist
-        controller only), guarded, JSON first."""
+        """Stop the workers, draw the last pictures, remember what each (case, explainer) cost; the
+        reports are written after every session-finish hook (``pytest_xai.plugin.ci.XaiReports``)."""
         self.resume_gc()
         if self._background is not None:
             self._background.drain()
@@ -375,34 +372,6 @@ class XaiState:
                 rec.picture = None
         if not hasattr(self.config, "workerinput"):
             self._remember_costs()
-        options = self.options
-        path, ci = options.report, self.config.stash[xai_ci]
-        if not (path or options.save_baseline or options.html) or hasattr(
-            self.config, "workerinput"
-        ):  # xdist: the controller reports
-            return
-        from pytest_xai.reports import files
-        from pytest_xai.reports import report as xai_report
-
-        used = {
-            "explainers": [e.spec for e in self.explainers],
-            "thresholds": options.thresholds,
-            "timeout": options.timeout,
-            "wall_timeout": options.wall_timeout,
-            "isolation": "worker processes" if options.timeout else "in-process (no isolation)",
-            "args": list(self.config.invocation_params.args),
-        }
-        doc = xai_report.document(self.records, options=used, seed=options.seed, exitstatus=int(session.exitstatus))
-        failures = []
-        try:
-            doc.update(ci.report_sections(self.records))
-        except Exception as exc:  # noqa: BLE001 - the reports are still written, without the section
-            failures.append(f"pytest-xai: the baseline section of the reports is missing: {type(exc).__name__}: {exc}")
-        failures += files.write_reports(doc, {"json": path, **ci.report_paths()}, ci.writers())
-        for failure in failures:
-            sys.stderr.write(failure + "\n")
-        if failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = files.REPORT_FAILED
 
 
 def state_of(config: pytest.Config) -> XaiState:

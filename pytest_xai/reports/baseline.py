@@ -11,6 +11,7 @@ runners); the workflow is in ``docs/ci.md``.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -38,14 +39,32 @@ class BaselineError(ValueError):
 
 def load(path: str | os.PathLike, source: str = "--xai-baseline") -> dict:
     """The baseline document at ``path``, checked to be a valid pytest-xai JSON report
-    (:func:`pytest_xai.reports.files.read_report`)."""
+    (:func:`pytest_xai.reports.files.read_report`) whose scores are all finite numbers or null: a
+    score of ``"nan"`` is below no tolerance, so it made every failure a known one (issue 41).  A
+    run never scores outside [0, 1] (``case.Score``), so only an edited file has one."""
     from pytest_xai.reports import files
 
+    label = f"{source}={os.fspath(path)}"
     fix = "write one with --xai-save-baseline=PATH (or --xai-report=PATH) on a run you trust"
     try:
-        return files.read_report(path, f"{source}={os.fspath(path)}", fix)
+        doc = files.read_report(path, label, fix)
     except files.ReportError as exc:
         raise BaselineError(str(exc)) from None
+    for i, result in enumerate(doc["results"]):
+        if not_finite(result.get("score")):
+            raise BaselineError(
+                f"{label}: results[{i}].score: {result['score']!r} is not a finite score, and no score "
+                f"compares with it; give a number from 0 to 1 or null, or {fix}"
+            )
+    return doc
+
+
+def not_finite(value: Any) -> bool:
+    """Whether ``value`` is a score no other compares with: not None and not a finite number
+    (``"nan"``, ``"inf"`` as reports write them, a float NaN or infinity, anything else)."""
+    if value is None:
+        return False
+    return isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
 
 
 def parse_tolerances(entries: list[str], source: str, known_checks: list[str]) -> dict[str, float]:

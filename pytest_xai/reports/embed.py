@@ -23,8 +23,25 @@ NAME = re.compile(r"[A-Za-z0-9_.-]+\.png")
 MAX_BYTES = 5_000_000  # a drawing is about 50 kB
 
 
+#: Where a report with no folder of its own draws its pictures (:func:`folder`).
+STREAM_FOLDER = Path("xai-report-pictures")
+
+
 def folder(report: str | os.PathLike[str]) -> Path:
-    """Where the run that writes ``report`` draws its pictures."""
+    """Where the run that writes ``report`` draws its pictures: ``<report>-pictures`` beside it,
+    except for a report with no folder of its own (``-``, a descriptor such as ``/dev/stdout``, a
+    device of /dev or /proc), whose pictures go to :data:`STREAM_FOLDER` of the working directory,
+    never into /dev."""
+    from pytest_xai.reports.files import target
+
+    try:
+        where = target(report)
+    except OSError:  # a directory or a loop: the write fails and says so; the pictures go beside it
+        where = None
+    if where is not None and (
+        where.kind in ("stdout", "fd") or (where.kind == "stream" and where.path.startswith(("/dev/", "/proc/")))
+    ):
+        return STREAM_FOLDER
     path = Path(report)
     return path.parent / f"{path.stem}-pictures"
 

@@ -1,11 +1,15 @@
 """Files: written atomically, read with one clear line on a bad one (pure Python: no pytest, no numpy).
 
 - Writing: :func:`replacing`, the one atomic write (a temporary file beside the target, renamed
-  onto it), used by the reports (:func:`write_text`, which no string can break) and the cache
-  entries (:mod:`pytest_xai.cache`); the writers of a run, guarded (:func:`write_reports`).  The
-  run's reports are written in a fixed order, JSON first (the one CI reads), then the saved
-  baseline, then the HTML report; a writer that fails is reported and the next one still runs, and
-  the run exits :data:`REPORT_FAILED` (docs/ci.md, "Exit codes").
+  onto it), used by the cache entries (:mod:`pytest_xai.cache`) and, through :func:`write_bytes`
+  (:func:`write_text`, which no string can break), by the reports.  A report's path is first
+  resolved (:func:`target`): a regular file, or a path where none is yet, is replaced atomically
+  (through a symlink, its target: the link stays); a FIFO, a device, a descriptor of this process
+  (``/dev/stdout``, ``/dev/fd/N``) and ``-`` (standard output) are written in place, never
+  replaced (issue 41: as root, ``merge -o /dev/full`` replaced the machine's /dev/full).  The
+  writers of a run are guarded (:func:`write_reports`): written in a fixed order, JSON first (the
+  one CI reads), then the saved baseline, then the HTML report; a writer that fails is reported
+  and the next one still runs, and the run exits :data:`REPORT_FAILED` (docs/ci.md, "Exit codes").
 - Reading data: :func:`csv_records` reads the CSV files users put in ``--xai-data-dir``; their
   problems are :class:`DataFileError`.
 - Reading reports: :func:`read_report` and :func:`check_report`, the one check of a JSON report or
@@ -18,9 +22,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import stat
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,35 +76,196 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
             os.unlink(tmp)
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+MAX_LINKS = 40  # symlinks followed before a path is refused (the kernel's ELOOP limit)
+#: How long a FIFO is given to get a reader before its report is given up (never a hang at session end).
+FIFO_WAIT = 30.0
+#: A descriptor of a process, as ``/dev/stdout`` and ``/dev/fd/N`` resolve (Linux).
+_DESCRIPTOR = re.compile(r"/proc/(self|thread-self|[0-9]+)/fd/([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output path leads (:func:`target`).  ``kind``: ``"file"`` (``path``, resolved, is
+    replaced atomically; it may not exist yet), ``"stream"`` (``path`` is a FIFO, a device or a
+    file of ``/proc``: written in place), ``"fd"`` (a descriptor of this process, ``fd``: written
+    through it) or ``"stdout"`` (``-``)."""
+
+    kind: str
+    path: str
+    fd: int | None = None
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """What two outputs share when they are one (a file by its inode when it exists)."""
+        if self.kind == "stdout":
+            return ("fd", 1)
+        if self.kind == "fd":
+            return ("fd", self.fd)
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return ("path", os.path.normcase(self.path))
+        return ("inode", st.st_dev, st.st_ino)
+
+
+def _in_proc(directory: str) -> bool:
+    return directory == "/proc" or directory.startswith("/proc/")
+
+
+def target(path: str | os.PathLike[str]) -> Target:
+    """Where writing ``path`` leads, its symlinks followed one at a time (``os.path.realpath``
+    resolves ``/dev/stdout`` of a run redirected to a file to that file, which must not be
+    replaced).  Raises ``IsADirectoryError`` for a directory and ``OSError`` (ELOOP) for a loop."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        return Target("stdout", STDOUT)
+    current = os.path.abspath(text)
+    for _ in range(MAX_LINKS):
+        parent = os.path.realpath(os.path.dirname(current))
+        current = os.path.join(parent, os.path.basename(current))
+        own = _DESCRIPTOR.fullmatch(current)
+        if own and own[1] in ("self", "thread-self", str(os.getpid())):
+            return Target("fd", current, int(own[2]))
+        try:
+            st = os.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):  # created by the write (which says what is in the way)
+            return Target("file", current)
+        if stat.S_ISLNK(st.st_mode):
+            current = os.path.join(parent, os.readlink(current))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", text)
+        return Target("file" if stat.S_ISREG(st.st_mode) and not _in_proc(parent) else "stream", current)
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", text)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _write_stream(path: str, data: bytes) -> None:
+    """Write a FIFO or a device in place.  Opened without blocking, so that a FIFO nobody reads is
+    given up after :data:`FIFO_WAIT` seconds instead of hanging the session."""
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(path, flags | nonblocking)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                if exc.errno == errno.ENXIO:
+                    raise OSError(errno.ENXIO, f"no process read the FIFO in {FIFO_WAIT:g} s", path) from None
+                raise
+            time.sleep(0.05)
+    try:
+        if nonblocking:
+            os.set_blocking(fd, True)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_descriptor(fd: int, data: bytes) -> None:
+    """Write through descriptor ``fd`` itself, after what Python buffered for it."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a replaced stream without fileno() or flush()
+            if stream is not None and stream.fileno() == fd:
+                stream.flush()
+    _write_all(fd, data)
+
+
+def _write_stdout(data: bytes) -> None:
+    out = sys.stdout
+    if out is None:
+        raise OSError(errno.EBADF, "there is no standard output", STDOUT)
+    out.flush()
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:  # a text-only stream (a test's capture): the bytes are UTF-8
+        out.write(data.decode("utf-8"))
+    out.flush()
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to the output ``path`` (:func:`target`): a regular file (or a path where none
+    is) atomically (:func:`replacing`, its directory created), a FIFO, a device or a descriptor in
+    place, ``-`` to standard output."""
+    where = target(path)
+    if where.kind == "stdout":
+        _write_stdout(data)
+    elif where.kind == "fd":
+        assert where.fd is not None
+        _write_descriptor(where.fd, data)
+    elif where.kind == "stream":
+        _write_stream(where.path, data)
+    else:
+        os.makedirs(os.path.dirname(where.path), exist_ok=True)
+        with replacing(where.path) as tmp, open(tmp, "wb") as fh:
+            fh.write(data)
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` atomically as UTF-8 (:func:`replacing`), creating the directory; a lone
-    surrogate or any other character UTF-8 cannot encode is written as its backslash escape."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    data = text.encode("utf-8", errors="backslashreplace")
-    with replacing(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(data)
+    """Write ``text`` as UTF-8 to the output ``path`` (:func:`write_bytes`); a lone surrogate or any
+    other character UTF-8 cannot encode is written as its backslash escape."""
+    write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
+
+
+@dataclass(frozen=True)
+class Written:
+    """What became of one output of a run (:func:`write_reports`): ``error`` is None when it was written."""
+
+    kind: str
+    what: str
+    path: str
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The output as the footer names it: its absolute path, or standard output."""
+        return "standard output" if self.path == STDOUT else os.path.abspath(self.path)
+
+    @property
+    def line(self) -> str:
+        """The footer's line: ``JSON report: PATH``, or ``JSON report not written: PATH (why)``."""
+        label = {"baseline": "baseline saved"}.get(self.kind, self.what)
+        if self.error is None:
+            return f"{label}: {self.where}"
+        return f"{self.what} not written: {self.where} ({self.error})"
+
+    @property
+    def failure(self) -> str:
+        """The line on stderr of an output that could not be written."""
+        return f"pytest-xai: could not write the {self.what} {self.path}: {self.error}"
 
 
 def write_reports(
     doc: Mapping[str, Any],
     paths: Mapping[str, str | None],
     writers: Mapping[str, Callable[[str, Mapping[str, Any]], None]],
-) -> list[str]:
+) -> list[Written]:
     """Write ``doc`` to each of ``paths`` (``{"json" | "baseline" | "html": path or None}``) with its
-    writer, in :data:`ORDER`; returns one line for each writer that failed (and the next ran)."""
-    failures = []
+    writer, in :data:`ORDER`; returns what became of each (one that failed has its ``error``, and
+    the next was written all the same)."""
+    outcomes = []
     for kind, what in ORDER:
         path = paths.get(kind)
         if not path:
             continue
+        error = None
         try:
             writers[kind](path, doc)
         except Exception as exc:  # noqa: BLE001 - one report lost must not cost the others
-            failures.append(
-                f"pytest-xai: could not write the {what} {path}: {type(exc).__name__}: "
-                f"{str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}"
-            )
-    return failures
+            error = f"{type(exc).__name__}: {str(exc).encode('ascii', 'backslashreplace').decode('ascii')[:500]}"
+        outcomes.append(Written(kind, what, path, error))
+    return outcomes
 
 
 # ------------------------------------------------------------------------------ data files
@@ -163,6 +334,9 @@ def csv_records(path: str | os.PathLike, hint: str = ""):
 
 
 MAX_DEPTH = 32  # deeper than any report we write (about 8)
+#: The largest report read back.  A merged report carries its pictures as data (each at most
+#: :data:`pytest_xai.reports.embed.MAX_BYTES`, about 50 kB in practice): a few MB for the whole suite.
+MAX_REPORT_BYTES = 256 * 2**20
 #: What to do about a report that cannot be read.
 REPORT_FIX = "give a file written by --xai-report or --xai-save-baseline"
 NON_FINITE = ("inf", "-inf", "nan")  # how report.jsonable writes non-finite floats
@@ -241,6 +415,10 @@ TOP = {
     "repeat": _optional(_int),
     "budget": _optional(_int),
 }
+SHARD = {  # --xai-shard's record (pytest_xai.plugin.ci, checked by merge)
+    **{k: _optional(_int) for k in ("k", "n", "collected", "assigned")},
+    **{k: _optional(_str) for k in ("selection", "options", "tests")},
+}
 BRIEF = {
     "status": _optional(_str),
     "score": _optional(_number),
@@ -307,6 +485,8 @@ def _validate(doc: Any) -> dict:
             _fields(entry["overall"], AGGREGATE, f"summary.{name}.overall")
         for category, agg in (entry.get("categories") or {}).items():
             _fields(agg, AGGREGATE, f"summary.{name}.categories.{category}")
+    if doc.get("shard") is not None:
+        _shard(doc["shard"])
     for i, shard in enumerate(_list(doc.get("shards", []), "shards")):
         _fields(
             shard,
@@ -327,6 +507,15 @@ def _validate(doc: Any) -> dict:
     if doc.get("baseline") is not None:
         _baseline(doc["baseline"])
     return doc
+
+
+def _shard(shard: Any) -> None:
+    from pytest_xai.reports.shard import MAX_SHARDS
+
+    _fields(shard, SHARD, "shard")
+    for key in ("k", "n"):
+        if shard.get(key) is not None and not 1 <= shard[key] <= MAX_SHARDS:
+            raise ReportError(f"shard.{key}: expected an integer from 1 to {MAX_SHARDS}, got {_clip(shard[key])}")
 
 
 def _baseline(base: Any) -> None:
@@ -367,14 +556,35 @@ def check_report(doc: Any, label: str, fix: str = REPORT_FIX) -> dict:
         raise ReportError(f"{label}: {exc}; {fix}") from None
 
 
-def read_report(path: str | os.PathLike[str], label: str, fix: str = REPORT_FIX) -> dict:
-    """The report at ``path``, read and checked (:func:`check_report`): every error is one line
-    that starts with ``label`` and ends with ``fix``."""
+def _read_regular(path: str | os.PathLike[str], label: str, fix: str) -> bytes:
+    """The bytes of the regular file ``path``, at most :data:`MAX_REPORT_BYTES`.  Opened without
+    blocking and checked before reading: a FIFO waited for a writer forever, ``/dev/zero`` grew the
+    reader without end (issue 41)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            doc = json.load(fh)
+        fd = os.open(os.fspath(path), flags)
     except FileNotFoundError:
         raise ReportError(f"{label}: no such file; {fix}") from None
+    except OSError as exc:
+        raise ReportError(f"{label}: cannot be read ({exc.strerror or exc}); {fix}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReportError(f"{label}: is a directory; {fix}")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError(f"{label}: not a regular file (a FIFO, a device or a socket); {fix}")
+        data = b"" if st.st_size > MAX_REPORT_BYTES else fh.read(MAX_REPORT_BYTES + 1)
+        if st.st_size > MAX_REPORT_BYTES or len(data) > MAX_REPORT_BYTES:
+            raise ReportError(f"{label}: larger than {MAX_REPORT_BYTES // 2**20} MiB, more than any report; {fix}")
+    return data
+
+
+def read_report(path: str | os.PathLike[str], label: str, fix: str = REPORT_FIX) -> dict:
+    """The report at ``path`` (a regular file of at most :data:`MAX_REPORT_BYTES`), read and checked
+    (:func:`check_report`): every error is one line that starts with ``label`` and ends with ``fix``."""
+    data = _read_regular(path, label, fix)
+    try:
+        doc = json.loads(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{label}: cannot be read ({exc}); {fix}") from None
     except json.JSONDecodeError as exc:

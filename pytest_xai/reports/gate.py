@@ -37,12 +37,19 @@ def check_gate(value: str, source: str = "--xai-gate") -> str:
 def judge(now: Record, before: Record | None, reasons: list[str]) -> tuple[bool, str | None]:
     """``(known_failure, regression)`` of a failing test ``now`` against its baseline record
     ``before`` (None: not in the baseline); ``reasons`` are why it is worse
-    (:func:`pytest_xai.reports.baseline.regressions`), empty when it is not."""
+    (:func:`pytest_xai.reports.baseline.regressions`), empty when it is not.  A known failure needs
+    scores that compare: a score that is no finite number (``"nan"``) is below no tolerance, so it
+    would make any failure known (issue 41); without a score (an ERROR, a TIMEOUT) the verdicts compare."""
+    from pytest_xai.reports.baseline import not_finite
+
     if now.regression:  # the baseline gate failed a test that passed its check
         return False, now.regression
     if before is None:
         return False, NEW_FAILURE
     if before.status in FAILING and not reasons:
+        for score, when in ((before.score, "in the baseline"), (now.score, "now")):
+            if not_finite(score):
+                return False, f"no finite score {when} ({score}) to compare with: not a known failure"
         return True, None
     return False, "; ".join(reasons) or f"verdict {before.status} in the baseline, {now.status} now"
 

@@ -447,7 +447,8 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
 
 
 def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) -> None:
-    """Write the report atomically (like the JSON report)."""
+    """Write the report to the output ``path``, as the JSON report is written (a regular file
+    atomically, a FIFO, a device or ``-`` in place)."""
     from pytest_xai.reports.files import write_text
 
     write_text(path, render(doc, pictures))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_xai.reports import embed, files, report
+from pytest_xai.reports import embed, files, report, shard
 from pytest_xai.reports.record import Record
 
 
@@ -44,6 +44,11 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
         a, b = (d.get("options", {}).get("thresholds") for d in (first, doc))
         if a != b:
             problems.append(f"threshold overrides differ between {first_path} and {path}")
+        digests = [(d.get("shard") or {}).get("options") for d in (first, doc)]
+        if not problems and None not in digests and digests[0] != digests[1]:
+            problems.append(
+                f"options that change verdicts differ between {first_path} and {path} ({_differing(first, doc)})"
+            )
     if problems and not allow_mismatch:
         raise MergeError(
             "the reports come from different runs: "
@@ -52,6 +57,17 @@ def _check(docs: Sequence[tuple[str, Mapping[str, Any]]], allow_mismatch: bool) 
             "to merge them anyway"
         )
     return problems
+
+
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    """Which of the verdict options two reports show differ (the digest covers more)."""
+    shown = [
+        k
+        for k in ("explainers", "timeout", "wall_timeout")
+        if a.get("options", {}).get(k) != b.get("options", {}).get(k)
+    ]
+    shown += ["gate"] if a.get("gate") != b.get("gate") else []
+    return ", ".join(shown) or "the baseline, its tolerances or factors"
 
 
 def _check_shards(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -81,12 +97,47 @@ def _check_shards(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
             f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: its tests are in no report; "
             f"merge the reports of all {total} shards"
         )
+    selections = [(path, s.get("selection")) for path, s in given]
+    if any(digest for _, digest in selections):
+        unmarked = [path for path, digest in selections if not digest]
+        if unmarked:
+            raise MergeError(
+                f"{unmarked[0]} holds no digest of its run's tests (an older pytest-xai wrote it), "
+                f"the other shards do: rerun it with this version"
+            )
+        first_path, first = selections[0]
+        for path, digest in selections[1:]:
+            if digest != first:
+                raise MergeError(
+                    f"{first_path} and {path} were run on different selections of tests (-k, -m, "
+                    f"--xai-category, test paths or explainers differ), so their shards are not one run; "
+                    f"run every shard with the same selection"
+                )
     collected = {s.get("collected") for _, s in given}
     results = sum(len(doc["results"]) for _, doc in docs)
     if len(collected) == 1 and isinstance(c := next(iter(collected)), int) and results < c:
         raise MergeError(
             f"the shards hold {results} of the {c} tests their run collected: {c - results} ran in "
             f"no shard (a job stopped early?); rerun the shard that lost them"
+        )
+    if not selections[0][1]:
+        return
+    everything = []
+    for path, doc in docs:
+        record = doc["shard"]
+        keys = [Record.from_dict(r).key() for r in doc["results"]]
+        if shard.tests_digest(keys) != record.get("tests"):
+            which = f"{record.get('k')}/{record.get('n')}"
+            raise MergeError(
+                f"{path}: its {len(keys)} results are not the {record.get('assigned')} tests its shard "
+                f"{which} was given (results removed, added or edited since the run, or the job stopped "
+                f"early); rerun shard {which}"
+            )
+        everything += keys
+    if shard.tests_digest(everything) != selections[0][1]:
+        raise MergeError(
+            "the shards' results together are not the tests their run selected (shards partitioned "
+            "with different baselines?); rerun every shard with the same options"
         )
 
 
@@ -141,7 +192,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]], *, allow_mismatch: bool
         "exitstatus": max((doc.get("exitstatus") or 0 for _, doc in docs), default=0),
         "repeat": first.get("repeat", 1),
         **(
-            {"shard": {"n": first["shard"]["n"], "collected": first["shard"].get("collected")}}
+            {"shard": {k: first["shard"].get(k) for k in ("n", "collected", "selection", "options")}}
             if isinstance(first.get("shard"), Mapping)
             else {}
         ),

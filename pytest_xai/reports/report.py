@@ -225,8 +225,9 @@ def _key(key: Any) -> str:
 
 
 def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
-    """Write ``doc`` atomically as strict JSON: every value is passed through :func:`jsonable`, so
-    no value makes it raise (:func:`pytest_xai.reports.files.write_text`)."""
+    """Write ``doc`` as strict JSON to the output ``path`` (a regular file atomically, a FIFO, a
+    device or ``-`` in place: :func:`pytest_xai.reports.files.write_text`); every value is passed
+    through :func:`jsonable`, so no value makes it raise."""
     from pytest_xai.reports.files import write_text
 
     write_text(path, json.dumps(jsonable(doc), indent=2, allow_nan=False) + "\n")
