@@ -77,6 +77,82 @@ def test_a_torch_module_counts_each_forward_batch_of_the_top_module_only():
     assert tally.rows == 15
 
 
+class _LyingRows(np.ndarray):
+    """An array whose ``shape`` says one row, whatever its buffer holds."""
+
+    @property
+    def shape(self):  # type: ignore[override]
+        return (1, *np.ndarray.shape.__get__(self)[1:])
+
+
+def _unwrapped(predict, X):
+    return predict.__wrapped__(X)
+
+
+def _reset_to(value):
+    def trick(predict, X):
+        predict(X)
+        predict._tally.rows = value
+
+    return trick
+
+
+def _lying_shape(predict, X):
+    predict(np.asarray(X).view(_LyingRows))
+
+
+@pytest.mark.parametrize(
+    "trick",
+    [_unwrapped, _reset_to(0), _reset_to(-1), _reset_to(10**15), _lying_shape],
+    ids=["__wrapped__", "rows=0", "rows=-1", "rows=1e15", "lying .shape"],
+)
+def test_an_explainer_cannot_hide_predict_evaluations_through_the_callable_it_is_handed(trick):
+    """issue 41: the count is not an attribute of the callable the explainer receives (no
+    ``__wrapped__``, no tally), and rows are read from the array's own buffer, not a ``.shape`` it
+    overrides; each trick either raises (no such attribute) or is counted in full."""
+    seen: list[int] = []
+
+    def model(X):  # what the model really evaluated, from its own buffer
+        seen.append(len(np.asarray(X).base if isinstance(X, _LyingRows) else X))
+        return row_sums(X)
+
+    with counting({"predict": model}) as (given, tally):
+        try:
+            trick(given["predict"], np.ones((6, 3)))
+        except AttributeError:
+            pass  # the trick found nothing to use
+        given["predict"](np.ones((2, 3)))
+    assert tally.rows == sum(seen) >= 2
+
+
+def _cleared_hooks(net, x):
+    for module in net.modules():
+        module._forward_hooks.clear()
+        module._forward_pre_hooks.clear()
+    return net(x)
+
+
+def _children_one_by_one(net, x):
+    for layer in net:
+        x = layer(x)
+    return x
+
+
+@pytest.mark.parametrize("trick", [_cleared_hooks, _children_one_by_one], ids=["cleared hooks", "children"])
+def test_an_explainer_cannot_hide_torch_evaluations_by_clearing_hooks_or_calling_the_layers(trick):
+    """issue 41: a torch model's forwards are counted by hooks of the whole process that its own
+    hook dictionaries do not hold, at the top module or, called layer by layer, at the layer that
+    owns its first parameter (once per pass, as a forward of the whole model)."""
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    with torch.no_grad(), counting({"model": net}) as (given, tally):
+        trick(given["model"], torch.zeros(5, 4))
+        given["model"](torch.zeros(3, 4))
+    assert tally.rows == 5 + 3
+    net(torch.zeros(9, 4))  # after the call: nothing counts any more
+    assert tally.rows == 8
+
+
 def test_a_script_module_which_takes_no_hooks_is_left_alone():
     torch = pytest.importorskip("torch")
     scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2)))
@@ -292,6 +368,22 @@ def test_the_gate_compares_evaluations_by_a_factor():
     )  # an older baseline: nothing to compare
     started = baseline.regressions(_rec("e", "a[x]", 10), _rec("e", "a[x]", 0), tol=0.05, evaluations_factor=2.0)
     assert started == ["model evaluations grew from 0 (baseline) to 10 (now), over the factor 2"]
+
+
+def test_the_gate_flags_an_explainer_whose_evaluations_fell_to_0():
+    """issue 41: an explainer that called the model in the baseline and now counts 0 (it stopped
+    calling the model, or hides its calls) is a regression, whatever its verdict; from 0 to 0 (TreeSHAP
+    reads the trees) is not."""
+    fell = baseline.regressions(_rec("e", "a[x]", 0), _rec("e", "a[x]", 1000), tol=0.05, evaluations_factor=2.0)
+    assert fell == [
+        (
+            "model evaluations fell from 1000 (baseline) to 0 (now): the explainer no longer calls the model, or "
+            "calls it where it is not counted (a copy of the model, another process); if that is intended, save a "
+            "new baseline"
+        )
+    ]
+    assert not baseline.regressions(_rec("e", "a[x]", 0), _rec("e", "a[x]", 0), tol=0.05, evaluations_factor=2.0)
+    assert not baseline.regressions(_rec("e", "a[x]", 10), _rec("e", "a[x]", 1000), tol=0.05, evaluations_factor=2.0)
 
 
 @pytest.mark.parametrize(

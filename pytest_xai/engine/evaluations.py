@@ -9,17 +9,21 @@ receives, and undoes it afterwards:
 
 - ``predict``: a wrapper counting the rows of each call (``len`` of its first argument);
 - ``model`` and the case's torch twin: a ``torch.nn.Module`` counts the batch of each forward of
-  that top module (forward hooks; rows after the hooks that ran before, so captum's DeepLift, which
-  appends its baselines, counts both halves); an estimator (scikit-learn, xgboost, anything with
-  them) counts its ``predict``, ``predict_proba``, ``decision_function``, ``predict_log_proba`` and
-  an xgboost ``Booster``'s ``inplace_predict``, patched on the instance; a plain function is
+  that top module, or of the layer owning its first parameter when the layers are called one by
+  one (the process's forward hooks, not the module's own; rows after the hooks that ran before, so
+  captum's DeepLift, which appends its baselines, counts both halves); an estimator (scikit-learn,
+  xgboost, anything with them) counts its ``predict``, ``predict_proba``, ``decision_function``,
+  ``predict_log_proba`` and an xgboost ``Booster``'s ``inplace_predict``, patched on the instance; a
+  plain function is
   wrapped like ``predict``.  A callable object without such methods, or a scripted torch module
   (which takes no hooks), is counted only through ``predict``.
 
 A call inside another counted call is not counted again (a re-entrancy guard, per thread):
 ``predict_proba`` calling ``decision_function``, a case's ``predict`` calling its torch model.  Rows
 evaluated in a copy of the model made by pickling, or in another process, are not counted.  0 means
-the explainer never called the model: TreeSHAP reads the trees, a negative control returns noise.
+the explainer never called the model through what it was handed: TreeSHAP reads the trees, a
+negative control returns noise.  What the count proves, and what an explainer can still hide: README,
+"Model evaluations".
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import functools
 import inspect
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -65,9 +70,17 @@ class Tally:
 
 def rows(x: Any) -> int:
     """The rows of one model input: its first dimension (numpy, torch, pandas, scipy), an xgboost
-    ``DMatrix``'s ``num_row()``, a list's length; 1 for a scalar or anything without them."""
-    shape = getattr(x, "shape", None)
+    ``DMatrix``'s ``num_row()``, a list's length; 1 for a scalar or anything without them.  A numpy
+    array's and a torch tensor's are read from the buffer's own shape, never from a ``shape`` that a
+    subclass overrides."""
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     try:
+        if numpy is not None and isinstance(x, numpy.ndarray):
+            shape = numpy.ndarray.shape.__get__(x)
+        elif torch is not None and isinstance(x, torch.Tensor):
+            shape = torch._C.TensorBase.size(x)
+        else:
+            shape = getattr(x, "shape", None)
         if shape is not None:
             return int(shape[0]) if len(shape) else 1
         if callable(getattr(x, "num_row", None)):
@@ -85,23 +98,43 @@ def _uncounted(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+#: What each :class:`Counted` wraps and counts into, kept off the object the explainer holds.
+_COUNTED: weakref.WeakKeyDictionary[Counted, tuple[Callable[..., Any], Tally]] = weakref.WeakKeyDictionary()
+
+
 class Counted:
     """``func`` counting the rows of each call in ``tally``.  Pickled (or deep-copied), it is ``func``
-    itself: a model or ``predict`` sent to another process still pickles as it did, uncounted there."""
+    itself: a model or ``predict`` sent to another process still pickles as it did, uncounted there.
+
+    The object carries neither ``func`` nor ``tally`` (no ``__wrapped__``, no counter to reset): an
+    explainer that wants the uncounted function must go looking for it in this module."""
+
+    __slots__ = ("__weakref__",)
 
     def __init__(self, func: Callable[..., Any], tally: Tally):
-        functools.update_wrapper(self, func, updated=())  # its name, doc and signature, for introspection
-        self.__wrapped__, self._tally = func, tally
+        _COUNTED[self] = (func, tally)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self._tally.enter(lambda: rows(_first(args, kwargs)))
+        func, tally = _COUNTED[self]
+        tally.enter(lambda: rows(_first(args, kwargs)))
         try:
-            return self.__wrapped__(*args, **kwargs)
+            return func(*args, **kwargs)
         finally:
-            self._tally.leave()
+            tally.leave()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _uncounted, (self.__wrapped__,)
+        return _uncounted, (_COUNTED[self][0],)
+
+    @property
+    def __name__(self) -> str:  # the function's, for introspection
+        return str(getattr(_COUNTED[self][0], "__name__", type(self).__name__))
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        try:
+            return inspect.signature(_COUNTED[self][0])
+        except (TypeError, ValueError):
+            return None
 
 
 def _is_function(obj: Any) -> bool:
@@ -118,23 +151,36 @@ def _torch_module(obj: Any) -> bool:
 def _hook_torch(module: Any, tally: Tally) -> Callable[[], None] | None:
     """Count each forward of ``module`` (the top module: its submodules' forwards are its own); None
     when it takes no hooks (a ``torch.jit.ScriptModule``: counted through ``predict`` only).  The
-    rows are counted after the forward, from the arguments it received."""
+    rows are counted after the forward, from the arguments it received (after its own pre-hooks:
+    captum's DeepLift appends its baselines).
 
-    def before(_module: Any, _args: Any) -> None:
-        tally.enter(None)
+    The hooks are the whole process's (``register_module_forward_pre_hook``), not the module's, so
+    that clearing its hook dictionaries hides nothing; a pass that calls the layers one by one is
+    counted at the layer that owns the model's first parameter, once per pass."""
+    import torch
 
-    def after(_module: Any, args: Any, _output: Any) -> None:  # always called, even when forward raised
-        if tally.leave():
+    if isinstance(module, torch.jit.ScriptModule):
+        return None
+    first = next(module.parameters(), None)
+    entry = next(
+        (m for m in module.modules() if first is not None and any(p is first for p in m.parameters(False))), None
+    )
+    counted = {id(module)} | ({id(entry)} if entry is not None else set())
+    ours = {id(m) for m in module.modules()}
+
+    def before(mod: Any, _args: Any) -> None:
+        if id(mod) in ours:
+            tally.enter(None)
+
+    def after(mod: Any, args: Any, _output: Any) -> None:  # always called, even when forward raised
+        if id(mod) in ours and tally.leave() and id(mod) in counted:
             tally.add(rows(_first(tuple(args), {})))
 
-    handles: list[Any] = []
-    try:
-        handles.append(module.register_forward_pre_hook(before))
-        handles.append(module.register_forward_hook(after, always_call=True))
-    except RuntimeError:  # "register_forward_pre_hook is not supported on ScriptModules"
-        for handle in handles:
-            handle.remove()
-        return None
+    hooks = torch.nn.modules.module
+    handles = [
+        hooks.register_module_forward_pre_hook(before),
+        hooks.register_module_forward_hook(after, always_call=True),
+    ]
 
     def undo() -> None:
         for handle in handles:

@@ -149,6 +149,12 @@ def regressions(
             f"the factor {seconds_factor:g}"
         )
     b, n = _number(before.evaluations), _number(now.evaluations)
+    if evaluations_factor and b is not None and n is not None and b > 0 and n == 0:
+        reasons.append(
+            f"model evaluations fell from {b:.0f} (baseline) to 0 (now): the explainer no longer calls the "
+            f"model, or calls it where it is not counted (a copy of the model, another process); if that is "
+            f"intended, save a new baseline"
+        )
     if evaluations_factor and b is not None and n is not None and n > evaluations_factor * b:
         grew = f", x{n / b:.3g}" if b > 0 else ""
         reasons.append(
