@@ -679,6 +679,12 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
             shape = list(cases.get(request["case"]).inputs.shape)
             return {"kind": "ok", "shape": shape, "target": None, "budget": 1000, "warnings": []}, {}
 
+        def send(self, spec, request, case=None):  # sent ahead of the explainer's call, read after it
+            return None, request
+
+        def receive(self, spec, worker, sent, request, case=None):
+            return self.call(spec, request)
+
     runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=Cache(None), data_dir=None)
     runner._pool = Pool()  # type: ignore[assignment]
     runner.upcoming = "detect_interaction0"
@@ -794,11 +800,11 @@ def test_a_picture_that_cannot_be_drawn_is_reported_at_the_end_and_left_out_of_t
 
 
 PARENT_RECORDER = """
-import os
+import os, sys
 
 def explain(inputs):
     with open(os.environ["XAI_PARENTS"], "a") as out:
-        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {os.getppid()} {os.getpid()}\\n")
+        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {os.getppid()} {os.getpid()} {'torch' in sys.modules}\\n")
     return inputs * 0.0 + 1.0
 """
 
@@ -815,9 +821,10 @@ def pytest_configure(config):
 
 
 def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zygote(pytester, monkeypatch):
-    """``-n 2``: the controller starts one zygote; the xdist workers are its forks, with torch already
-    imported (its imports are made once for the run, not once per xdist worker), and so are both
-    workers' explainer processes."""
+    """``-n 2``: the controller starts one zygote; the xdist workers are its forks, with the case
+    families imported, and so are both workers' explainer processes, forked once the zygote has
+    imported torch (its imports are made once for the run, not once per process).  The xdist
+    workers, which build no case, are forked without waiting for it."""
     pytest.importorskip("xdist")
     pytester.makepyfile(recorder=PARENT_RECORDER)
     pytester.makeconftest(WORKER_RECORDER)
@@ -838,12 +845,14 @@ def test_under_xdist_the_workers_and_their_explainers_are_children_of_the_one_zy
     assert {row[0] for row in rows} == {"gw0", "gw1"}
     zygotes = {row[1] for row in rows}
     assert len(zygotes) == 1, rows
+    assert {row[3] for row in rows} == {"True"}  # the explainers' processes: torch imported by the zygote
     started = sorted(line.split() for line in workers.read_text().splitlines())
-    # torch and the case families imported (by the zygote), shap not: this explainer does not use it
-    assert started == [["gw0", *zygotes, "True", "False", "True"], ["gw1", *zygotes, "True", "False", "True"]], (
-        started,
-        zygotes,
-    )
+    # the case families imported (by the zygote), shap not: this explainer does not use it; torch
+    # perhaps (a worker started late finds it imported), never waited for
+    assert [[row[0], row[1], row[3], row[4]] for row in started] == [  # id, parent, shap, the families
+        ["gw0", *zygotes, "False", "True"],
+        ["gw1", *zygotes, "False", "True"],
+    ], (started, zygotes)
     with pytest.raises(ProcessLookupError):  # gone with the run
         os.kill(int(zygotes.pop()), 0)
 
@@ -868,7 +877,7 @@ def test_xdist_workers_fork_before_the_zygote_imports_the_explainers_library(pyt
         f"--xai-report={report}",
     )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
-    assert [line.split()[2:4] for line in workers.read_text().splitlines()] == [["True", "False"]] * 2
+    assert [line.split()[3] for line in workers.read_text().splitlines()] == ["False"] * 2  # no shap
     assert [r["status"] for r in _report(report)["results"]] == ["PASS"]
 
 

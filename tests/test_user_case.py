@@ -270,5 +270,6 @@ def test_mine(xai_explainer, xai_case, xai_explain, xai_check):
     assert xai_check("not_all_on_one_feature", xai_explain(xai_explainer, case), case).passed
 """
     )
-    result = pytester.runpytest(*QUIET, "test_mine.py", f"--xai-explainer={REF}", "-k", "test_mine")
+    # in a process of its own: an inline run would leave the check registered in this one (tests/test_zoo.py)
+    result = pytester.runpytest_subprocess(*QUIET, "test_mine.py", f"--xai-explainer={REF}", "-k", "test_mine")
     result.assert_outcomes(passed=1)

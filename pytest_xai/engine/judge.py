@@ -56,7 +56,6 @@ class Verdict:
     flaky: bool = False
     picture: str | None = None  # the worst example drawn there (``picture=`` of :meth:`Judge.score`)
     picture_error: str | None = None  # why it could not be drawn
-    evaluations: int | None = None  # rows the check and the reference evaluated (the judge's worker counts)
 
     def to_wire(self) -> dict[str, Any]:
         """The verdict as builtin values, for the judge's worker to send (:mod:`pytest_xai.engine.wire`)."""
@@ -65,7 +64,7 @@ class Verdict:
             "check": s.check,
             "value": float(s.value),
             "passed": bool(s.passed),
-            "threshold": float(s.threshold),
+            "threshold": repr(float(s.threshold)),  # a string: "inf" (a gate switched off) is no JSON number
             "detail": str(s.detail),
             "worst": None if s.worst is None else _builtin(dict(s.worst)),
             "reference": _builtin(s.params.get("reference")),
@@ -77,7 +76,6 @@ class Verdict:
             "flaky": bool(self.flaky),
             "picture": self.picture,
             "picture_error": self.picture_error,
-            "evaluations": self.evaluations,
         }
 
     @classmethod
@@ -98,7 +96,7 @@ class Verdict:
         )
         sources = {str(k): str(v) for k, v in dict(reply["sources"]).items()}
         repeat = reply.get("repeat") if isinstance(reply.get("repeat"), dict) else None
-        picture, error, evaluations = (reply.get(k) for k in ("picture", "picture_error", "evaluations"))
+        picture, error = reply.get("picture"), reply.get("picture_error")
         return cls(
             score,
             sources,
@@ -106,7 +104,6 @@ class Verdict:
             reply.get("flaky") is True,
             picture if isinstance(picture, str) else None,
             error if isinstance(error, str) else None,
-            evaluations if type(evaluations) is int and evaluations >= 0 else None,
         )
 
 
@@ -307,17 +304,15 @@ def draw(path: Path, case: Case, explanation: Any, score: Score) -> tuple[str | 
 class Guarded:
     """The case's ``predict`` as the judge's worker calls it: a model that raises, or returns
     non-finite values or the wrong number of rows, is a :class:`~pytest_xai.errors.CaseFault`
-    naming the case, never a check's failure nor the explainer's.  ``rows`` counts the rows the
-    checks and the reference evaluate."""
+    naming the case, never a check's failure nor the explainer's."""
 
     def __init__(self, predict: Callable[[Any], Any], case: str):
-        self.predict, self.case, self.rows = predict, case, 0
+        self.predict, self.case = predict, case
 
     def __call__(self, x: Any) -> Any:
         import numpy as np
 
         n = len(x)
-        self.rows += n
         try:
             out = self.predict(x)
         except Exception as exc:
@@ -372,6 +367,8 @@ def vet(case: Case) -> str | None:
                 f"row shaped like an input {width}, or one per input"
             )
     predict = case.predict.predict if isinstance(case.predict, Guarded) else case.predict
+    if not callable(predict):  # a hand-made case with a torch model only: the explainer calls that
+        return None
     outputs = []
     for rows in (x, x):
         try:
@@ -469,15 +466,13 @@ def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]
     """The judge's worker's answer to one check request (sent by :class:`Remote`): the verdict, or
     what went wrong, by kind: the check does not apply, a misspelt marker keyword or check name, the
     explainer failing on a variant, the case's model misbehaving, or the check raising."""
-    import dataclasses
     import traceback
 
     from pytest_xai.engine import contract
     from pytest_xai.engine.wire import clip
 
-    if not isinstance(case.predict, Guarded):
+    if callable(case.predict) and not isinstance(case.predict, Guarded):
         case.predict = Guarded(case.predict, case.name)
-    before = case.predict.rows  # the reference is memoised per case: only the first check pays for it
     explanation = request["explanation"]
     try:
         contract.coerce({"attributions": explanation.attributions}, case)  # the explainer's worker is untrusted
@@ -513,8 +508,7 @@ def score_in_worker(case: Case, request: dict[str, Any], ask: Callable[..., Any]
             "message": clip(f"check {request['check']!r} raised {type(exc).__name__}: {exc}", 4000),
             "traceback": clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
         }
-    evaluations = int(case.predict.rows - before)
-    return {"kind": "verdict", **dataclasses.replace(verdict, evaluations=evaluations).to_wire()}
+    return {"kind": "verdict", **verdict.to_wire()}
 
 
 def _trace(exc: BaseException) -> str:

@@ -230,13 +230,15 @@ class Runner:
             try:
                 built = _built(case)
                 problem = judge.vet(built)
+            except NotApplicable as exc:
+                problem = None
+                found = Outcome("skip", message=f"case {case.name}: {exc}", kind="case")
             except Exception as exc:  # noqa: BLE001 - the builder is the user's: its fault is the case's
                 problem = f"building case {case.name!r} raised {type(exc).__name__}: {exc}"
-            found = (
-                Outcome("error", message=problem, kind="case")
-                if problem is not None
-                else _profile(tuple(built.inputs.shape), built.target, budget.for_case(built, self.budget))
-            )
+            else:
+                found = _profile(tuple(built.inputs.shape), built.target, budget.for_case(built, self.budget))
+            if problem is not None:
+                found = Outcome("error", message=problem, kind="case")
         else:
             from pytest_xai.engine.worker import JUDGE
 
@@ -255,6 +257,8 @@ class Runner:
                 if reply.get("kind") == "ok":
                     found = _profile(reply.get("shape"), reply.get("target"), reply.get("budget"))
                     self.build_warnings[case.name] = [w for w in reply.get("warnings") or [] if isinstance(w, list)]
+                elif reply.get("kind") == "not_applicable":  # a missing optional library, say: a skip
+                    found = Outcome("skip", message=str(reply.get("message", "")), kind="case")
                 else:
                     message = str(reply.get("message") or "the judge's worker sent an unknown reply")
                     found = Outcome("error", message=message, traceback=str(reply.get("traceback", "")), kind="case")
@@ -412,6 +416,8 @@ class Runner:
             shape, target = tuple(sent.inputs.shape), sent.target
         else:
             vetted = self.vet(case)
+            if isinstance(vetted, Outcome) and vetted.status == "skip":
+                raise NotApplicable(vetted.message)
             if isinstance(vetted, Outcome):  # the case failed its vetting: explain() reports that
                 raise vetted.error()
             shape, target = vetted["shape"], vetted["target"]

@@ -178,12 +178,26 @@ class Worker:
         return case
 
     def _built(self, header: dict[str, Any], sent: Case | None = None) -> tuple[Case | None, dict[str, Any]]:
-        """``(case, {})``, or ``(None, reply)`` naming the case when building it raised."""
+        """``(case, {})``, or ``(None, reply)`` when building it failed: a skip when the builder
+        declared the case not applicable or it needs an optional library that is not installed (the
+        reason names the install line), one line for a malformed data file of the user's, else an
+        error of kind ``case`` naming the case."""
+        from pytest_xai import extras
+        from pytest_xai.errors import NotApplicable
+        from pytest_xai.reports.files import DataFileError
+
+        name = header.get("case") or getattr(getattr(sent, "info", None), "name", None)
         try:
             return self._case(header, sent), {}
+        except NotApplicable as exc:  # e.g. a trained model below its quality gate
+            return None, {"kind": "not_applicable", "message": wire.clip(f"case {name}: {exc}", 2000)}
+        except DataFileError as exc:  # the user's file in --xai-data-dir: one line, no traceback
+            return None, {"kind": "case", "message": wire.clip(f"case {name}: {exc}", 2000)}
         except Exception as exc:  # noqa: BLE001 - the case's builder is user code: report, do not guess
+            reason = extras.skip_reason(f"case {name}", exc) if isinstance(exc, ImportError) else None
+            if reason is not None:
+                return None, {"kind": "not_applicable", "message": wire.clip(reason, 2000)}
             out = _describe(exc)
-            name = header.get("case") or getattr(getattr(sent, "info", None), "name", None)
             return None, {
                 **out,
                 "kind": "case",

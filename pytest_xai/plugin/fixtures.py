@@ -129,8 +129,10 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         overspent = _overspent(state, case, rec.evaluations)
         if overspent is not None:  # a test that calls no check still says so
             rec.detail = overspent
-        if outcome.status == "skip":
-            pytest.skip(f"{explainer.name} on {case.name}: {outcome.message}")
+        if outcome.status == "skip":  # the case's own reason names it (a missing library, say)
+            pytest.skip(
+                outcome.message if outcome.kind == "case" else f"{explainer.name} on {case.name}: {outcome.message}"
+            )
         if outcome.status == "error":
             failure = (
                 outcome.message  # it names the case: the explainer was not at fault, or never called
@@ -186,7 +188,7 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             pytest.fail(str(exc) + (f"\n\n{trace}" if trace else ""), pytrace=False)
         if verdict.picture_error is not None:
             state.picture_failures.append(f"{request.node.name}: {verdict.picture_error}")
-        rec.picture, rec.check_evaluations = verdict.picture, verdict.evaluations
+        rec.picture = verdict.picture
         score = verdict.score
         if verdict.repeat is not None:
             rec.repeat, rec.flaky = verdict.repeat, verdict.flaky

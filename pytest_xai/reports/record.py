@@ -55,7 +55,6 @@ class Record:
     seconds: float | None = None
     cpu_seconds: float | None = None
     evaluations: int | None = None  # rows the model evaluated in the call that ``seconds`` times
-    check_evaluations: int | None = None  # rows the check and its reference evaluated (the judge's worker)
     cached: bool | None = None
     seed: int | None = None
     detail: str | None = None
