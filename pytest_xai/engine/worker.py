@@ -163,14 +163,10 @@ class Worker:
         in the case, as :func:`pytest_xai.engine.runner.variant_of` found it) and the rows or
         perturbation of ``header["inputs"]``."""
         case = sent if sent is not None else self._registered(header)
-        variant = header.get("variant")
-        if variant and variant[0] == "meta" and variant[1] not in case.meta:
-            case.build_variants()  # randomised models a user case builds on first use
-        if variant:
-            model = case.torch_model if variant == ["torch_model"] else case.meta
-            for part in variant[1:]:  # ["meta", key, index, ...]
-                model = model[part]
-            case = case.with_model(model)
+        if header.get("variant"):
+            from pytest_xai.engine.runner import resolve_variant
+
+            case = case.with_model(resolve_variant(case, header["variant"]))
         if header.get("inputs"):
             from pytest_xai.cases.generic import variant_inputs
 
