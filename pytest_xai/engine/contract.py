@@ -49,6 +49,9 @@ CONTRACT = {
     "budget": "int: model evaluations (rows passed to the model) this call may spend; size samples from it",
     "groups": "int array shaped like one input, or None: features with the same id move together "
     "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
+    "tokenizer": "a transformers tokenizer of the case's token ids (language-model cases; others skip the explainer)",
+    "target_ids": "np.ndarray (n, T) of int: the generated tokens explained per prompt, T = 1 for the next token "
+    "(language-model cases; others skip the explainer)",
 }
 
 
@@ -376,8 +379,17 @@ def arguments(explainer: Explainer, case: Case, seed: int, budget: int | None = 
         "seed": lambda: int(seed),
         "budget": lambda: budgets.for_case(case, budget),
         "groups": lambda: None if case.meta.get("groups") is None else np.array(case.meta["groups"], copy=True),
+        "tokenizer": lambda: _language_model(case, "tokenizer"),
+        "target_ids": lambda: np.array(_language_model(case, "target_ids"), copy=True),
     }
     return {name: values[name]() for name in explainer.wants}
+
+
+def _language_model(case: Case, name: str) -> Any:
+    """``case.meta[name]`` of a language-model case, else NotApplicable (the explainer is skipped)."""
+    if name not in case.meta:
+        raise NotApplicable(f"case {case.name!r} is not a language-model case: it has no {name} (the llm family has)")
+    return case.meta[name]
 
 
 def coerce(output: Any, case: Case) -> tuple[Floats, Floats | None, Floats | None]:

@@ -49,6 +49,19 @@ _WHERE = {
         ],
         "captum",
     ),
+    **dict.fromkeys(
+        [
+            "llm_feature_ablation",
+            "llm_shapley_sampling",
+            "llm_integrated_gradients",
+            "llm_zoo_attention",
+            "llm_zoo_ig_zero_embeddings",
+            "llm_zoo_wrong_target",
+            "llm_zoo_position",
+            "llm_zoo_input_ids",
+        ],
+        "llm",
+    ),
 }
 #: The library a module of ``_WHERE`` imports at its top; the others import theirs inside the calls.
 _IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}

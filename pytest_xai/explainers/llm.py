@@ -1,0 +1,126 @@
+"""Attribution of generated tokens, as users of captum's ``LLMAttribution`` write it, and the
+language-model zoo (explainers that are wrong in the ways published language-model attributions are).
+
+The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
+``LLMGradientAttribution`` with the case's ``tokenizer``, one ``TextTokenInput`` per prompt (its
+baseline the padding token), the case's ``target_ids`` as the target, and return captum's
+``seq_attr`` (one value per prompt token, summed over the generated tokens).  They ask for
+``tokenizer`` and ``target_ids``, so they run on the language-model cases (the ``llm`` family) and
+skip elsewhere.  Kokhlikyan et al. 2020; Miglani et al. 2023, "Using Captum to Explain Generative
+Language Models" (arXiv 2312.05491).
+
+The zoo (``llm_zoo_*``, ``docs/verdicts.md``): attention weights read as attributions, Integrated
+Gradients from all-zero embeddings instead of the padding's, the runner-up token explained instead of
+the target, credit by position alone, and the token ids themselves.  Each must fail a check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_xai.explainers.captum.recipe import one_thread
+
+
+def _each_prompt(attribution: Any, tokenizer: Any, inputs: Any, target_ids: Any, **kwargs: Any) -> np.ndarray:
+    """``attribution.attribute`` on every prompt (captum's LLM attribution takes one at a time):
+    ``seq_attr`` per row, (n, L)."""
+    import torch
+    from captum.attr import TextTokenInput
+
+    out = np.zeros(np.shape(inputs))
+    for i, (row, target) in enumerate(zip(np.asarray(inputs).astype(np.int64), np.asarray(target_ids))):
+        prompt = TextTokenInput(tokenizer.decode(row), tokenizer, baselines=tokenizer.pad_token_id)
+        result = attribution.attribute(prompt, target=torch.as_tensor(target, dtype=torch.long), **kwargs)
+        out[i] = result.seq_attr.detach().double().numpy()
+    return out
+
+
+def llm_feature_ablation(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+    """captum ``LLMAttribution(FeatureAblation(model), tokenizer)``: each prompt token replaced by the
+    padding, the change in the target's log-probability (summed over its tokens)."""
+    from captum.attr import FeatureAblation, LLMAttribution
+
+    with one_thread():
+        return _each_prompt(LLMAttribution(FeatureAblation(model), tokenizer), tokenizer, inputs, target_ids)
+
+
+def llm_shapley_sampling(model: "torch.nn.Module", inputs, tokenizer, target_ids, seed):
+    """captum ``LLMAttribution(ShapleyValueSampling(model), tokenizer)`` with 50 permutations per
+    prompt, seeded: Shapley values of the target's log-probability against the padding."""
+    from captum.attr import LLMAttribution, ShapleyValueSampling
+
+    with one_thread(seed):
+        attribution = LLMAttribution(ShapleyValueSampling(model), tokenizer)
+        return _each_prompt(attribution, tokenizer, inputs, target_ids, n_samples=50)
+
+
+def llm_integrated_gradients(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+    """captum ``LLMGradientAttribution(LayerIntegratedGradients(model, embeddings), tokenizer)`` from the
+    padding's embeddings, 64 steps, summed over the embedding dimension."""
+    import torch
+    from captum.attr import LayerIntegratedGradients, LLMGradientAttribution
+
+    with one_thread():
+        attribution = LLMGradientAttribution(LayerIntegratedGradients(model, model.get_input_embeddings()), tokenizer)
+        baselines = torch.full((1, np.shape(inputs)[1]), tokenizer.pad_token_id, dtype=torch.long)
+        return _each_prompt(attribution, tokenizer, inputs, target_ids, baselines=baselines, n_steps=64)
+
+
+# ------------------------------------------------------------------------------------------------
+# The language-model zoo: each is wrong in a way published attributions are, and must fail a check.
+
+
+def llm_zoo_attention(model: "torch.nn.Module", inputs, tokenizer):
+    """Attention as explanation (Jain & Wallace 2019): the last layer's attention from the last
+    position, averaged over heads."""
+    import torch
+
+    with one_thread(), torch.no_grad():
+        ids = torch.as_tensor(np.asarray(inputs).astype(np.int64))
+        attentions = model(ids, output_attentions=True).attentions
+    return attentions[-1][:, :, -1].mean(dim=1).double().numpy()
+
+
+def llm_zoo_ig_zero_embeddings(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+    """Integrated Gradients of the first target token's log-probability from all-zero input embeddings
+    (captum's default baseline of ``IntegratedGradients`` on ``inputs_embeds``), not the padding's."""
+    import torch
+    from captum.attr import IntegratedGradients
+
+    def log_prob(embeddings, target):
+        logits = model(inputs_embeds=embeddings).logits[:, -1]
+        return logits.log_softmax(dim=-1)[torch.arange(len(logits)), target]
+
+    with one_thread():
+        ids = torch.as_tensor(np.asarray(inputs).astype(np.int64))
+        embeddings = model.get_input_embeddings()(ids).detach()
+        target = torch.as_tensor(np.asarray(target_ids)[:, 0], dtype=torch.long)
+        ig = IntegratedGradients(log_prob)
+        out = ig.attribute(embeddings, additional_forward_args=(target,), n_steps=64, internal_batch_size=64)
+    return out.sum(dim=-1).double().numpy()
+
+
+def llm_zoo_wrong_target(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+    """Feature ablation of the runner-up next token instead of the target (an off-by-one or a wrong
+    index into the vocabulary)."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.as_tensor(np.asarray(inputs).astype(np.int64))).logits[:, -1]
+    ranked = logits.argsort(dim=-1, descending=True)[:, :2].numpy()
+    first = np.asarray(target_ids)[:, 0]
+    wrong = np.where(ranked[:, 0] == first, ranked[:, 1], ranked[:, 0])
+    return llm_feature_ablation(model, inputs, tokenizer, wrong[:, None])
+
+
+def llm_zoo_position(inputs):
+    """Credit by position alone, rising towards the end of the prompt (recency), whatever the tokens."""
+    n, length = np.shape(inputs)
+    return np.tile(np.arange(1, length + 1, dtype=float) / length, (n, 1))
+
+
+def llm_zoo_input_ids(inputs):
+    """The token ids themselves."""
+    return np.asarray(inputs, dtype=float)

@@ -1,0 +1,114 @@
+"""The llm family: causal language models from transformers with known deciding prompt tokens, captum's
+LLMAttribution explainers through it, and the language-model zoo (each member fails a check).  The
+degenerate zoo over these checks runs in tests/test_zoo.py."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+
+from pytest_xai import NotApplicable, cases  # noqa: E402 - after the skip
+from pytest_xai.cases import llm  # noqa: E402
+from pytest_xai.cases.llm import model as lm  # noqa: E402
+from pytest_xai.checks import CHECKS  # noqa: E402
+from pytest_xai.engine import contract  # noqa: E402
+
+CASES = ("llm_copy", "llm_copy_continuation", "llm_recall", "llm_trigger")
+CHECK_NAMES = ("token_mask_precision", "padding_credit", "token_values", "target_token")
+ZOO = ("llm_zoo_attention", "llm_zoo_ig_zero_embeddings", "llm_zoo_wrong_target", "llm_zoo_position", "llm_zoo_input_ids")
+
+
+def score(check, attributions, case):
+    info = CHECKS[check]
+    return info.func(attributions, case, **{**info.thresholds, **case.info.checks[check]})
+
+
+def explained(spec, case):
+    return contract.run(contract.load(spec), case, seed=0).attributions
+
+
+def verdicts(spec, case):
+    attributions = explained(spec, case)
+    return {check: score(check, attributions, case) for check in case.info.checks}
+
+
+def test_cases_are_registered_with_their_checks():
+    infos = {i.name: i for i in cases.infos() if i.family == "llm"}
+    assert sorted(infos) == sorted(CASES)
+    assert all(set(info.checks) == set(CHECK_NAMES) for info in infos.values())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_case_is_a_real_transformers_model_with_its_tokenizer_and_exact_values(name):
+    from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    case = cases.get(name)
+    assert isinstance(case.model, GPT2LMHeadModel) and isinstance(case.meta["tokenizer"], PreTrainedTokenizerFast)
+    ids, answers = case.inputs, case.meta["target_ids"]
+    assert ids.shape == (llm.N_EXPLAINED, llm.LENGTH) and answers.shape[0] == len(ids)
+    tokenizer = case.meta["tokenizer"]
+    assert all(tokenizer.encode(tokenizer.decode(row)) == list(row) for row in ids)
+    # the model answers every explained prompt right (greedy), and predict's column is the target's log-prob
+    assert (lm.greedy(case.model, ids, answers.shape[1]) == answers).all()
+    table = case.predict(ids)
+    np.testing.assert_allclose(
+        table[np.arange(len(ids)), case.target], lm.token_log_probs(case.model, ids, answers).sum(axis=1), atol=1e-5
+    )
+    # exact Shapley values: efficiency (they sum to v(prompt) - v(all padding)), zero on the padding
+    full = lm.token_log_probs(case.model, ids, answers).sum(axis=1)
+    empty = lm.token_log_probs(case.model, np.zeros_like(ids), answers).sum(axis=1)
+    np.testing.assert_allclose(case.truth["token_values"].sum(axis=1), full - empty, atol=1e-4)
+    assert np.all(case.truth["token_values"][ids == llm.PAD] == 0)
+    np.testing.assert_allclose(case.truth["per_token_values"].sum(axis=1), case.truth["token_values"], atol=1e-9)
+
+
+def test_the_shipped_models_pass_their_gate_and_the_card_says_so():
+    card = lm.trained_card()
+    assert card["accuracy_gate"] == llm.ACCURACY_GATE and card["size_bytes"] <= 1_000_000
+    assert lm.WEIGHTS.stat().st_size == card["size_bytes"]
+    for task in llm.TASKS:
+        assert card["tasks"][task]["held_out"]["accuracy"] >= llm.ACCURACY_GATE
+    assert cases.get("llm_recall").meta["held_out_accuracy"] >= llm.ACCURACY_GATE
+
+
+def test_a_model_below_its_gate_makes_the_case_not_applicable(monkeypatch):
+    monkeypatch.setattr(llm, "ACCURACY_GATE", 1.01)
+    with pytest.raises(NotApplicable, match="model below quality gate: trigger held-out accuracy"):
+        cases.get("llm_trigger", fresh=True)
+
+
+def test_the_llm_explainers_skip_cases_without_a_tokenizer():
+    with pytest.raises(NotApplicable, match="not a language-model case: it has no tokenizer"):
+        explained("pytest_xai.explainers:llm_feature_ablation", cases.get("cough_and_fever"))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_captum_llm_attribution_passes_where_theory_says_it_must(name):
+    """Shapley value sampling converges to the exact values: every check; feature ablation and layer IG
+    from the padding give the padding exactly 0 and rank the deciding tokens first."""
+    case = cases.get(name)
+    sampled = verdicts("pytest_xai.explainers:llm_shapley_sampling", case)
+    assert all(s.passed for s in sampled.values()), {c: s.detail for c, s in sampled.items()}
+    for spec in ("llm_feature_ablation", "llm_integrated_gradients"):
+        found = verdicts(f"pytest_xai.explainers:{spec}", case)
+        for check in ("padding_credit", "target_token", "token_mask_precision"):
+            assert found[check].passed, (spec, check, found[check].detail)
+
+
+@pytest.mark.parametrize("member", ZOO)
+def test_each_zoo_member_fails_a_check_on_every_case(member):
+    for name in CASES:
+        case = cases.get(name)
+        found = verdicts(f"pytest_xai.explainers:{member}", case)
+        assert not all(s.passed for s in found.values()), (member, name)
+
+
+def test_the_wrong_generated_token_fails_the_target_check():
+    """Attributing one generated token of a two-token continuation, or the runner-up next token, is
+    an attribution of the wrong target."""
+    case = cases.get("llm_copy_continuation")
+    first_only = case.truth["per_token_values"][:, 0]
+    assert not score("target_token", first_only, case).passed
+    assert score("target_token", case.truth["token_values"], case).passed
+    copy = cases.get("llm_copy")
+    assert not score("target_token", copy.truth["other_targets"][:, 0], copy).passed
