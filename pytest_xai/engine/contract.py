@@ -182,9 +182,10 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
             missing_parent = None
         if found is None:
             hint = f" ({missing_parent})" if missing_parent else ""
+            path = f"{module_part.replace('.', '/')}.py"
             raise SpecError(
-                f"{where}: module {module_part!r} not found{hint}; check the spelling, install it, "
-                f"or run pytest from the directory that contains it"
+                f"{where}: module {module_part!r} not found{hint} {_searched()}; check the spelling, install "
+                f"it, or name its file: {option}=path/to/{path}:{attr}"
             )
         loader, label = (lambda: importlib.import_module(module_part)), f"module {module_part!r}"
     try:
@@ -211,6 +212,16 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
     if not callable(func):
         raise SpecError(f"{where}: {attr!r} is a {type(func).__name__}, not a callable explainer")
     return Explainer(attr.split(".")[-1], spec, func, _wanted(func, where))
+
+
+def _searched() -> str:
+    """The folders a module was looked for in (``sys.path``), the current directory named first."""
+    here = os.getcwd()
+    folders = [f for f in dict.fromkeys(os.path.abspath(entry or here) for entry in sys.path) if os.path.exists(f)]
+    others = ", ".join(folder for folder in folders if folder != here) or "no other folder"
+    if here in folders:
+        return f"in {here} (the current directory), nor in {others}"
+    return f"in {others} (not in the current directory {here}: it is not on sys.path)"
 
 
 REFERENCE_MODULE = "pytest_xai.explainers"
