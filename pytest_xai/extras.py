@@ -2,8 +2,10 @@
 who lacks it (pure Python: no pytest, no numpy).
 
 A test that needs a missing optional library is skipped with the install line, the convention of
-``pytest.importorskip`` (README "Install"): ``case units_weighted_features needs torch, which is
-not installed: pip install "pytest-xai[torch]"``.
+``pytest.importorskip`` (README "Set-up: two commands", where the score table's ``skip`` is
+explained): ``case units_weighted_features needs torch, which is not installed: pip install
+"pytest-xai[torch]"``.  ``--xai-require=EXTRA,...`` fails such a test instead (:func:`required_failure`),
+and the lines under the score table count what was missing (:func:`summary`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A missing optional library skips the tests that need it, naming the install line (README "Install")."""
+"""A missing optional library skips the tests that need it, naming the install line (README "Set-up:
+two commands", the score table's ``skip``), or fails them when ``--xai-require`` names its extra."""
 
 from __future__ import annotations
 
