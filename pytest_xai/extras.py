@@ -13,6 +13,7 @@ from __future__ import annotations
 EXTRAS = {
     "torch": "torch",
     "captum": "torch",
+    "transformers": "llm",
     "shap": "shap",
     "xgboost": "shap",
     "sklearn": "shap",
