@@ -199,10 +199,19 @@ def test_max_sensitivity_skips_a_token_case_with_the_reason(models):
         info.func(np.ones(case.inputs.shape), case, reexplain=None, **info.thresholds)
 
 
+def test_a_case_that_needs_transformers_without_it_skips_with_the_llm_install_line():
+    from pytest_xai import extras
+
+    missing = ModuleNotFoundError("No module named 'transformers'", name="transformers")
+    assert extras.skip_reason("case tiny_bert", missing) == (
+        'case tiny_bert needs transformers, which is not installed: pip install "pytest-xai[llm]"'
+    )
+
+
 def _run(pytester, models, *args):
     pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(models=MODELS)
     report = pytester.path / "r.json"
-    pytester.syspathinsert(Path(models.__file__).parent)
     result = pytester.runpytest_subprocess(*QUIET, "-rs", f"--xai-report={report}", *args)
     return result, json.loads(report.read_text())["results"]
 
