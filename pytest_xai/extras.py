@@ -18,6 +18,7 @@ from collections import Counter
 EXTRAS = {
     "torch": "torch",
     "captum": "torch",
+    "transformers": "llm",
     "shap": "shap",
     "xgboost": "shap",
     "sklearn": "shap",

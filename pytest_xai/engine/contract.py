@@ -49,6 +49,11 @@ CONTRACT = {
     "budget": "int: model evaluations (rows passed to the model) this call may spend; size samples from it",
     "groups": "int array shaped like one input, or None: features with the same id move together "
     "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
+    "output": "what the case explains of a torch model's class outputs: 'probabilities' (softmax over them, "
+    "as predict gives) or 'logits' (as the model returns them, a ModelOutput's logits), or None: its model "
+    "returns what predict gives (docs/hf.md)",
+    "pad_token_id": "int, or None: the padding id of a case over token ids (attention mask ids != pad_token_id, "
+    "the all-padding row as baseline)",
 }
 
 
@@ -387,6 +392,8 @@ def arguments(explainer: Explainer, case: Case, seed: int, budget: int | None = 
         "seed": lambda: int(seed),
         "budget": lambda: budgets.for_case(case, budget),
         "groups": lambda: None if case.meta.get("groups") is None else np.array(case.meta["groups"], copy=True),
+        "output": lambda: case.meta.get("output"),
+        "pad_token_id": lambda: case.meta.get("pad_token_id"),
     }
     return {name: values[name]() for name in explainer.wants}
 
