@@ -25,17 +25,19 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
+from pytest_xai.tokens import OUTPUTS
 
 
 def _is_torch(model: Any) -> bool:
     return any(c.__module__.startswith("torch") and c.__name__ == "Module" for c in type(model).__mro__)
 
 
-def predict_of(model: Any) -> Callable[[Any], Any]:
+def predict_of(model: Any, output: str = "probabilities") -> Callable[[Any], Any]:
     """numpy in, numpy out for ``model``: ``predict_proba`` of a classifier, ``predict`` of a
-    regressor (scikit-learn, xgboost's sklearn API), softmax probabilities of a torch module with
-    several outputs (its own output for one), ``inplace_predict`` of an xgboost Booster, or the
-    callable itself."""
+    regressor (scikit-learn, xgboost's sklearn API), a torch module's softmax probabilities over
+    several outputs (``output="logits"``: its outputs as it returns them, the ``logits`` of a
+    ``ModelOutput``; its own output for one), ``inplace_predict`` of an xgboost Booster, or the
+    callable itself.  A model over token ids: :func:`pytest_xai.tokens.predictor`."""
     import numpy as np
 
     if _is_torch(model):
@@ -43,10 +45,14 @@ def predict_of(model: Any) -> Callable[[Any], Any]:
         def predict(x):
             import torch
 
+            from pytest_xai.tokens import logits_of
+
             dtype = next((p.dtype for p in model.parameters()), torch.float32)
             with torch.no_grad():
-                out = model(torch.as_tensor(np.asarray(x), dtype=dtype))
-                out = torch.softmax(out, dim=1) if out.ndim == 2 and out.shape[1] > 1 else out.reshape(len(out))
+                out = logits_of(model(torch.as_tensor(np.asarray(x), dtype=dtype)))
+                several = out.ndim == 2 and out.shape[1] > 1
+                out = out if several else out.reshape(len(out))
+                out = torch.softmax(out, dim=1) if several and output == "probabilities" else out
             return out.double().numpy()
 
         return predict
@@ -84,6 +90,8 @@ def make_case(
     seed: int = 0,
     max_background: int = 100,
     reference: bool | int = True,
+    output: str = "probabilities",
+    pad_token_id: int | None = None,
 ) -> Case:
     """A case from a user's model and data.
 
@@ -100,6 +108,14 @@ def make_case(
     checks are calibrated on Shapley values computed from ``model`` (:mod:`pytest_xai.reference`,
     up to ``reference.BUDGET`` model evaluations, or the number given); False turns that off and
     leaves absolute bars.
+
+    A torch module with ``get_input_embeddings()`` (a Hugging Face model) given whole-number inputs
+    is a model over token ids (:mod:`pytest_xai.tokens`, docs/hf.md): it gets them as a LongTensor
+    with the attention mask of ``pad_token_id`` (default: ``model.config.pad_token_id``), put in
+    eval mode (dropout off); a causal LM explains the next token at the last position (by default
+    the token it predicts); the background and baseline default to the all-padding row.
+    ``output``: what a torch model's case explains, ``"probabilities"`` (softmax over its classes)
+    or ``"logits"`` (its outputs as it returns them); explainers read it as ``output``.
     """
     import numpy as np
 
@@ -113,7 +129,18 @@ def make_case(
             f"make_case: inputs must be a non-empty numeric array (n, features...), got shape "
             f"{x.shape} of dtype {x.dtype}"
         )
-    predict = predict or predict_of(model)
+    if output not in OUTPUTS:
+        raise ValueError(f"make_case: output must be one of {OUTPUTS}, got {output!r}")
+    pad = _token_ids(x, model, pad_token_id)
+    if pad is not None:
+        from pytest_xai import tokens
+
+        model.eval()  # a Hugging Face model built from a config starts in training mode: dropout
+        predict = predict or tokens.predictor(model, output, pad)
+        x = x.astype(float)
+        background = np.full((1, *x.shape[1:]), float(pad)) if background is None and train is None else background
+        baseline = np.full(x.shape[1:], float(pad)) if baseline is None else baseline
+    predict = predict or predict_of(model, output)
     if background is None and train is not None:
         X_train = np.asarray(train[0])
         rows = np.random.default_rng([seed, 3]).permutation(len(X_train))[:max_background]
@@ -136,7 +163,9 @@ def make_case(
             f"row shaped like an input {width}, or one per input"
         )
     if isinstance(target, str) and target == "auto":
-        if out.ndim == 1 or out.shape[1] == 1:
+        if pad is not None and out.ndim == 2 and out.shape[1] > 2 and _causal(model, x):
+            target = np.asarray(predict(x)).argmax(axis=1)  # the next token the model predicts
+        elif out.ndim == 1 or out.shape[1] == 1:
             target = None
         elif out.shape[1] == 2:
             target = 1
@@ -161,7 +190,11 @@ def make_case(
         raise ValueError(
             f"make_case: reference must be True, False or a positive number of model evaluations, got {reference!r}"
         )
-    meta = {"seed": int(seed), "randomise": randomise, "train": train, "reference": reference}
+    meta: dict[str, Any] = {"seed": int(seed), "randomise": randomise, "train": train, "reference": reference}
+    if _is_torch(model):  # what the case explains of the model's outputs: one output is explained as it is
+        meta["output"] = output if out.ndim == 2 and out.shape[1] > 1 else "logits"
+    if pad is not None:
+        meta["pad_token_id"] = pad
     return Case(
         info=info,
         inputs=x,
@@ -180,10 +213,59 @@ def make_case(
 
 
 def with_model(case: Case, model: Any) -> Case:
-    """``case`` with ``model`` in place of its model (and its derived ``predict``)."""
-    return dataclasses.replace(
-        case, model=model, predict=predict_of(model), torch_model=model if _is_torch(model) else None
-    )
+    """``case`` with ``model`` in place of its model (and its derived ``predict``, of the same output)."""
+    output, pad = case.meta.get("output") or "probabilities", case.meta.get("pad_token_id")
+    if pad is not None and _is_torch(model):
+        from pytest_xai import tokens
+
+        predict = tokens.predictor(model, output, pad)
+    else:
+        predict = predict_of(model, output)
+    return dataclasses.replace(case, model=model, predict=predict, torch_model=model if _is_torch(model) else None)
+
+
+def _token_ids(x: Any, model: Any, pad_token_id: int | None) -> int | None:
+    """The padding id when ``x`` are token ids of ``model`` (a torch module with
+    ``get_input_embeddings()`` given whole numbers), else None; misuse is a ValueError saying what to pass."""
+    import numpy as np
+
+    from pytest_xai import tokens
+
+    layer = tokens.embeddings(model)
+    if layer is None:
+        return None
+    whole = np.issubdtype(x.dtype, np.integer) or bool(np.all(np.rint(x) == x))
+    kind = type(model).__name__
+    if not whole:
+        raise ValueError(
+            f"make_case: a {kind} takes token ids (it has get_input_embeddings()), but the inputs are not whole "
+            f"numbers; pass the ids (integers), or predict= for a model over other inputs"
+        )
+    vocab = int(layer.num_embeddings)
+    if x.min() < 0 or x.max() >= vocab:
+        raise ValueError(
+            f"make_case: token ids must be in the vocabulary of the {kind}, 0..{vocab - 1}; got {x.min()}..{x.max()}"
+        )
+    pad = tokens.pad_token_id_of(model, pad_token_id)
+    if pad is None:
+        raise ValueError(
+            f"make_case: the inputs are token ids of a {kind} whose config has no pad_token_id: pass "
+            f"pad_token_id= (the id that pads short rows; the attention mask is ids != pad_token_id, and the "
+            f"all-padding row is the baseline)"
+        )
+    if not 0 <= pad < vocab:
+        raise ValueError(f"make_case: pad_token_id={pad} is not in the vocabulary of the {kind}, 0..{vocab - 1}")
+    return pad
+
+
+def _causal(model: Any, x: Any) -> bool:
+    """Whether a token model gives one output per position over its vocabulary (a causal LM)."""
+    import torch
+
+    from pytest_xai.tokens import logits_of
+
+    with torch.no_grad():
+        return bool(logits_of(model(torch.as_tensor(x[:1], dtype=torch.long))).ndim == 3)
 
 
 def _refit(model: Any, X: Any, y: Any, seed: int) -> Any:

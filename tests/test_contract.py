@@ -151,3 +151,50 @@ def test_checked_without_import_a_bad_or_missing_explainer_fails_as_when_loaded(
 def test_an_unmasked_masked_array_is_read_as_its_numbers(case):
     attributions, _, _ = contract.coerce(np.ma.masked_array(np.ones((4, 2))), case)
     assert attributions.tolist() == [[1.0, 1.0]] * 4
+
+
+MYMOD = "def explain(inputs):\n    return inputs * 0\n"
+
+
+def test_a_module_spec_resolves_from_the_directory_pytest_runs_in(pytester):
+    """Issue 44: ``pytest --xai-explainer=mymod:explain`` from the folder holding mymod.py said "run
+    pytest from the directory that contains it".  The ``pytest`` script puts its own folder first on
+    ``sys.path``, not the current one (``python -m pytest`` and pytester's subprocess, which adds the
+    folder to PYTHONPATH, do): in-process, nothing puts pytester's folder on ``sys.path`` either."""
+    pytester.makepyfile(mymod=MYMOD)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--xai-explainer=mymod:explain", "-k", "cough_and_fever")
+    assert "not found" not in result.stdout.str() + result.stderr.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2, result.stdout.str()
+
+
+def test_the_pytest_script_finds_a_module_beside_it(tmp_path):
+    """The user's own command: the ``pytest`` script, run in the folder of mymod.py."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("pytest")
+    if not script.exists():
+        pytest.skip(f"no pytest script beside {sys.executable}")
+    (tmp_path / "mymod.py").write_text(MYMOD)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [str(script), "-p", "no:cacheprovider", "--xai-explainer=mymod:explain", "-k", "cough_and_fever", "--co"],
+        cwd=tmp_path,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "symmetry[cough_and_fever-explain]" in done.stdout
+
+
+def test_a_module_not_found_names_the_folders_searched(pytester):
+    result = pytester.runpytest("-p", "no:cacheprovider", "--co", "--xai-explainer=nomod:explain")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    searched = f"*--xai-explainer=nomod:explain: module 'nomod' not found in {pytester.path} (the current directory), "
+    result.stderr.fnmatch_lines([searched + "nor in *"])
+    assert "run pytest from the directory that contains it" not in result.stderr.str()

@@ -1,4 +1,5 @@
-"""A missing optional library skips the tests that need it, naming the install line (README "Install")."""
+"""A missing optional library skips the tests that need it, naming the install line (README "Set-up:
+two commands", the score table's ``skip``), or fails them when ``--xai-require`` names its extra."""
 
 from __future__ import annotations
 
@@ -101,3 +102,61 @@ def test_smoke_gate_skips_what_needs_a_hidden_library(pytester, monkeypatch, hid
         for r in recs.values()
         if r["status"] in ("FAIL", "ERROR") and any(m in (r["detail"] or "") for m in hidden.split(","))
     ]
+
+
+def _hide(pytester, monkeypatch, hidden: str) -> None:
+    site = pytester.mkdir("site")
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{ROOT}")
+    monkeypatch.setenv("XAI_HIDE", hidden)
+
+
+ONE_TORCH_TEST = (
+    "-m",
+    "xai_smoke",
+    "-k",
+    "units_weighted_features",
+    "--xai-explainer=pytest_xai.explainers:exact_shapley",
+)
+
+
+def test_require_makes_a_skip_for_a_missing_extra_an_error(pytester, monkeypatch):
+    """Issue 44: a gate that lost its extras went green (1 passed, 12 skipped).  ``--xai-require=torch``
+    (or ini ``xai_require``) fails the test that needs torch with the install line, and the run
+    exits 1 naming the extra; without it the skip stays, and the summary says what was missing."""
+    _hide(pytester, monkeypatch, "torch")
+    report = pytester.path / "r.json"
+    required = pytester.runpytest_subprocess(*QUIET, *ONE_TORCH_TEST, "--xai-require=torch", f"--xai-report={report}")
+    assert required.ret == pytest.ExitCode.TESTS_FAILED
+    required.assert_outcomes(failed=1)
+    required.stdout.fnmatch_lines(
+        [
+            '*needs torch, which is not installed: pip install "pytest-xai[[]torch[]]"*--xai-require=torch*',
+            'xai: --xai-require: the extra torch is missing (1 test needed it): pip install "pytest-xai[[]torch[]]"',
+        ]
+    )
+    (rec,) = json.loads(report.read_text())["results"]
+    assert rec["status"] == "FAIL" and 'pip install "pytest-xai[torch]"' in rec["detail"]
+
+    pytester.makeini("[pytest]\nxai_require = shap, torch\n")
+    assert pytester.runpytest_subprocess(*QUIET, *ONE_TORCH_TEST).ret == pytest.ExitCode.TESTS_FAILED
+
+    pytester.makeini("[pytest]\n")
+    skipped = pytester.runpytest_subprocess(*QUIET, *ONE_TORCH_TEST)
+    assert skipped.ret == pytest.ExitCode.OK
+    skipped.assert_outcomes(skipped=1)
+    skipped.stdout.fnmatch_lines(
+        [
+            (
+                'xai: 1 test skipped for a missing library: torch (1): pip install "pytest-xai[[]torch[]]"; '
+                "--xai-require=torch makes it an error"
+            ),
+            "xai: every test of exact_shapley skipped for a missing library: it was never run",
+        ]
+    )
+
+
+def test_require_names_only_extras_of_pytest_xai(pytester):
+    result = pytester.runpytest(*QUIET, "--co", "--xai-require=torch,tourch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--xai-require=torch,tourch: 'tourch' is no extra of pytest-xai; give some of *"])

@@ -118,24 +118,31 @@ def test_known_failures_pass_the_gate_and_a_regression_fails_it(pytester, xdist)
     args = (*QUIET, *SELECT, *par, "--xai-explainer=mine:explain", f"--xai-baseline={base}", f"--xai-report={now}")
     pytester.makeini("[pytest]\nxai_gate = regression\n")  # the ini key; the command line is used below
     same = run(*args, f"--junitxml={junit}")
-    same.assert_outcomes(passed=1, failed=1)  # the known failure is still reported as a failed test
+    same.assert_outcomes(passed=1, xfailed=1)  # issue 44: a known failure is an xfail, not "1 failed"
     assert same.ret == pytest.ExitCode.OK
     same.stdout.fnmatch_lines(
         [
             "fooling[[]compas_shap_scaffold[]]*FAIL 0.* KNOWN*",
             "xai gate: regression against *: 0 regressed or new failure(s), 1 known failure(s)*",
+            "*= 1 passed*1 xfailed in *",
         ]
     )
     doc = json.loads(now.read_text())
     assert doc["gate"] == "regression" and doc["exitstatus"] == 0
     fooling = next(r for r in doc["results"] if r["check"] == "fooling")
     assert fooling["status"] == "FAIL" and fooling["known_failure"] is True and fooling["regression"] is None
-    props = {
-        (tc.get("name"), p.get("name")): p.get("value")
-        for tc in ET.parse(junit).iter("testcase")
-        for p in tc.iter("property")
-    }
-    assert props[("fooling[compas_shap_scaffold-explain]", "xai_known_failure")] == "True"
+    assert fooling["outcome"] == "xfailed" and fooling["passed"] is False
+    assert doc["summary"]["explain"]["overall"]["passed"] == 1  # the table and footer count it as a failure
+    cases = {tc.get("name"): tc for tc in ET.parse(junit).iter("testcase")}
+    assert junit.read_text().count("<failure") == 0
+    (xfail,) = cases["fooling[compas_shap_scaffold-explain]"].iter("skipped")
+    assert xfail.get("type") == "pytest.xfail"
+    assert "known failure: FAIL in the baseline" in xfail.get("message") and "score 0." in xfail.get("message")
+    props = {(name, p.get("name")): p.get("value") for name, tc in cases.items() for p in tc.iter("property")}
+    # issue 44: property values are JSON, not Python reprs ("True", "{'rtol': ...}")
+    assert props[("fooling[compas_shap_scaffold-explain]", "xai_known_failure")] == "true"
+    assert isinstance(json.loads(props[("symmetry[cough_and_fever-explain]", "xai_threshold_sources")]), dict)
+    assert json.loads(props[("symmetry[cough_and_fever-explain]", "xai_passed")]) is True
 
     (pytester.path / "noise.txt").write_text("2")  # the explainer got worse: symmetry now fails
     worse = run(*args, "--xai-gate=regression")
@@ -152,3 +159,26 @@ def test_known_failures_pass_the_gate_and_a_regression_fails_it(pytester, xdist)
     assert doc["exitstatus"] == 1
     verdict = run(*args, "--xai-gate=verdict")  # the command line wins over the ini file
     assert verdict.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_known_failure_that_passes_now_is_xpass_naming_the_test_to_update(pytester):
+    """The baseline had symmetry failing; it passes now: XPASS, green, and told to update the baseline."""
+    pytester.makepyfile(mine=MINE)
+    pytester.syspathinsert()
+    base = pytester.path / "baseline.json"
+    only = ("-k", "symmetry and cough_and_fever", "--xai-explainer=mine:explain")
+    (pytester.path / "noise.txt").write_text("2")
+    pytester.runpytest(*QUIET, *only, f"--xai-save-baseline={base}").assert_outcomes(failed=1)
+    (pytester.path / "noise.txt").write_text("0")
+    fixed = pytester.runpytest(*QUIET, *only, "-rX", f"--xai-baseline={base}", "--xai-gate=regression")
+    fixed.assert_outcomes(xpassed=1)
+    assert fixed.ret == pytest.ExitCode.OK
+    fixed.stdout.fnmatch_lines(
+        [
+            (
+                "xai gate: symmetry[[]cough_and_fever[]] (explain) failed in the baseline * and passes now: "
+                "update the baseline*"
+            ),
+            "XPASS*symmetry[[]cough_and_fever-explain[]]*failed in the baseline*and passes now: update the baseline*",
+        ]
+    )

@@ -132,3 +132,20 @@ def test_reports_written_before_the_kind_field_merge_render_and_gate(tmp_path):
     (regression,) = gate.diff([now])["regressions"]
     assert regression["reasons"][0] == "verdict PASS in the baseline, ERROR now"
     assert merge.merge([("a", _old_report(OLD))])["results"][0]["status"] == "PASS"
+
+
+def test_properties_are_strict_json_and_read_back_non_finite_numbers_and_expected_outcomes():
+    """Issue 44: JUnit XML writes a property's ``str``; a Python repr (``True``) is no JSON."""
+    import math
+
+    rec = Record(explainer="e", check="c", score=float("nan"), threshold=float("inf"), passed=False, known_failure=True)
+    properties = rec.to_properties()
+    assert all(isinstance(v, str) for _, v in properties)
+    values = {k: json.loads(v) for k, v in properties}  # strict: no NaN, no Infinity
+    assert values["xai_passed"] is False and values["xai_threshold"] == "inf" and values["xai_score"] == "nan"
+    known = Record.from_properties("n", "xfailed", 1.0, properties)
+    assert known.status == "FAIL" and known.known_failure is True and math.isnan(known.score)
+    assert known.threshold == float("inf")
+    other = Record.from_properties("n", "xfailed", 1.0, Record(explainer="e").to_properties())
+    assert other.status == "SKIP" and other.passed is None  # a user's xfail, as pytest counts it
+    assert Record.from_properties("n", "xpassed", 1.0, Record(explainer="e").to_properties()).status == "PASS"

@@ -118,7 +118,7 @@ def test_conftest_case_and_check_run_like_built_in_ones(pytester):
         if case.get("name") == "faithfulness[my_model-exact]"
         for p in case.iter("property")
     ]
-    assert {"name": "xai_family", "value": "mine"} in props
+    assert {"name": "xai_family", "value": '"mine"'} in props  # JSON text
 
 
 def test_an_explainer_of_the_baseline_game_is_judged_against_baseline_shapley_values(pytester):

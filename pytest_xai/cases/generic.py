@@ -26,6 +26,7 @@ from pytest_xai.case import Case, Score
 from pytest_xai.checks import attributions_of, check
 from pytest_xai.errors import NotApplicable
 from pytest_xai.explainers.degenerate import MEMBERS
+from pytest_xai.tokens import is_token_case
 
 #: How completeness is referenced: f(x) - E f(background) (Shapley values) or f(x) - f(baseline) (IG).
 CLAIMS = ("background", "baseline")
@@ -315,8 +316,15 @@ def max_sensitivity(
     0.1; an explanation that jumps with the input, e.g. noise seeded by the input's bytes, moves by
     1.4 or more).  All-zero attributions fail (nothing is explained).  Stability is not
     correctness: the zoo members that are fixed or smooth functions of the input or the seed pass
-    by construction (declared); ``tests/test_generic_checks.py`` fails a fragile explainer.
+    by construction (declared); ``tests/test_generic_checks.py`` fails a fragile explainer.  A case over
+    token ids is not applicable (docs/hf.md): ids are labels, not quantities.
     """
+    if is_token_case(case):
+        raise NotApplicable(
+            f"max_sensitivity moves every input by a fraction of a feature's standard deviation, but case "
+            f"{case.name!r} explains token ids, which are labels, not quantities: a nudged id rounds back to "
+            f"the same token or reads an unrelated one (docs/hf.md)"
+        )
     A = attributions_of(attributions)
     params = {"max_ratio": max_ratio, "radius": float(radius), "n_perturb": int(n_perturb)}
     zero = _zero_map(A, "max_sensitivity", max_ratio, params)

@@ -49,6 +49,11 @@ CONTRACT = {
     "budget": "int: model evaluations (rows passed to the model) this call may spend; size samples from it",
     "groups": "int array shaped like one input, or None: features with the same id move together "
     "(a chess square's 12 planes, a superpixel); ids 0..G-1, as captum's feature_mask",
+    "output": "what the case explains of a torch model's class outputs: 'probabilities' (softmax over them, "
+    "as predict gives) or 'logits' (as the model returns them, a ModelOutput's logits), or None: its model "
+    "returns what predict gives (docs/hf.md)",
+    "pad_token_id": "int, or None: the padding id of a case over token ids (attention mask ids != pad_token_id, "
+    "the all-padding row as baseline)",
     "tokenizer": "a transformers tokenizer of the case's token ids (language-model cases; others skip the explainer)",
     "target_ids": "np.ndarray (n, T) of int: the generated tokens explained per prompt, T = 1 for the next token "
     "(language-model cases; others skip the explainer)",
@@ -185,9 +190,10 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
             missing_parent = None
         if found is None:
             hint = f" ({missing_parent})" if missing_parent else ""
+            path = f"{module_part.replace('.', '/')}.py"
             raise SpecError(
-                f"{where}: module {module_part!r} not found{hint}; check the spelling, install it, "
-                f"or run pytest from the directory that contains it"
+                f"{where}: module {module_part!r} not found{hint} {_searched()}; check the spelling, install "
+                f"it, or name its file: {option}=path/to/{path}:{attr}"
             )
         loader, label = (lambda: importlib.import_module(module_part)), f"module {module_part!r}"
     try:
@@ -214,6 +220,16 @@ def load(spec: str, option: str = "--xai-explainer") -> Explainer:
     if not callable(func):
         raise SpecError(f"{where}: {attr!r} is a {type(func).__name__}, not a callable explainer")
     return Explainer(attr.split(".")[-1], spec, func, _wanted(func, where))
+
+
+def _searched() -> str:
+    """The folders a module was looked for in (``sys.path``), the current directory named first."""
+    here = os.getcwd()
+    folders = [f for f in dict.fromkeys(os.path.abspath(entry or here) for entry in sys.path) if os.path.exists(f)]
+    others = ", ".join(folder for folder in folders if folder != here) or "no other folder"
+    if here in folders:
+        return f"in {here} (the current directory), nor in {others}"
+    return f"in {others} (not in the current directory {here}: it is not on sys.path)"
 
 
 REFERENCE_MODULE = "pytest_xai.explainers"
@@ -379,6 +395,8 @@ def arguments(explainer: Explainer, case: Case, seed: int, budget: int | None = 
         "seed": lambda: int(seed),
         "budget": lambda: budgets.for_case(case, budget),
         "groups": lambda: None if case.meta.get("groups") is None else np.array(case.meta["groups"], copy=True),
+        "output": lambda: case.meta.get("output"),
+        "pad_token_id": lambda: case.meta.get("pad_token_id"),
         "tokenizer": lambda: _language_model(case, "tokenizer"),
         "target_ids": lambda: np.array(_language_model(case, "target_ids"), copy=True),
     }

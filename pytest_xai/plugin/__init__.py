@@ -10,6 +10,7 @@ collection), :mod:`~pytest_xai.plugin.state` (the session), :mod:`~pytest_xai.pl
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -84,6 +85,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family")
     options = read_options(config)
+    if options.explainers:
+        _search_invocation_dir(config)
     probe, probed = _prober(config, options)
     state = config.stash[xai_state] = XaiState(config, options, _load_explainers(options, probe))
     config.pluginmanager.register(state, "xai-state")
@@ -99,6 +102,23 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args[:] = [suite]
         else:
             config.args.append(suite)
+
+
+def _search_invocation_dir(config: pytest.Config) -> None:
+    """A spec ``mymod:explain`` is found in the directory pytest runs in, as pytest's ``pythonpath``
+    ini finds a module (first on ``sys.path``, for the session): the ``pytest`` script puts its own
+    folder there, not the current one (``python -m pytest`` does).  The probe and the workers
+    inherit this ``sys.path``."""
+    here = str(config.invocation_params.dir)
+    if any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        return
+    sys.path.insert(0, here)
+
+    def restore() -> None:
+        if here in sys.path:
+            sys.path.remove(here)
+
+    config.add_cleanup(restore)
 
 
 def _load_explainers(options: XaiOptions, probe: Any) -> list[Any]:

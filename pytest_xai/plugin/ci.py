@@ -70,25 +70,31 @@ class XaiCi:
                 pytrace=False,
             )
 
-    def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> None:
+    def judge(self, item: pytest.Item, call: pytest.CallInfo, rec: Record) -> str | None:
         """Under ``--xai-gate=regression``, mark a failing test a known failure or name its
-        regression (:func:`pytest_xai.reports.gate.judge`), before its report carries the record."""
+        regression (:func:`pytest_xai.reports.gate.judge`), before its report carries the record.
+        Returns why the outcome was expected: the xfail reason of a known failure (the baseline's
+        score and detail), or the XPASS reason of a test the baseline had failing that passes now;
+        else None."""
         if (
             self.options.gate != "regression"
             or self.baseline is None
             or call.when not in ("setup", "call")
-            or call.excinfo is None
-            or call.excinfo.errisinstance(pytest.skip.Exception)
             or item.get_closest_marker("xfail")
+            or (call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception))
         ):
-            return
+            return None
         from pytest_xai.reports import baseline, gate
 
+        before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
+        if call.excinfo is None:
+            if call.when == "call" and before is not None and before.status in gate.FAILING:
+                return gate.fixed_reason(rec.row or item.nodeid, rec.explainer, before, self.baseline.path)
+            return None
         status = "TIMEOUT" if rec.kind == "timeout" else "ERROR" if rec.kind else "FAIL"
         now = Record(
             status=status, score=rec.score, seconds=rec.seconds, evaluations=rec.evaluations, regression=rec.regression
         )
-        before = self.baseline.index.get((rec.row or item.nodeid, rec.explainer or ""))
         reasons = (
             []
             if before is None
@@ -97,6 +103,9 @@ class XaiCi:
             )
         )
         rec.known_failure, rec.regression = gate.judge(now, before, reasons)
+        if not rec.known_failure or before is None:
+            return None
+        return gate.known_reason(before, self.baseline.path)
 
     def report_sections(self, records: list[Record]) -> dict:
         """Top-level keys this adds to the JSON report: ``repeat``, ``budget`` (both change scores, so
@@ -276,6 +285,14 @@ class XaiCi:
                 f"{worse} regressed or new failure(s), {known} known failure(s) (KNOWN: "
                 f"failing in the baseline too, no worse)"
             )
+            from pytest_xai.reports import gate
+
+            assert self.baseline is not None
+            for rec in self.state.records:
+                before = self.baseline.index.get(rec.key())
+                if rec.outcome == "xpassed" and before is not None and before.status in gate.FAILING:
+                    reason = gate.fixed_reason(rec.row or rec.nodeid, rec.explainer, before, self.baseline.path)
+                    terminalreporter.write_line(f"xai gate: {reason}")
         if self.baseline is not None and self.state.records:
             from pytest_xai.reports import baseline
 

@@ -69,9 +69,15 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    """Send the test's record with each of its reports as ``xai_*`` user properties: builtin values,
-    which survive xdist and show in JUnit XML (``Record.to_properties``)."""
+    """Send the test's record with each of its reports as ``xai_*`` user properties: JSON text,
+    which survives xdist and reads as JSON in JUnit XML (``Record.to_properties``).
+
+    A skip for a missing extra that ``--xai-require`` names fails the test instead; under
+    ``--xai-gate=regression`` a known failure is an xfail and a known failure that passes now an
+    XPASS (:meth:`pytest_xai.plugin.ci.XaiCi.judge`), so that pytest's summary line, JUnit XML and
+    the exit code agree."""
     rec = item.stash.get(xai_record, None)
+    expected = None
     if rec is not None:
         excinfo = call.excinfo
         if (
@@ -82,10 +88,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             from pytest_xai.engine.wire import clip  # e.g. a case builder that raised: the report names it
 
             rec.error = clip(f"{excinfo.typename}: {excinfo.value}", 2000)
-        item.config.stash[xai_ci].judge(item, call, rec)  # --xai-gate=regression: known failure or regression
+        if not _required_missing(item, call, rec):
+            expected = item.config.stash[xai_ci].judge(item, call, rec)  # known failure, or fixed
         names = Record.property_names()
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in names] + rec.to_properties()
-    return (yield)
+    report = yield
+    if expected is not None and report.failed:  # as pytest's skipping plugin reports an xfail
+        report.outcome, report.wasxfail = "skipped", expected
+    elif expected is not None and report.passed and call.when == "call":
+        report.wasxfail = expected  # XPASS (not strict: a test that got better is no regression)
+    return report
+
+
+def _required_missing(item: pytest.Item, call: pytest.CallInfo, rec: Record) -> bool:
+    """Whether this phase skipped for a missing extra that ``--xai-require`` names; then it fails
+    instead, with the skip's reason (the install line) and what requires it."""
+    from pytest_xai import extras
+
+    options = state_of(item.config).options
+    excinfo = call.excinfo
+    if not options.require or excinfo is None or not isinstance(excinfo.value, pytest.skip.Exception):
+        return False
+    failure = extras.required_failure(str(excinfo.value.msg), options.require, options.require_source)
+    if failure is None:
+        return False
+    rec.error = rec.detail = failure
+    rec.passed = False
+    try:
+        pytest.fail(failure, pytrace=False)
+    except pytest.fail.Exception:
+        call.excinfo = pytest.ExceptionInfo.from_current()
+    return True
 
 
 @pytest.fixture

@@ -30,8 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="MODULE:FUNCTION",
-        help="explainer to test, as module:function or path/to/file.py:function; repeatable. "
-        "Without test paths, runs the built-in suite only.",
+        help="explainer to test, as module:function or path/to/file.py:function; repeatable. A module is "
+        "looked for first in the directory pytest runs in (as pytest's pythonpath ini adds a folder), a file "
+        "relative to it. Without test paths, runs the built-in suite only.",
     )
     group.addoption(
         "--xai-seed",
@@ -159,6 +160,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("xai_gate", "verdict or regression (see --xai-gate)", default="verdict")
     group.addoption(
+        "--xai-require",
+        default=None,
+        metavar="EXTRA,...",
+        help="extras of pytest-xai the run needs (torch, shap, lime, chess, plot or all): a test that would "
+        "skip because a library of one is not installed fails instead, with the install line; "
+        "default: ini xai_require",
+    )
+    parser.addini("xai_require", "extras the run needs, comma-separated (see --xai-require)", default="")
+    group.addoption(
         "--xai-shard",
         default=None,
         metavar="K/N",
@@ -195,6 +205,8 @@ class XaiOptions:
     evaluations_factor: float | None = None
     gate: str = "verdict"
     shard: tuple[int, int] | None = None
+    require: tuple[str, ...] = ()  # extras whose missing library fails a test instead of skipping it
+    require_source: str = "--xai-require"
 
     @property
     def explainers_on_command_line(self) -> bool:
@@ -326,8 +338,8 @@ def _data_dir(config: pytest.Config) -> str | None:
 
 
 def _ci(config: pytest.Config) -> dict[str, Any]:
-    """The options of the CI workflow (docs/ci.md): repeats, baselines, the gate, shards."""
-    from pytest_xai import options
+    """The options of the CI workflow (docs/ci.md): repeats, baselines, the gate, required extras, shards."""
+    from pytest_xai import extras, options
     from pytest_xai.reports import gate, shard
 
     repeat = config.getoption("xai_repeat")
@@ -352,6 +364,11 @@ def _ci(config: pytest.Config) -> dict[str, Any]:
             "--xai-gate=regression compares with a baseline: add --xai-baseline=PATH (a "
             "report saved with --xai-save-baseline on a run you trust)"
         )
+    given = config.getoption("xai_require")
+    out["require_source"] = "--xai-require" if given is not None else "ini xai_require"
+    out["require"] = checked(
+        extras.check_require, config.getini("xai_require") if given is None else given, out["require_source"]
+    )
     given = config.getoption("xai_shard")
     out["shard"] = None if given is None else checked(shard.parse, given, "--xai-shard")
     if out["shard"] and config.getoption("splits", None) is not None:

@@ -340,8 +340,11 @@ class XaiState:
                 if report.skipped and isinstance(report.longrepr, (tuple, list))
                 else None
             )
+            outcome: str = report.outcome
+            if hasattr(report, "wasxfail"):  # pytest's own words for an expected failure, and its pass
+                outcome = "xfailed" if report.skipped else "xpassed"
             rec = Record.from_properties(
-                report.nodeid, report.outcome, report.duration, report.user_properties, skipped_because=reason
+                report.nodeid, outcome, report.duration, report.user_properties, skipped_because=reason
             )
             if rec is not None:
                 self.records.append(rec)
@@ -356,6 +359,10 @@ class XaiState:
 
         terminalreporter.write_sep("=", "xai scores")
         for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
+            terminalreporter.write_line(line)
+        from pytest_xai import extras
+
+        for line in extras.summary(self.records):  # a run that lost its extras says so
             terminalreporter.write_line(line)
 
     @pytest.hookimpl(tryfirst=True)  # before any other writer's hook, which may raise (pytest's JUnit XML)

@@ -6,8 +6,10 @@ so with ``--xai-gate=verdict`` (the default) a run is red whether or not anythin
 ``regression`` a failing test is a *known failure* when the baseline already had it failing with a
 score no worse than the tolerance; the run exits 0 when every failure is known.  A test that
 regressed, a baseline PASS that now fails, and a failing test the baseline lacks are regressions.
-Known failures stay visible: ``KNOWN`` in the table, ``known_failure: true`` in the JSON report
-and the JUnit property ``xai_known_failure``, a badge in the HTML report.
+Known failures stay visible: pytest reports them as ``xfailed`` (the baseline's score and detail are
+the reason; JUnit XML writes ``<skipped type="pytest.xfail">``), ``KNOWN`` in the table,
+``known_failure: true`` in the JSON report and the JUnit property ``xai_known_failure``, a badge in
+the HTML report.  A test the baseline had failing that passes now is ``XPASS``: update the baseline.
 """
 
 from __future__ import annotations
@@ -52,6 +54,27 @@ def judge(now: Record, before: Record | None, reasons: list[str]) -> tuple[bool,
                 return False, f"no finite score {when} ({score}) to compare with: not a known failure"
         return True, None
     return False, "; ".join(reasons) or f"verdict {before.status} in the baseline, {now.status} now"
+
+
+def _score(rec: Record, form: str = " {:.3f}") -> str:
+    score = rec.score
+    return form.format(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
+
+
+def known_reason(before: Record, path: str) -> str:
+    """The xfail reason of a known failure: the baseline's verdict, score and detail."""
+    detail = (before.detail or before.error or "").splitlines()[0:1]
+    said = f": {detail[0][:300]}" if detail else ""
+    return f"known failure: {before.status} in the baseline {path}{_score(before, ' (score {:.3f})')}{said}"
+
+
+def fixed_reason(row: str, explainer: str | None, before: Record, path: str) -> str:
+    """The XPASS reason of a test (its row and explainer) the baseline had failing that passes now."""
+    who = f"{row} ({explainer})" if explainer else row
+    return (
+        f"{who} failed in the baseline {path} ({before.status}{_score(before)}) and passes now: "
+        f"update the baseline (--xai-save-baseline on a run you trust)"
+    )
 
 
 def exit_code(gate: str, exitstatus: int, failures: Iterable[tuple[str, str]], known: Iterable[str]) -> int:

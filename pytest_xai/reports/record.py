@@ -1,8 +1,8 @@
 """One test's result, the one record type of the plugin, the reports, baselines and merges.
 
 A test fills a :class:`Record` as it runs (explainer, case, score, seconds, evaluations, ...); the plugin sends
-it through pytest as ``xai_*`` user properties (:meth:`Record.to_properties`: builtin values only,
-which survive xdist and show in JUnit XML), and reads it back from the test report
+it through pytest as ``xai_*`` user properties (:meth:`Record.to_properties`: each value JSON text,
+which survives xdist and reads as JSON in JUnit XML), and reads it back from the test report
 (:meth:`Record.from_properties`), where the verdict ``status`` is decided.  The JSON report holds
 one :meth:`Record.to_dict` per test; :meth:`Record.from_dict` reads reports of any version 1,
 those written before a field existed included.  Pure Python: no pytest, no numpy.
@@ -10,6 +10,8 @@ those written before a field existed included.  Pure Python: no pytest, no numpy
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -24,6 +26,9 @@ SCHEMA_VERSION = 1
 PREFIX = "xai_"
 #: Fields only the test report knows: never sent as properties.
 _REPORT_ONLY = ("nodeid", "outcome", "status", "duration")
+#: Numbers that may be non-finite: a property writes them as the JSON report does (``"inf"``, ``"nan"``).
+_FLOATS = ("score", "threshold", "seconds", "cpu_seconds")
+NON_FINITE = ("inf", "-inf", "nan")
 
 
 @dataclass
@@ -68,9 +73,10 @@ class Record:
     known_failure: bool | None = None
 
     def to_properties(self) -> list[tuple[str, Any]]:
-        """The fields a test has set, as ``("xai_<field>", value)`` pairs of builtin values."""
+        """The fields a test has set, as ``("xai_<field>", JSON text)`` pairs: JUnit XML writes a
+        property's ``str``, so a Python value read there as its repr (``True``, ``{'rtol': ...}``)."""
         return [
-            (PREFIX + name, _builtin(value))
+            (PREFIX + name, json.dumps(_strict(value), allow_nan=False))
             for name, value in self._items()
             if value is not None and name not in _REPORT_ONLY
         ]
@@ -91,15 +97,20 @@ class Record:
         """The record of one test report, or None when the test is not an xai test (no explainer).
 
         A test that passes without calling ``xai_check`` is a PASS; ``skipped_because`` is the
-        reason pytest gives for a skip (it becomes the detail).
+        reason pytest gives for a skip (it becomes the detail).  ``outcome`` is pytest's, with
+        ``xfailed`` and ``xpassed``: a known failure of the regression gate keeps its verdict (FAIL,
+        ERROR, TIMEOUT), any other expected failure is a SKIP, as pytest counts it.
         """
         names = cls.property_names()
-        given = {k[len(PREFIX) :]: v for k, v in properties if isinstance(k, str) and k in names}
+        given = {k[len(PREFIX) :]: _value(v) for k, v in properties if isinstance(k, str) and k in names}
         if "explainer" not in given:
             return None
+        for name in _FLOATS:
+            if given.get(name) in NON_FINITE:
+                given[name] = float(given[name])
         rec = cls(**given)
-        passed = outcome == "passed" and given.get("passed", True) is True
-        if outcome == "skipped":
+        passed = outcome in ("passed", "xpassed") and given.get("passed", True) is True
+        if outcome == "skipped" or (outcome == "xfailed" and not rec.known_failure):
             status = "SKIP"
         elif rec.kind is not None:
             status = "TIMEOUT" if rec.kind == "timeout" or rec.stopped else "ERROR"
@@ -108,7 +119,7 @@ class Record:
         rec.nodeid, rec.outcome, rec.status, rec.duration = nodeid, outcome, status, round(duration, 6)
         rec.row = rec.row or nodeid
         rec.test = rec.test or nodeid.rpartition("::")[2].partition("[")[0]
-        rec.passed = passed if outcome != "skipped" else None
+        rec.passed = passed if status != "SKIP" else None
         rec.cached, rec.flaky = bool(rec.cached), bool(rec.flaky)
         rec.detail = skipped_because if outcome == "skipped" else rec.detail or rec.error
         return rec
@@ -131,9 +142,28 @@ class Record:
         return ((f.name, getattr(self, f.name)) for f in fields(self))
 
 
-def _builtin(value: Any) -> Any:
-    """numpy scalars as Python numbers: numpy floats in user properties crash xdist."""
-    return value.item() if hasattr(value, "item") else value
+def _strict(value: Any) -> Any:
+    """``value`` for strict JSON: numpy scalars as Python numbers, non-finite floats as the JSON
+    report writes them (``"inf"``, ``"nan"``), tuples as lists."""
+    if hasattr(value, "item") and not isinstance(value, (dict, list, tuple)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def _value(value: Any) -> Any:
+    """A property's value: its JSON text read (a value that is no JSON text is kept as it is)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def records(results: Iterable[Mapping[str, Any]]) -> list[Record]:

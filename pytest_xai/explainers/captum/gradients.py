@@ -52,6 +52,8 @@ def integrated_gradients(
     model: torch.nn.Module,
     target=None,
     baseline=None,
+    output=None,
+    pad_token_id=None,
     *,
     n_steps: int = 128,
     method: str = "gausslegendre",
@@ -79,7 +81,16 @@ def integrated_gradients(
         )
         return out if embeddings is None else out.sum(dim=-1)
 
-    return recipe.attribute("integrated_gradients", model, inputs, attribute, grad=True, tokens=True)
+    return recipe.attribute(
+        "integrated_gradients",
+        model,
+        inputs,
+        attribute,
+        grad=True,
+        tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
+    )
 
 
 def smoothgrad(

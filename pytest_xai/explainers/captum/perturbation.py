@@ -57,6 +57,8 @@ def occlusion(
     model: torch.nn.Module,
     target=None,
     baseline=None,
+    output=None,
+    pad_token_id=None,
     *,
     window: tuple | None = None,
     perturbations_per_eval: int = 16,
@@ -80,6 +82,8 @@ def occlusion(
             perturbations_per_eval=perturbations_per_eval,
         ),
         tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
     )
 
 
@@ -88,6 +92,8 @@ def feature_ablation(
     model: torch.nn.Module,
     target=None,
     baseline=None,
+    output=None,
+    pad_token_id=None,
     *,
     perturbations_per_eval: int = 16,
 ) -> np.ndarray:
@@ -106,6 +112,8 @@ def feature_ablation(
             perturbations_per_eval=perturbations_per_eval,
         ),
         tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
     )
 
 
@@ -114,6 +122,8 @@ def feature_permutation(
     model: torch.nn.Module,
     target=None,
     seed: int = 0,
+    output=None,
+    pad_token_id=None,
     *,
     perturbations_per_eval: int = 16,
 ) -> np.ndarray:
@@ -135,6 +145,8 @@ def feature_permutation(
         ),
         seed=seed,
         tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
     )
 
 
@@ -146,6 +158,8 @@ def shapley_value_sampling(
     seed: int = 0,
     budget: int = budgets.DEFAULT,
     groups=None,
+    output=None,
+    pad_token_id=None,
     *,
     n_samples: int = 25,
     perturbations_per_eval: int = 16,
@@ -177,7 +191,16 @@ def shapley_value_sampling(
             perturbations_per_eval=perturbations_per_eval,
         )
 
-    return recipe.attribute("shapley_value_sampling", model, inputs, attribute, seed=seed, tokens=True)
+    return recipe.attribute(
+        "shapley_value_sampling",
+        model,
+        inputs,
+        attribute,
+        seed=seed,
+        tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
+    )
 
 
 def surrogate_samples(features: int) -> int:
@@ -200,6 +223,8 @@ def captum_kernel_shap(
     seed: int = 0,
     budget: int = budgets.DEFAULT,
     groups=None,
+    output=None,
+    pad_token_id=None,
     *,
     n_samples: int | None = None,
     perturbations_per_eval: int = 64,
@@ -229,6 +254,8 @@ def captum_kernel_shap(
         ),
         seed=seed,
         tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
     )
 
 
@@ -240,6 +267,8 @@ def captum_lime(
     seed: int = 0,
     budget: int = budgets.DEFAULT,
     groups=None,
+    output=None,
+    pad_token_id=None,
     *,
     n_samples: int | None = None,
     perturbations_per_eval: int = 64,
@@ -269,4 +298,6 @@ def captum_lime(
         ),
         seed=seed,
         tokens=True,
+        output=output,
+        pad_token_id=pad_token_id,
     )

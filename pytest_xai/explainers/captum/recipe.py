@@ -147,13 +147,23 @@ def attribute(
     grad: bool = False,
     seed: int | None = None,
     tokens: bool = False,
+    output: str | None = None,
+    pad_token_id: int | None = None,
 ) -> np.ndarray:
     """captum's recipe, once for every method: the case's model as a torch module (else
     NotApplicable naming what it is; a model over token ids only for a method that takes ids,
     ``tokens``), one torch thread (and, with ``seed``, a forked seeded RNG), the inputs as a tensor
     in the model's dtype (requiring gradients with ``grad``; token ids as a LongTensor), then
-    ``call(module, x)`` (captum's ``attribute``), back to a float64 array shaped like ``inputs``."""
+    ``call(module, x)`` (captum's ``attribute``), back to a float64 array shaped like ``inputs``.
+
+    A model over token ids is called as the case explains it (:func:`pytest_xai.tokens.explained`:
+    the attention mask of ``pad_token_id``, a ``ModelOutput``'s logits, a causal LM's last position,
+    softmax when ``output`` is ``"probabilities"``)."""
     module = torch_model(method, model, tokens=tokens)
+    if tokens and token_embeddings(module) is not None:
+        from pytest_xai.tokens import explained
+
+        module = explained(module, output, pad_token_id)
     with one_thread(seed):
         x = tensor(module, inputs, grad=grad)
         return to_numpy(call(module, x), inputs)
