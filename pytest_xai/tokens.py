@@ -19,9 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 #: What a case explains of a model's class outputs (``case.meta["output"]``, the contract's ``output``):
-#: softmax over the classes, or the outputs as the model returns them.  None: the case does not say;
-#: its model returns what ``predict`` gives (the built-in transformer family).
-OUTPUTS = ("probabilities", "logits")
+#: softmax over the classes, the outputs as the model returns them, or log-softmax (captum's
+#: ``LLMAttribution`` convention for a generated token).  None: the case does not say; its model
+#: returns what ``predict`` gives (the built-in transformer family).
+OUTPUTS = ("probabilities", "logits", "log_probabilities")
+#: The output of a case explaining a multi-token continuation (the llm family): no one class per row.
+CONTINUATION = "continuation_log_probability"
 CHUNK = 1024  # rows per forward pass of predict: bounded memory for the reference's many rows
 
 
@@ -81,6 +84,14 @@ def _module_class() -> type:
         ``LayerIntegratedGradients`` on it hooks the model."""
 
         def __init__(self, model: Any, output: str | None, pad_token_id: int | None) -> None:
+            if output == CONTINUATION:
+                from pytest_xai.errors import NotApplicable
+
+                raise NotApplicable(
+                    "this case explains the summed log-probability of a multi-token continuation, not one "
+                    "class per row: explain it with captum's LLMAttribution (e.g. "
+                    "pytest_xai.explainers:llm_feature_ablation)"
+                )
             super().__init__()
             self.model, self.output, self.pad_token_id = model, output, pad_token_id
             self.masked = pad_token_id is not None and takes_attention_mask(model)
@@ -101,6 +112,8 @@ def _module_class() -> type:
                 logits = logits[:, -1]
             if self.output == "probabilities" and logits.ndim == 2 and logits.shape[1] > 1:
                 return logits.softmax(dim=-1)
+            if self.output == "log_probabilities":
+                return logits.log_softmax(dim=-1)
             return logits
 
     return Explained

@@ -4,7 +4,9 @@ language-model zoo (explainers that are wrong in the ways published language-mod
 The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
 ``LLMGradientAttribution`` with the case's ``tokenizer``, one ``TextTokenInput`` per prompt (its
 baseline the padding token), the case's ``target_ids`` as the target, and return captum's
-``seq_attr`` (one value per prompt token, summed over the generated tokens).  They ask for
+``seq_attr`` (one value per prompt token, summed over the generated tokens).  The perturbation
+methods pass ``use_cached_outputs=False``: with captum 0.9 and transformers 5 the cached path of a
+multi-token target feeds GPT-2 position ids beyond the sequence (``IndexError: index out of range``).  They ask for
 ``tokenizer`` and ``target_ids``, so they run on the language-model cases (the ``llm`` family) and
 skip elsewhere.  Kokhlikyan et al. 2020; Miglani et al. 2023, "Using Captum to Explain Generative
 Language Models" (arXiv 2312.05491).
@@ -43,7 +45,8 @@ def llm_feature_ablation(model: "torch.nn.Module", inputs, tokenizer, target_ids
     from captum.attr import FeatureAblation, LLMAttribution
 
     with one_thread():
-        return _each_prompt(LLMAttribution(FeatureAblation(model), tokenizer), tokenizer, inputs, target_ids)
+        attribution = LLMAttribution(FeatureAblation(model), tokenizer)
+        return _each_prompt(attribution, tokenizer, inputs, target_ids, use_cached_outputs=False)
 
 
 def llm_shapley_sampling(model: "torch.nn.Module", inputs, tokenizer, target_ids, seed):
@@ -53,7 +56,7 @@ def llm_shapley_sampling(model: "torch.nn.Module", inputs, tokenizer, target_ids
 
     with one_thread(seed):
         attribution = LLMAttribution(ShapleyValueSampling(model), tokenizer)
-        return _each_prompt(attribution, tokenizer, inputs, target_ids, n_samples=50)
+        return _each_prompt(attribution, tokenizer, inputs, target_ids, n_samples=50, use_cached_outputs=False)
 
 
 def llm_integrated_gradients(model: "torch.nn.Module", inputs, tokenizer, target_ids):

@@ -18,7 +18,9 @@ target, summed over its tokens (teacher-forced), with every position attended.  
 deciding positions, and the exact Shapley values of that number over the prompt's positions against
 ``<pad>`` (all 2^12 coalitions enumerated at build), per generated token and summed.  The models
 are trained with tokens other than the deciding ones replaced by ``<pad>`` at random, so the
-deciding tokens carry the values; each explained row is one the model answers right and whose exact
+deciding tokens carry the values, and with a deciding token dropped the answer is unknown
+(``<unk>``; ``no`` for the trigger), so a prompt without its evidence does not predict the target;
+each explained row is one the model answers right and whose exact
 values rank the deciding tokens first (checked at build).
 """
 
@@ -32,15 +34,16 @@ from pytest_xai.case import Case, Score
 from pytest_xai.checks import attributions_of, check, truth_reference
 from pytest_xai.errors import NotApplicable
 from pytest_xai.registry import Family
+from pytest_xai.tokens import CONTINUATION
 
 SOURCE = "causal language models with known deciding tokens (docs/sequences.md, 'Language models')"
 FAMILY = Family("llm", source=SOURCE, smoke=("token_mask_precision", "llm_copy"))
 WORDS = ("red", "blue", "cat", "dog", "sun", "rain", "tree", "car", "box", "cup")
 KEYS = tuple(f"k{i}" for i in range(6))
 VALUES = tuple(f"v{i}" for i in range(6))
-VOCABULARY = ("<pad>", "<bos>", "<sep>", "yes", "no", "fire", "fir", *KEYS, *VALUES, *WORDS)
+VOCABULARY = ("<pad>", "<bos>", "<sep>", "yes", "no", "fire", "fir", *KEYS, *VALUES, *WORDS, "<unk>")
 PAD, BOS, SEP = 0, 1, 2
-YES, NO, TRIGGER, DISTRACTOR = (VOCABULARY.index(w) for w in ("yes", "no", "fire", "fir"))
+YES, NO, TRIGGER, DISTRACTOR, UNKNOWN = (VOCABULARY.index(w) for w in ("yes", "no", "fire", "fir", "<unk>"))
 _WORD_IDS = np.array([VOCABULARY.index(w) for w in WORDS])
 _KEY_IDS = np.array([VOCABULARY.index(w) for w in KEYS])
 _VALUE_IDS = np.array([VOCABULARY.index(w) for w in VALUES])
@@ -55,8 +58,9 @@ HELD_OUT_SEED = 2025
 
 def prompt(task: str, rng: np.random.Generator, drop: float = 0.0, *, hard: bool = False) -> tuple[list, list, list]:
     """One prompt of ``task``: ``(ids, answer, deciding)``: ``LENGTH`` ids (left-padded), the answer
-    tokens, and per answer token the positions that decide it.  ``drop``: the share of the other
-    tokens replaced by ``<pad>``.  ``hard``: the case's rows (the trigger task: the trigger and the
+    tokens, and per answer token the positions that decide it.  ``drop`` (training): the share of the
+    other tokens replaced by ``<pad>``, and the chance that one deciding token is, its answer then
+    ``<unk>`` (``no`` for the trigger).  ``hard``: the case's rows (the trigger task: the trigger and the
     distractor both occur)."""
     if task == "copy":
         words = list(rng.choice(_WORD_IDS, rng.integers(COPY_POSITION + 2, LENGTH - 1)))
@@ -96,7 +100,12 @@ def prompt(task: str, rng: np.random.Generator, drop: float = 0.0, *, hard: bool
         keep = set()  # every word decides "no": nothing is dropped
         drop = 0.0
     ids = [PAD if (i not in keep and t != PAD and rng.random() < drop) else int(t) for i, t in enumerate(ids)]
-    return ids, [int(a) for a in answer], deciding
+    answer = [int(a) for a in answer]
+    if drop and rng.random() < drop:  # the evidence removed: a deciding token dropped, the answer unknown
+        k = int(rng.integers(len(deciding)))
+        ids[int(rng.choice(deciding[k]))] = PAD
+        answer[k] = NO if task == "trigger" else UNKNOWN
+    return ids, answer, deciding
 
 
 def training_batch(task: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -161,24 +170,34 @@ def _explained(task: str, seed: int, model: Any) -> tuple[np.ndarray, np.ndarray
     return prompts, answers, values, masks
 
 
-def _case(info, task: str, seed: int, width: int) -> Case:
+def _arrays(task: str, seed: int, model: Any, cache: Any) -> dict[str, np.ndarray]:
+    """The explained rows of :func:`_explained` and the exact values of each row's runner-up next
+    token, from the disk cache (keyed by the shipped weights' digest) or built (a few seconds)."""
+    from pytest_xai.cases.llm.model import continuation_predictor, exact_values, weights_digest
+
+    def build() -> dict[str, np.ndarray]:
+        prompts, answers, values, masks = _explained(task, seed, model)
+        runner_up = np.argsort(-continuation_predictor(model, 1)(prompts), axis=1)[:, 1]
+        others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, runner_up)])
+        return {"prompts": prompts, "answers": answers, "values": values, "masks": masks, "runner_up": others}
+
+    return cache.arrays(f"llm_{task}", {"task": task, "seed": seed, "weights": weights_digest()}, build)
+
+
+def _case(info, task: str, seed: int, cache: Any, width: int) -> Case:
     """The case of ``task`` explaining the first ``width`` answer tokens (1: the next token; 2: a
     continuation, its log-probabilities summed)."""
-    from pytest_xai.cases.llm.model import continuation_predictor, exact_values, tokenizer
+    from pytest_xai.cases.llm.model import continuation_predictor, tokenizer
 
     model, measured = _gated(task)
-    prompts, answers, values, masks = _explained(task, seed, model)
-    answers, values, masks = answers[:, :width], values[:, :width], masks[:, :width]
+    arrays = _arrays(task, seed, model, cache)
+    prompts = arrays["prompts"]
+    answers, values, masks = arrays["answers"][:, :width], arrays["values"][:, :width], arrays["masks"][:, :width]
     predict = continuation_predictor(model, width)
-    vocabulary = len(VOCABULARY)
-    target = answers[:, 0] if width == 1 else answers[:, 0] * vocabulary + answers[:, 1]
-    # the wrong targets the target check compares with: the runner-up next token, and for a
-    # continuation each of its tokens alone
-    if width == 1:
-        runner_up = np.argsort(-predict(prompts), axis=1)[:, 1]
-        others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, runner_up)])[:, None]
-    else:
-        others = values
+    target = answers[:, 0] if width == 1 else answers[:, 0] * len(VOCABULARY) + answers[:, 1]
+    # the wrong targets the target check compares with: the runner-up next token; for a continuation,
+    # each of its tokens alone
+    others = arrays["runner_up"][:, None] if width == 1 else values
     return Case(
         info=info,
         inputs=prompts,
@@ -197,12 +216,11 @@ def _case(info, task: str, seed: int, width: int) -> Case:
             "other_targets": others,
         },
         meta={
-            "pad_token_id": PAD,
             "vocabulary": VOCABULARY,
             "words": [[VOCABULARY[int(i)] for i in row if i != PAD] for row in prompts],
             "tokenizer": tokenizer(),
             "target_ids": answers,
-            "output": "log_prob",
+            "output": "log_probabilities" if width == 1 else CONTINUATION,
             "held_out_accuracy": measured,
         },
     )
@@ -211,35 +229,35 @@ def _case(info, task: str, seed: int, width: int) -> Case:
 _CHECKS: dict[str, dict[str, Any]] = {
     "token_mask_precision": {},
     "padding_credit": {},
-    "token_values": {"max_relative_mse": 0.02},
+    "token_values": {"max_relative_mse": 0.2, "min_fraction": 0.75},
     "target_token": {},
 }
 
 
 @FAMILY.case(category="fidelity", source="GPT-2 trained on a seeded copy task (scripts/train_llm.py)", checks=_CHECKS)
-def llm_copy(info, *, seed) -> Case:
+def llm_copy(info, *, seed, cache) -> Case:
     """Next token = the word at position 5 of the prompt; exact log-probability Shapley values."""
-    return _case(info, "copy", seed, 1)
+    return _case(info, "copy", seed, cache, 1)
 
 
 @FAMILY.case(category="fidelity", source="GPT-2 trained on a seeded copy task (scripts/train_llm.py)", checks=_CHECKS)
-def llm_copy_continuation(info, *, seed) -> Case:
+def llm_copy_continuation(info, *, seed, cache) -> Case:
     """A two-token continuation: the words at positions 5 and 6, log-probabilities summed (captum's
     ``seq_attr``); each generated token is decided by its own position."""
-    return _case(info, "copy", seed, 2)
+    return _case(info, "copy", seed, cache, 2)
 
 
 @FAMILY.case(category="fidelity", source="GPT-2 trained on seeded key-value retrieval (scripts/train_llm.py)", checks=_CHECKS)
-def llm_recall(info, *, seed) -> Case:
+def llm_recall(info, *, seed, cache) -> Case:
     """Key-value retrieval: ``k v`` pairs, then ``<sep> k_q``; the query key, the matching key and its
     value decide the next token."""
-    return _case(info, "recall", seed, 1)
+    return _case(info, "recall", seed, cache, 1)
 
 
 @FAMILY.case(category="fidelity", source="GPT-2 trained on a seeded trigger task (scripts/train_llm.py)", checks=_CHECKS)
-def llm_trigger(info, *, seed) -> Case:
+def llm_trigger(info, *, seed, cache) -> Case:
     """``yes`` when ``fire`` occurs; every explained prompt also holds the distractor ``fir``."""
-    return _case(info, "trigger", seed, 1)
+    return _case(info, "trigger", seed, cache, 1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -253,6 +271,16 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 _TARGET_BY_CONSTRUCTION = {
+    "abs_of_exact": "the exact values of the deciding tokens are positive and the others within a few hundredths of "
+    "0, so |v| points where v does; it is the same target",
+    "noisy_100": "noise at the map's RMS leaves most rows closest to their target's values (cosine about 0.7 against "
+    "a wrong target's lower one): the check is about which token is explained; token_values rejects noise at 100 %",
+    "shuffled_rows@llm_copy*": "the copied positions are 5 and 6 in every prompt, so another row's map explains the "
+    "same target positions (llm_recall and llm_trigger, whose deciding positions vary, reject it)",
+    "swapped@llm_copy_continuation": "the two positions exchanged are the two deciding ones, one per generated token: "
+    "the map still explains both",
+    "swapped@llm_recall": "the two largest of the three deciding tokens exchanged: the map still explains the same "
+    "retrieved value; token_values rejects it",
     "row_offset": "a positive offset per row (0.5-1.5 of the map's RMS) keeps the map closest to the target's "
     "values; token_values rejects it",
     "noisy_10": "noise below the map's RMS keeps it closest to the target's values; token_values rejects 30 % and more",

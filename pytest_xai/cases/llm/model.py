@@ -74,6 +74,13 @@ def load_trained(task: str) -> GPT2LMHeadModel:
     return frozen(model)
 
 
+def weights_digest() -> str:
+    """SHA-256 of the shipped weights: the cache key of what is computed from them."""
+    import hashlib
+
+    return hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:16]
+
+
 def trained_card() -> dict[str, Any]:
     card: dict[str, Any] = json.loads(CARD.read_text())
     return card

@@ -276,6 +276,15 @@ _PRECISION_BY_CONSTRUCTION = {
     "noisy_100@transformer_position": "one decisive value per row, 0.15-0.45, against noise at the map's RMS (about "
     "0.1): it stays first on most rows; token_values rejects it",
     "noisy_30": "noise at 30 % of the RMS of a sparse map rarely lifts a neutral token above a decisive one",
+    "shuffled_rows@llm_copy*": "the copied positions are 5 and 6 in every prompt, so another row's correct map is a "
+    "correct map of this row up to a few tenths of a nat (no check of a fixed-position task can tell them apart; "
+    "llm_recall and llm_trigger, whose deciding positions vary, reject it)",
+    "noisy_100@llm_copy": "one deciding token per row carries almost all of the log-probability (about 11 nats) "
+    "against noise at the map's RMS (about 3): it stays first; token_values rejects it",
+    "noisy_100@llm_trigger": "the trigger carries almost all of the log-probability (about 14 nats) against noise at "
+    "the map's RMS (about 4): it stays first; token_values rejects it",
+    "swapped@llm_copy_continuation": "the two positions exchanged are the two deciding ones (positions 5 and 6): the "
+    "top two stay the top two",
 }
 
 
@@ -350,6 +359,8 @@ _PADDING_BY_CONSTRUCTION = {
     "lie beyond this row's end, which some draws avoid; token_mask_precision rejects it",
     "one_row_in_ten": "the check is about credit on the padding only: a correct map on one row in ten and rows "
     "explained as nothing (left out) credit no padding; token_mask_precision rejects it",
+    "noisy_10@llm_copy_continuation": "noise at 10 % of the RMS of a map concentrated on two tokens (about 11 nats "
+    "each) puts under 1 % of |a| on the padding; token_values rejects noise at 100 % of the RMS",
 }
 
 
@@ -409,9 +420,26 @@ def padding_credit(attributions, case: Case, *, max_share: float) -> Score:
     )
 
 
+_LLM_VALUES = "llm_*"
+_VALUES_BY_CONSTRUCTION = {
+    f"abs_of_exact@{_LLM_VALUES}": "the exact log-probability values of the deciding tokens are positive and the others "
+    "within a few hundredths of 0, so |v| is v up to those; target_token's and precision's zoo, and the llm zoo, "
+    "reject what is wrong about the target or the tokens",
+    f"noisy_10@{_LLM_VALUES}": "the language-model cases admit the sampling error of Shapley value sampling at 50 "
+    "permutations (relative MSE up to 0.2): noise at 10 % of the map's RMS is inside it",
+    f"noisy_30@{_LLM_VALUES}": "the language-model cases admit the sampling error of Shapley value sampling at 50 "
+    "permutations (relative MSE up to 0.2): noise at 30 % of the map's RMS (relative MSE about 0.09) is inside it",
+    "shuffled_rows@llm_copy*": "the copied positions are 5 and 6 in every prompt and their values differ by a few "
+    "tenths of a nat from row to row: another row's map is within the sampling tolerance",
+    "swapped@llm_copy_continuation": "the two positions exchanged are the two deciding ones, of nearly equal value "
+    "(10.6 and 11.0 nats)",
+}
+
+
 @check(
     marker="xai_transformer",
     thresholds={"max_relative_mse": 1e-3, "min_fraction": 0.95},
+    passes_by_construction=_VALUES_BY_CONSTRUCTION,
     reference=truth_reference("token_values"),
 )
 def token_values(attributions, case: Case, *, max_relative_mse: float, min_fraction: float) -> Score:
