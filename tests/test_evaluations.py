@@ -153,6 +153,21 @@ def test_an_explainer_cannot_hide_torch_evaluations_by_clearing_hooks_or_calling
     assert tally.rows == 8
 
 
+def test_a_hugging_face_model_called_through_forward_is_counted():
+    """captum's LLMAttribution calls ``model.forward(**inputs)``, which runs no hook of the top module:
+    the pass is counted at its outermost submodule that holds the embedding layer."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    transformers.logging.set_verbosity_error()
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=16, n_positions=8, n_embd=8, n_layer=1, n_head=1))
+    ids = torch.zeros((3, 5), dtype=torch.long)
+    with counting({"model": model}) as (arguments, tally):
+        arguments["model"].forward(input_ids=ids, attention_mask=torch.ones_like(ids))
+        arguments["model"](ids[:2])
+    assert tally.rows == 5
+
+
 def test_a_script_module_which_takes_no_hooks_is_left_alone():
     torch = pytest.importorskip("torch")
     scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2)))

@@ -156,7 +156,8 @@ def _hook_torch(module: Any, tally: Tally) -> Callable[[], None] | None:
 
     The hooks are the whole process's (``register_module_forward_pre_hook``), not the module's, so
     that clearing its hook dictionaries hides nothing; a pass that calls the layers one by one is
-    counted at the layer that owns the model's first parameter, once per pass."""
+    counted at the layer that owns the model's first parameter, once per pass, and one through
+    ``module.forward`` at its outermost submodule holding that layer."""
     import torch
 
     if isinstance(module, torch.jit.ScriptModule):
@@ -165,7 +166,11 @@ def _hook_torch(module: Any, tally: Tally) -> Callable[[], None] | None:
     entry = next(
         (m for m in module.modules() if first is not None and any(p is first for p in m.parameters(False))), None
     )
-    counted = {id(module)} | ({id(entry)} if entry is not None else set())
+    # the top module, the entry layer and every module between them: a pass through ``forward``
+    # itself (captum's LLMAttribution calls ``model.forward(**inputs)``) runs no hook of the top
+    # module, and is counted at its outermost submodule that holds the entry layer
+    counted = {id(m) for m in module.modules() if entry is not None and any(e is entry for e in m.modules())}
+    counted.add(id(module))
     ours = {id(m) for m in module.modules()}
 
     def before(mod: Any, _args: Any) -> None:
