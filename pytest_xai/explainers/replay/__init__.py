@@ -13,7 +13,8 @@ carries ``uncaught`` (the reason, which names the check that would be needed).
 The package's rooms: :mod:`.explainer_bugs` (reference methods and explainer mutants),
 :mod:`.metric_bugs` (metric mutants and the probes) and this module (the corpus and the runner).
 Methods are computed in numpy through ``predict`` (finite-difference path gradients for the
-gradient methods), so a replay runs in milliseconds and needs no torch or captum.
+gradient methods), so a replay runs in milliseconds and needs no torch or captum; the
+language-model replays run on the ``llm`` family's cases (built with torch and transformers).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pytest_xai.explainers.replay.explainer_bugs import (
     batch_normalised,
     batch_scaled_path,
     class_template,
+    conditioned_on_output,
     divided_twice,
     exact_shapley,
     first_row_multipliers,
@@ -49,7 +51,10 @@ from pytest_xai.explainers.replay.explainer_bugs import (
     sampling_variance_root,
     shap_tree,
     size_weighted_kernel_shap,
+    target_one_position_early,
     times_input,
+    token_occlusion,
+    tokens_misaligned,
     unseeded_permutation_shapley,
     without_step_size,
 )
@@ -104,6 +109,7 @@ __all__ = [
     "batch_scaled_path",
     "check_explainer",
     "class_template",
+    "conditioned_on_output",
     "divided_twice",
     "exact_shapley",
     "faithfulness_nan_as_zero",
@@ -159,7 +165,10 @@ __all__ = [
     "sensitivity_n_over_batch",
     "shap_tree",
     "size_weighted_kernel_shap",
+    "target_one_position_early",
     "times_input",
+    "token_occlusion",
+    "tokens_misaligned",
     "unseeded_permutation_shapley",
     "without_step_size",
 ]
@@ -302,6 +311,33 @@ REPLAYS: tuple[Replay, ...] = (
         exact_shapley,
         ("gt_shapley", "replay_softmax"),
         ("completeness", "replay_softmax"),
+    ),
+    _e(
+        "shap_text_conditioned_on_output",
+        "shap/shap#3217",
+        "the scores of a language model's generated text were computed conditioned on the output itself (Llama-2)",
+        conditioned_on_output,
+        token_occlusion,
+        ("target_token", "llm_recall"),
+        ("token_mask_precision", "llm_recall"),
+    ),
+    _e(
+        "unseal_target_position",
+        "TomFrederik/unseal#7",
+        "the target tokens' logits were selected at the wrong positions: a prediction made one token early",
+        target_one_position_early,
+        token_occlusion,
+        ("target_token", "llm_recall"),
+        ("token_mask_precision", "llm_recall"),
+    ),
+    _e(
+        "transformers_interpret_misaligned",
+        "cdpierse/transformers-interpret#18",
+        "attributions were misaligned with the tokens they were shown on",
+        tokens_misaligned,
+        token_occlusion,
+        ("token_mask_precision", "llm_trigger"),
+        ("target_token", "llm_copy"),
     ),
     _e(
         "tsinterpret_leftist_label_only",

@@ -361,3 +361,54 @@ def sampling_fixed(inputs, predict, background, target, seed):
 
 
 sampling_variance_root.completeness = sampling_fixed.completeness = "background"  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------------------------
+# Language models (the llm family): occlusion of each prompt token by the padding, through predict
+# (the next token's log-probabilities), as captum's LLMAttribution(FeatureAblation) computes it.
+
+
+def _occluded(prompts: np.ndarray, value: Callable[[np.ndarray], np.ndarray], baseline) -> np.ndarray:
+    """value(prompts) - value(prompts with token t replaced by the baseline's), per token t."""
+    X = np.asarray(prompts, dtype=float)
+    base = np.broadcast_to(np.asarray(baseline, dtype=float), X.shape)
+    out = np.zeros(X.shape)
+    full = value(X)
+    for t in range(X.shape[1]):
+        masked = X.copy()
+        masked[:, t] = base[:, t]
+        out[:, t] = full - value(masked)
+    return out
+
+
+def _column(predict, target) -> Callable[[np.ndarray], np.ndarray]:
+    target = np.asarray(target, dtype=int)
+    return lambda X: np.asarray(predict(X))[np.arange(len(X)), target]
+
+
+def token_occlusion(inputs, predict, baseline, target):
+    """The fixed counterpart: each prompt token replaced by the padding, the change in the target's
+    log-probability (captum ``LLMAttribution(FeatureAblation)``)."""
+    return _occluded(inputs, _column(predict, target), baseline)
+
+
+def conditioned_on_output(inputs, predict, baseline, target):
+    """shap#3217: the scores of the generated text were computed conditioned on the output itself:
+    the target appended to the prompt (shifted left by one) and its log-probability read after it."""
+    column = _column(predict, target)
+    shifted = lambda X: column(np.concatenate([X[:, 1:], np.asarray(target, dtype=float)[:, None]], axis=1))  # noqa: E731
+    return _occluded(inputs, shifted, baseline)
+
+
+def target_one_position_early(inputs, predict, baseline, target):
+    """TomFrederik/unseal#7: the target's logit selected at the wrong position: the distribution
+    predicted one token early (after the prompt without its last token)."""
+    column = _column(predict, target)
+    early = lambda X: column(np.concatenate([np.zeros((len(X), 1)), X[:, :-1]], axis=1))  # noqa: E731
+    return _occluded(inputs, early, baseline)
+
+
+def tokens_misaligned(inputs, predict, baseline, target):
+    """cdpierse/transformers-interpret#18: attributions misaligned with the tokens: each value
+    shown on the token after the one it belongs to."""
+    return np.roll(token_occlusion(inputs, predict, baseline, target), 1, axis=1)
