@@ -85,11 +85,12 @@ def test_the_llm_explainers_skip_cases_without_a_tokenizer():
 @pytest.mark.parametrize("name", CASES)
 def test_captum_llm_attribution_passes_where_theory_says_it_must(name):
     """Shapley value sampling converges to the exact values: every check; feature ablation and layer IG
-    from the padding give the padding exactly 0 and rank the deciding tokens first."""
+    from the padding give the padding exactly 0 and rank the deciding tokens first, as do shap's text
+    explainer's Owen values."""
     case = cases.get(name)
     sampled = verdicts("pytest_xai.explainers:llm_shapley_sampling", case)
     assert all(s.passed for s in sampled.values()), {c: s.detail for c, s in sampled.items()}
-    for spec in ("llm_feature_ablation", "llm_integrated_gradients"):
+    for spec in ("llm_feature_ablation", "llm_integrated_gradients", "llm_shap_text"):
         found = verdicts(f"pytest_xai.explainers:{spec}", case)
         for check in ("padding_credit", "target_token", "token_mask_precision"):
             assert found[check].passed, (spec, check, found[check].detail)
@@ -104,7 +105,7 @@ def test_each_zoo_member_fails_a_check_on_every_case(member):
 
 
 def test_the_wrong_generated_token_fails_the_target_check():
-    """Attributing one generated token of a two-token continuation, or the runner-up next token, is
+    """Attributing one generated token of a two-token continuation, or a wrong next token, is
     an attribution of the wrong target."""
     case = cases.get("llm_copy_continuation")
     first_only = case.truth["per_token_values"][:, 0]

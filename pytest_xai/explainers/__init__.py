@@ -54,6 +54,7 @@ _WHERE = {
             "llm_feature_ablation",
             "llm_shapley_sampling",
             "llm_integrated_gradients",
+            "llm_shap_text",
             "llm_zoo_attention",
             "llm_zoo_ig_zero_embeddings",
             "llm_zoo_wrong_target",

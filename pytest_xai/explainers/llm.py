@@ -1,7 +1,7 @@
 """Attribution of generated tokens, as users of captum's ``LLMAttribution`` write it, and the
 language-model zoo (explainers that are wrong in the ways published language-model attributions are).
 
-The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
+``llm_shap_text`` is shap's text explainer on the same prompts.  The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
 ``LLMGradientAttribution`` with the case's ``tokenizer``, one ``TextTokenInput`` per prompt (its
 baseline the padding token), the case's ``target_ids`` as the target, and return captum's
 ``seq_attr`` (one value per prompt token, summed over the generated tokens).  The perturbation
@@ -69,6 +69,30 @@ def llm_integrated_gradients(model: "torch.nn.Module", inputs, tokenizer, target
         attribution = LLMGradientAttribution(LayerIntegratedGradients(model, model.get_input_embeddings()), tokenizer)
         baselines = torch.full((1, np.shape(inputs)[1]), tokenizer.pad_token_id, dtype=torch.long)
         return _each_prompt(attribution, tokenizer, inputs, target_ids, baselines=baselines, n_steps=64)
+
+
+def llm_shap_text(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+    """shap's text explainer as its users call it: ``shap.Explainer(f, shap.maskers.Text(tokenizer,
+    mask_token=pad))`` on each prompt's text, ``f`` the target's log-probability of the masked texts
+    (shap picks its Partition explainer: Owen values over the tokens' hierarchy, 500 evaluations)."""
+    import shap
+    import torch
+
+    def explain_one(text: str, target: np.ndarray) -> np.ndarray:
+        def f(texts):
+            ids = torch.as_tensor([tokenizer.encode(t) for t in texts], dtype=torch.long)
+            follow = torch.as_tensor(target[:-1], dtype=torch.long).expand(len(ids), -1)
+            with torch.no_grad():
+                logits = model(torch.cat([ids, follow], dim=1)).logits[:, ids.shape[1] - 1 :]
+            chosen = torch.as_tensor(target, dtype=torch.long).expand(len(ids), -1)
+            return logits.log_softmax(dim=-1).gather(2, chosen[..., None])[..., 0].sum(dim=1).double().numpy()
+
+        masker = shap.maskers.Text(tokenizer, mask_token=tokenizer.pad_token, collapse_mask_token=False)
+        return shap.Explainer(f, masker)([text], max_evals=500, silent=True).values[0]
+
+    with one_thread():
+        rows = np.asarray(inputs).astype(np.int64)
+        return np.stack([explain_one(tokenizer.decode(row), t) for row, t in zip(rows, np.asarray(target_ids))])
 
 
 # ------------------------------------------------------------------------------------------------

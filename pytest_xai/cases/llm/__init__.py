@@ -170,16 +170,27 @@ def _explained(task: str, seed: int, model: Any) -> tuple[np.ndarray, np.ndarray
     return prompts, answers, values, masks
 
 
+def _wrong_target(task: str, prompt: np.ndarray, answer: np.ndarray) -> int:
+    """The next token an attribution of the wrong target explains: the word one position off
+    (copy), the value of another key in the prompt (recall), the other answer (trigger)."""
+    if task == "copy":
+        return int(next(prompt[p] for p in (COPY_POSITION + 1, COPY_POSITION - 1, COPY_POSITION + 2) if prompt[p] != answer[0]))
+    if task == "recall":
+        return int(next(t for t in prompt if t in _VALUE_IDS and t != answer[0]))
+    return NO if answer[0] == YES else YES
+
+
 def _arrays(task: str, seed: int, model: Any, cache: Any) -> dict[str, np.ndarray]:
-    """The explained rows of :func:`_explained` and the exact values of each row's runner-up next
-    token, from the disk cache (keyed by the shipped weights' digest) or built (a few seconds)."""
-    from pytest_xai.cases.llm.model import continuation_predictor, exact_values, weights_digest
+    """The explained rows of :func:`_explained` and the exact values of each row's wrong next token
+    (:func:`_wrong_target`), from the disk cache (keyed by the shipped weights' digest) or built (a
+    few seconds)."""
+    from pytest_xai.cases.llm.model import exact_values, weights_digest
 
     def build() -> dict[str, np.ndarray]:
         prompts, answers, values, masks = _explained(task, seed, model)
-        runner_up = np.argsort(-continuation_predictor(model, 1)(prompts), axis=1)[:, 1]
-        others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, runner_up)])
-        return {"prompts": prompts, "answers": answers, "values": values, "masks": masks, "runner_up": others}
+        wrong = [_wrong_target(task, p, a) for p, a in zip(prompts, answers)]
+        others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, wrong)])
+        return {"prompts": prompts, "answers": answers, "values": values, "masks": masks, "wrong": others}
 
     return cache.arrays(f"llm_{task}", {"task": task, "seed": seed, "weights": weights_digest()}, build)
 
@@ -195,9 +206,9 @@ def _case(info, task: str, seed: int, cache: Any, width: int) -> Case:
     answers, values, masks = arrays["answers"][:, :width], arrays["values"][:, :width], arrays["masks"][:, :width]
     predict = continuation_predictor(model, width)
     target = answers[:, 0] if width == 1 else answers[:, 0] * len(VOCABULARY) + answers[:, 1]
-    # the wrong targets the target check compares with: the runner-up next token; for a continuation,
-    # each of its tokens alone
-    others = arrays["runner_up"][:, None] if width == 1 else values
+    # the wrong targets the target check compares with: a wrong next token; for a continuation, each
+    # of its tokens alone
+    others = arrays["wrong"][:, None] if width == 1 else values
     return Case(
         info=info,
         inputs=prompts,
@@ -270,6 +281,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide((a * b).sum(axis=-1), norms, out=np.zeros(norms.shape), where=norms > 0)
 
 
+DISTINCT = 0.9  # target_token: the largest cosine between the target's exact values and a wrong target's
 _TARGET_BY_CONSTRUCTION = {
     "abs_of_exact": "the exact values of the deciding tokens are positive and the others within a few hundredths of "
     "0, so |v| points where v does; it is the same target",
@@ -297,26 +309,35 @@ _TARGET_BY_CONSTRUCTION = {
 def target_token(attributions, case: Case, *, min_cosine: float, min_fraction: float) -> Score:
     """The explanation is of the target generated token(s), not of another one: per row, its cosine
     similarity with the exact values of the target is at least min_cosine and above its similarity
-    with the exact values of each wrong target (the runner-up next token; for a continuation, each of
-    its tokens alone), on at least min_fraction of the rows.
+    with the exact values of each wrong target (the word one position off, another key's value, the
+    other answer; for a continuation, each of its tokens alone), on at least min_fraction of the rows.
 
     The wrong targets are the mistakes of published attributions of generated text: an off-by-one
     position or vocabulary index (unseal#7), one generated token explained for the whole
     continuation.  A constant map scores about 1/sqrt(L) = 0.29 and fails min_cosine; a sign flip
-    is closest to nothing.
+    is closest to nothing.  A wrong target whose exact values have cosine >= 0.9 with the target's
+    (one deciding token whose presence raises both log-probabilities) is left out, and a row without
+    a distinct wrong target too (counted in the detail).
     """
     A = attributions_of(attributions)
     truth = np.asarray(case.truth["token_values"], dtype=float)
     others = np.asarray(case.truth["other_targets"], dtype=float)  # (n, K, L)
+    # a wrong target whose exact values point where the target's do cannot be told apart by direction
+    informative = _cosine(truth[:, None], others) < DISTINCT
+    rows = informative.any(axis=1)
+    params = {"min_cosine": min_cosine, "min_fraction": min_fraction}
+    if not rows.any():
+        return Score("target_token", 1.0, True, min_fraction, "no row has a wrong target distinct from its own", params)
     right = _cosine(A, truth)
-    wrong = _cosine(A[:, None], others).max(axis=1)
+    wrong = np.where(informative, _cosine(A[:, None], others), -np.inf).max(axis=1)
     ok = (right >= min_cosine) & (right > wrong)
-    fraction = float(ok.mean())
-    row = int(np.argmin(right - wrong))
+    fraction = float(ok[rows].mean())
+    row = int(np.argmin(np.where(rows, right - wrong, np.inf)))
     detail = (
-        f"{fraction:.0%} of {len(ok)} rows are closest to the exact values of their target (cosine >= "
-        f"{min_cosine:g} and above every wrong target's; need {min_fraction:.0%}); worst row {row}: cosine "
-        f"{right[row]:.3f} with the target, {wrong[row]:.3f} with a wrong target"
+        f"{fraction:.0%} of {int(rows.sum())} rows are closest to the exact values of their target (cosine >= "
+        f"{min_cosine:g} and above every wrong target's; need {min_fraction:.0%})"
+        + (f"; {int((~rows).sum())} rows whose wrong targets point the same way left out" if not rows.all() else "")
+        + f"; worst row {row}: cosine {right[row]:.3f} with the target, {wrong[row]:.3f} with a wrong target"
     )
     return Score(
         "target_token",
@@ -324,6 +345,6 @@ def target_token(attributions, case: Case, *, min_cosine: float, min_fraction: f
         fraction >= min_fraction,
         min_fraction,
         detail,
-        {"min_cosine": min_cosine, "min_fraction": min_fraction},
+        params,
         {"row": row, "cosine_target": float(right[row]), "cosine_wrong": float(wrong[row])},
     )
