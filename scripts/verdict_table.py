@@ -4,6 +4,7 @@
     python scripts/verdict_table.py --zoo      # also: what each degenerate explainer passes, by check
     python scripts/verdict_table.py --zoo-only --out=zoo.md   # only that section
     python scripts/verdict_table.py --sequences   # only the transformer and timeseries section, in place
+    python scripts/verdict_table.py --llm         # only the llm family's section, in place
 
 The table is generated from a real run (the JSON report), never typed by hand; each failure gets
 the one-line detail its check produced.  With ``--zoo`` a second real run puts every member of the
@@ -47,13 +48,37 @@ SEQUENCES = {
     "explainers": ["feature_occlusion", "integrated_gradients", "archdetect", "shap_kernel", "random"],
     "title": "## Verdicts on the transformer and timeseries families",
 }
+#: The section of the language-model family: the main job's explainers, captum's LLM adapters, shap's
+#: text explainer, the language-model zoo (each must fail a check) and the negative control.
+LANGUAGE_MODELS = {
+    "families": {"llm"},
+    "marker": "xai_llm or xai_transformer",
+    "select": "llm_copy or llm_recall or llm_trigger",
+    "explainers": [
+        "feature_occlusion",
+        "integrated_gradients",
+        "archdetect",
+        "llm_feature_ablation",
+        "llm_shapley_sampling",
+        "llm_integrated_gradients",
+        "llm_shap_text",
+        "llm_zoo_attention",
+        "llm_zoo_ig_zero_embeddings",
+        "llm_zoo_wrong_target",
+        "llm_zoo_position",
+        "llm_zoo_input_ids",
+        "random",
+    ],
+    "title": "## Verdicts on the llm family",
+}
 
 
-def run_battery(report: Path, explainers: list[str] | None = None, marker: str = BATTERY) -> dict:
+def run_battery(report: Path, explainers: list[str] | None = None, marker: str = BATTERY, select: str = "") -> dict:
     from pytest_xai import explainers as module
 
     known = [e for e in (EXPLAINERS if explainers is None else explainers) if e in module.__all__]
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, f"--xai-report={report}"]
+    args += ["-k", select] if select else []
     args += [f"--xai-explainer=pytest_xai.explainers:{e}" for e in known]
     subprocess.run(args, cwd=tempfile.gettempdir(), check=False)
     return json.loads(report.read_text())
@@ -187,9 +212,19 @@ def main() -> None:
         action="store_true",
         help="only the transformer and timeseries section, replaced in place in --out",
     )
+    parser.add_argument("--llm", action="store_true", help="only the llm family's section, replaced in place in --out")
     options = parser.parse_args()
     from pytest_xai.explainers import ZOO_MEMBERS
 
+    if options.llm:
+        section = LANGUAGE_MODELS
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = run_battery(Path(tmp) / "llm.json", section["explainers"], section["marker"], section["select"])
+        options.out.write_text(
+            replace_section(options.out.read_text(), markdown(doc, section["families"], section["title"]))
+        )
+        print(f"wrote the section {section['title']!r} of {options.out}")
+        return
     if options.sequences:
         with tempfile.TemporaryDirectory() as tmp:
             doc = run_battery(Path(tmp) / "sequences.json", SEQUENCES["explainers"], marker=SEQUENCES["marker"])

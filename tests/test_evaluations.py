@@ -160,7 +160,9 @@ def test_a_hugging_face_model_called_through_forward_is_counted():
     import torch
 
     transformers.logging.set_verbosity_error()
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=16, n_positions=8, n_embd=8, n_layer=1, n_head=1))
+    model = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=16, n_positions=8, n_embd=8, n_layer=1, n_head=1)
+    )
     ids = torch.zeros((3, 5), dtype=torch.long)
     with counting({"model": model}) as (arguments, tally):
         arguments["model"].forward(input_ids=ids, attention_mask=torch.ones_like(ids))

@@ -7,15 +7,21 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from pytest_xai import NotApplicable, cases  # noqa: E402 - after the skip
-from pytest_xai.cases import llm  # noqa: E402
-from pytest_xai.cases.llm import model as lm  # noqa: E402
-from pytest_xai.checks import CHECKS  # noqa: E402
-from pytest_xai.engine import contract  # noqa: E402
+from pytest_xai import NotApplicable, cases
+from pytest_xai.cases import llm
+from pytest_xai.cases.llm import model as lm
+from pytest_xai.checks import CHECKS
+from pytest_xai.engine import contract
 
 CASES = ("llm_copy", "llm_copy_continuation", "llm_recall", "llm_trigger")
 CHECK_NAMES = ("token_mask_precision", "padding_credit", "token_values", "target_token")
-ZOO = ("llm_zoo_attention", "llm_zoo_ig_zero_embeddings", "llm_zoo_wrong_target", "llm_zoo_position", "llm_zoo_input_ids")
+ZOO = (
+    "llm_zoo_attention",
+    "llm_zoo_ig_zero_embeddings",
+    "llm_zoo_wrong_target",
+    "llm_zoo_position",
+    "llm_zoo_input_ids",
+)
 
 
 def score(check, attributions, case):

@@ -1,15 +1,16 @@
 """Attribution of generated tokens, as users of captum's ``LLMAttribution`` write it, and the
 language-model zoo (explainers that are wrong in the ways published language-model attributions are).
 
-``llm_shap_text`` is shap's text explainer on the same prompts.  The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
+The three captum explainers wrap a perturbation or gradient method in ``LLMAttribution`` /
 ``LLMGradientAttribution`` with the case's ``tokenizer``, one ``TextTokenInput`` per prompt (its
 baseline the padding token), the case's ``target_ids`` as the target, and return captum's
 ``seq_attr`` (one value per prompt token, summed over the generated tokens).  The perturbation
 methods pass ``use_cached_outputs=False``: with captum 0.9 and transformers 5 the cached path of a
-multi-token target feeds GPT-2 position ids beyond the sequence (``IndexError: index out of range``).  They ask for
-``tokenizer`` and ``target_ids``, so they run on the language-model cases (the ``llm`` family) and
-skip elsewhere.  Kokhlikyan et al. 2020; Miglani et al. 2023, "Using Captum to Explain Generative
-Language Models" (arXiv 2312.05491).
+multi-token target feeds GPT-2 position ids beyond the sequence (``IndexError: index out of
+range``).  They ask for ``tokenizer`` and ``target_ids``, so they run on the language-model cases
+(the ``llm`` family) and skip elsewhere.  ``llm_shap_text`` is shap's text explainer on the same
+prompts.  Kokhlikyan et al. 2020; Miglani et al. 2023, "Using Captum to Explain Generative Language
+Models" (arXiv 2312.05491).
 
 The zoo (``llm_zoo_*``, ``docs/verdicts.md``): attention weights read as attributions, Integrated
 Gradients from all-zero embeddings instead of the padding's, the runner-up token explained instead of
@@ -18,11 +19,15 @@ the target, credit by position alone, and the token ids themselves.  Each must f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pytest_xai.explainers.captum.recipe import one_thread
+from pytest_xai.tokens import embeddings
+
+if TYPE_CHECKING:  # torch is imported inside the calls
+    import torch
 
 
 def _each_prompt(attribution: Any, tokenizer: Any, inputs: Any, target_ids: Any, **kwargs: Any) -> np.ndarray:
@@ -39,7 +44,7 @@ def _each_prompt(attribution: Any, tokenizer: Any, inputs: Any, target_ids: Any,
     return out
 
 
-def llm_feature_ablation(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+def llm_feature_ablation(model: torch.nn.Module, inputs, tokenizer, target_ids):
     """captum ``LLMAttribution(FeatureAblation(model), tokenizer)``: each prompt token replaced by the
     padding, the change in the target's log-probability (summed over its tokens)."""
     from captum.attr import FeatureAblation, LLMAttribution
@@ -49,7 +54,7 @@ def llm_feature_ablation(model: "torch.nn.Module", inputs, tokenizer, target_ids
         return _each_prompt(attribution, tokenizer, inputs, target_ids, use_cached_outputs=False)
 
 
-def llm_shapley_sampling(model: "torch.nn.Module", inputs, tokenizer, target_ids, seed):
+def llm_shapley_sampling(model: torch.nn.Module, inputs, tokenizer, target_ids, seed):
     """captum ``LLMAttribution(ShapleyValueSampling(model), tokenizer)`` with 50 permutations per
     prompt, seeded: Shapley values of the target's log-probability against the padding."""
     from captum.attr import LLMAttribution, ShapleyValueSampling
@@ -59,19 +64,19 @@ def llm_shapley_sampling(model: "torch.nn.Module", inputs, tokenizer, target_ids
         return _each_prompt(attribution, tokenizer, inputs, target_ids, n_samples=50, use_cached_outputs=False)
 
 
-def llm_integrated_gradients(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+def llm_integrated_gradients(model: torch.nn.Module, inputs, tokenizer, target_ids):
     """captum ``LLMGradientAttribution(LayerIntegratedGradients(model, embeddings), tokenizer)`` from the
     padding's embeddings, 64 steps, summed over the embedding dimension."""
     import torch
     from captum.attr import LayerIntegratedGradients, LLMGradientAttribution
 
     with one_thread():
-        attribution = LLMGradientAttribution(LayerIntegratedGradients(model, model.get_input_embeddings()), tokenizer)
+        attribution = LLMGradientAttribution(LayerIntegratedGradients(model, embeddings(model)), tokenizer)
         baselines = torch.full((1, np.shape(inputs)[1]), tokenizer.pad_token_id, dtype=torch.long)
         return _each_prompt(attribution, tokenizer, inputs, target_ids, baselines=baselines, n_steps=64)
 
 
-def llm_shap_text(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+def llm_shap_text(model: torch.nn.Module, inputs, tokenizer, target_ids):
     """shap's text explainer as its users call it: ``shap.Explainer(f, shap.maskers.Text(tokenizer,
     mask_token=pad))`` on each prompt's text, ``f`` the target's log-probability of the masked texts
     (shap picks its Partition explainer: Owen values over the tokens' hierarchy, 500 evaluations)."""
@@ -99,7 +104,7 @@ def llm_shap_text(model: "torch.nn.Module", inputs, tokenizer, target_ids):
 # The language-model zoo: each is wrong in a way published attributions are, and must fail a check.
 
 
-def llm_zoo_attention(model: "torch.nn.Module", inputs, tokenizer):
+def llm_zoo_attention(model: torch.nn.Module, inputs, tokenizer):
     """Attention as explanation (Jain & Wallace 2019): the last layer's attention from the last
     position, averaged over heads."""
     import torch
@@ -110,26 +115,26 @@ def llm_zoo_attention(model: "torch.nn.Module", inputs, tokenizer):
     return attentions[-1][:, :, -1].mean(dim=1).double().numpy()
 
 
-def llm_zoo_ig_zero_embeddings(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+def llm_zoo_ig_zero_embeddings(model: torch.nn.Module, inputs, tokenizer, target_ids):
     """Integrated Gradients of the first target token's log-probability from all-zero input embeddings
     (captum's default baseline of ``IntegratedGradients`` on ``inputs_embeds``), not the padding's."""
     import torch
     from captum.attr import IntegratedGradients
 
-    def log_prob(embeddings, target):
-        logits = model(inputs_embeds=embeddings).logits[:, -1]
+    def log_prob(inputs_embeds, target):
+        logits = model(inputs_embeds=inputs_embeds).logits[:, -1]
         return logits.log_softmax(dim=-1)[torch.arange(len(logits)), target]
 
     with one_thread():
         ids = torch.as_tensor(np.asarray(inputs).astype(np.int64))
-        embeddings = model.get_input_embeddings()(ids).detach()
+        vectors = embeddings(model)(ids).detach()
         target = torch.as_tensor(np.asarray(target_ids)[:, 0], dtype=torch.long)
         ig = IntegratedGradients(log_prob)
-        out = ig.attribute(embeddings, additional_forward_args=(target,), n_steps=64, internal_batch_size=64)
+        out = ig.attribute(vectors, additional_forward_args=(target,), n_steps=64, internal_batch_size=64)
     return out.sum(dim=-1).double().numpy()
 
 
-def llm_zoo_wrong_target(model: "torch.nn.Module", inputs, tokenizer, target_ids):
+def llm_zoo_wrong_target(model: torch.nn.Module, inputs, tokenizer, target_ids):
     """Feature ablation of the runner-up next token instead of the target (an off-by-one or a wrong
     index into the vocabulary)."""
     import torch

@@ -143,7 +143,7 @@ def _gated(task: str) -> Any:
     return model, measured
 
 
-def _explained(task: str, seed: int, model: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+def _explained(task: str, seed: int, model: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The explained rows of ``task`` for ``seed``: ``(prompts, answers, per-token exact values
     (n, T, L), per-token deciding masks (n, T, L))``, only rows the model answers right (greedy)
     and whose exact summed values put the deciding tokens strictly first by magnitude."""
@@ -174,7 +174,9 @@ def _wrong_target(task: str, prompt: np.ndarray, answer: np.ndarray) -> int:
     """The next token an attribution of the wrong target explains: the word one position off
     (copy), the value of another key in the prompt (recall), the other answer (trigger)."""
     if task == "copy":
-        return int(next(prompt[p] for p in (COPY_POSITION + 1, COPY_POSITION - 1, COPY_POSITION + 2) if prompt[p] != answer[0]))
+        return int(
+            next(prompt[p] for p in (COPY_POSITION + 1, COPY_POSITION - 1, COPY_POSITION + 2) if prompt[p] != answer[0])
+        )
     if task == "recall":
         return int(next(t for t in prompt if t in _VALUE_IDS and t != answer[0]))
     return NO if answer[0] == YES else YES
@@ -258,14 +260,18 @@ def llm_copy_continuation(info, *, seed, cache) -> Case:
     return _case(info, "copy", seed, cache, 2)
 
 
-@FAMILY.case(category="fidelity", source="GPT-2 trained on seeded key-value retrieval (scripts/train_llm.py)", checks=_CHECKS)
+@FAMILY.case(
+    category="fidelity", source="GPT-2 trained on seeded key-value retrieval (scripts/train_llm.py)", checks=_CHECKS
+)
 def llm_recall(info, *, seed, cache) -> Case:
     """Key-value retrieval: ``k v`` pairs, then ``<sep> k_q``; the query key, the matching key and its
     value decide the next token."""
     return _case(info, "recall", seed, cache, 1)
 
 
-@FAMILY.case(category="fidelity", source="GPT-2 trained on a seeded trigger task (scripts/train_llm.py)", checks=_CHECKS)
+@FAMILY.case(
+    category="fidelity", source="GPT-2 trained on a seeded trigger task (scripts/train_llm.py)", checks=_CHECKS
+)
 def llm_trigger(info, *, seed, cache) -> Case:
     """``yes`` when ``fire`` occurs; every explained prompt also holds the distractor ``fir``."""
     return _case(info, "trigger", seed, cache, 1)

@@ -31,20 +31,26 @@ WEIGHTS = DATA / "llm_gpt2.pt"
 CARD = DATA / "llm_gpt2.json"
 #: The shipped models' architecture: 2 layers, 4 heads, 48 dimensions (about 40,000 parameters each).
 CONFIG = {"n_positions": 16, "n_embd": 48, "n_layer": 2, "n_head": 4, "n_inner": 96}
+_POSITIONS, _WIDTH, _LAYERS, _HEADS, _INNER = CONFIG.values()
 
 
 def config() -> GPT2Config:
-    """The GPT-2 configuration of the family: no dropout, ``<pad>`` = 0, ``<bos>`` = 1, ``<sep>`` = 2, eager attention."""
-    return GPT2Config(
+    """The GPT-2 configuration of the family: no dropout, ``<pad>`` = 0, ``<bos>`` = 1, ``<sep>`` = 2,
+    eager attention (it returns attention weights when asked, ``output_attentions=True``)."""
+    return GPT2Config(  # type: ignore[call-arg]  # attn_implementation: PretrainedConfig's, not in GPT2Config's signature
         vocab_size=len(VOCABULARY),
+        n_positions=_POSITIONS,
+        n_embd=_WIDTH,
+        n_layer=_LAYERS,
+        n_head=_HEADS,
+        n_inner=_INNER,
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
         pad_token_id=PAD,
         bos_token_id=VOCABULARY.index("<bos>"),
         eos_token_id=VOCABULARY.index("<sep>"),
-        attn_implementation="eager",  # returns attention weights when asked (output_attentions=True)
-        **CONFIG,
+        attn_implementation="eager",
     )
 
 
@@ -90,7 +96,9 @@ def token_log_probs(model: GPT2LMHeadModel, prompts: np.ndarray, continuation: n
     """log p(continuation_k | prompt, continuation_<k) per row and generated token, (n, T) float64,
     teacher-forced in one forward pass, attention mask all ones (captum's ``LLMAttribution``)."""
     prompts = np.asarray(prompts, dtype=np.int64)
-    continuation = np.array(np.broadcast_to(np.asarray(continuation, dtype=np.int64), (len(prompts), np.shape(continuation)[-1])))
+    continuation = np.array(
+        np.broadcast_to(np.asarray(continuation, dtype=np.int64), (len(prompts), np.shape(continuation)[-1]))
+    )
     ids = torch.as_tensor(np.concatenate([prompts, continuation[:, :-1]], axis=1))
     out = []
     with torch.no_grad():
@@ -155,7 +163,7 @@ def exact_values(model: GPT2LMHeadModel, prompt: np.ndarray, answer: np.ndarray)
         return memo[key]
 
     row, pad = np.asarray(prompt, dtype=float)[None], np.full(len(prompt), float(PAD))
-    return np.stack([baseline_shapley(lambda z: table(z)[:, k], row, pad)[0] for k in range(len(answer))])
+    return np.stack([baseline_shapley(lambda z, k=k: table(z)[:, k], row, pad)[0] for k in range(len(answer))])
 
 
 def continuation_predictor(model: GPT2LMHeadModel, width: int):
@@ -163,7 +171,9 @@ def continuation_predictor(model: GPT2LMHeadModel, width: int):
     (n, vocab) for ``width`` 1, of every two-token continuation (n, vocab²; class t1·vocab + t2) for 2."""
 
     def predict(prompts: Any) -> np.ndarray:
-        ids = torch.as_tensor(np.clip(np.rint(np.asarray(prompts, dtype=float)), 0, len(VOCABULARY) - 1).astype(np.int64))
+        ids = torch.as_tensor(
+            np.clip(np.rint(np.asarray(prompts, dtype=float)), 0, len(VOCABULARY) - 1).astype(np.int64)
+        )
         return np.concatenate([_continuations(ids[first : first + 256]) for first in range(0, len(ids), 256)])
 
     def _continuations(ids: torch.Tensor) -> np.ndarray:

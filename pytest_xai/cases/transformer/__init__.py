@@ -422,9 +422,9 @@ def padding_credit(attributions, case: Case, *, max_share: float) -> Score:
 
 _LLM_VALUES = "llm_*"
 _VALUES_BY_CONSTRUCTION = {
-    f"abs_of_exact@{_LLM_VALUES}": "the exact log-probability values of the deciding tokens are positive and the others "
-    "within a few hundredths of 0, so |v| is v up to those; target_token's and precision's zoo, and the llm zoo, "
-    "reject what is wrong about the target or the tokens",
+    f"abs_of_exact@{_LLM_VALUES}": "the exact log-probability values of the deciding tokens are positive and the "
+    "others within a few hundredths of 0, so |v| is v up to those; target_token's and precision's zoo, and the llm "
+    "zoo, reject what is wrong about the target or the tokens",
     f"noisy_10@{_LLM_VALUES}": "the language-model cases admit the sampling error of Shapley value sampling at 50 "
     "permutations (relative MSE up to 0.2): noise at 10 % of the map's RMS is inside it",
     f"noisy_30@{_LLM_VALUES}": "the language-model cases admit the sampling error of Shapley value sampling at 50 "

@@ -396,7 +396,7 @@ def conditioned_on_output(inputs, predict, baseline, target):
     """shap#3217: the scores of the generated text were computed conditioned on the output itself:
     the target appended to the prompt (shifted left by one) and its log-probability read after it."""
     column = _column(predict, target)
-    shifted = lambda X: column(np.concatenate([X[:, 1:], np.asarray(target, dtype=float)[:, None]], axis=1))  # noqa: E731
+    shifted = lambda X: column(np.concatenate([X[:, 1:], np.asarray(target, dtype=float)[:, None]], axis=1))
     return _occluded(inputs, shifted, baseline)
 
 
@@ -404,7 +404,7 @@ def target_one_position_early(inputs, predict, baseline, target):
     """TomFrederik/unseal#7: the target's logit selected at the wrong position: the distribution
     predicted one token early (after the prompt without its last token)."""
     column = _column(predict, target)
-    early = lambda X: column(np.concatenate([np.zeros((len(X), 1)), X[:, :-1]], axis=1))  # noqa: E731
+    early = lambda X: column(np.concatenate([np.zeros((len(X), 1)), X[:, :-1]], axis=1))
     return _occluded(inputs, early, baseline)
 
 
