@@ -103,11 +103,16 @@ def test_captum_llm_attribution_passes_where_theory_says_it_must(name):
 
 
 @pytest.mark.parametrize("member", ZOO)
-def test_each_zoo_member_fails_a_check_on_every_case(member):
+def test_each_zoo_member_fails_a_check_on_every_case_and_passes_only_what_is_declared(member):
+    from pytest_xai.explainers.llm import ZOO_PASSES
+
+    passes = set()
     for name in CASES:
         case = cases.get(name)
         found = verdicts(f"pytest_xai.explainers:{member}", case)
         assert not all(s.passed for s in found.values()), (member, name)
+        passes |= {f"{check}[{name}]" for check, s in found.items() if s.passed}
+    assert passes == set(ZOO_PASSES[member])
 
 
 def test_the_wrong_generated_token_fails_the_target_check():

@@ -103,6 +103,45 @@ def llm_shap_text(model: torch.nn.Module, inputs, tokenizer, target_ids):
 # ------------------------------------------------------------------------------------------------
 # The language-model zoo: each is wrong in a way published attributions are, and must fail a check.
 
+_PAD_ZERO = "the padding's id is 0 and its embedding the baseline's: the map is 0 there, as a correct one is"
+_SAME_TOKENS = "a wrong target of this case is decided by the same tokens: its map points where the target's does"
+#: What each zoo member passes, and why (``tests/test_llm.py`` asserts these are exactly its passes).
+ZOO_PASSES: dict[str, dict[str, str]] = {
+    "llm_zoo_attention": {
+        "padding_credit[llm_recall]": "the last position's attention falls on the keys and values, not on the padding",
+        "target_token[llm_recall]": "the attention falls on the query key and the matching pair, the target's tokens",
+        "token_mask_precision[llm_trigger]": "the last position attends to the trigger most",
+        "target_token[llm_trigger]": "the attention on the trigger points where the exact values of 'yes' do",
+    },
+    "llm_zoo_ig_zero_embeddings": {
+        "padding_credit[llm_copy]": "IG of a copy from zero embeddings credits the copied word alone",
+        "padding_credit[llm_copy_continuation]": "IG of a copy from zero embeddings credits the copied words alone",
+        "token_mask_precision[llm_trigger]": "the trigger dominates the path from zero embeddings too",
+        "token_values[llm_trigger]": "the trigger's value (about 14 nats) dominates; the padding's share is small",
+        "target_token[llm_trigger]": "the map points at the trigger, as the target's exact values do",
+    },
+    "llm_zoo_wrong_target": {
+        "padding_credit[llm_copy]": _PAD_ZERO,
+        "padding_credit[llm_copy_continuation]": _PAD_ZERO,
+        "padding_credit[llm_recall]": _PAD_ZERO,
+        "padding_credit[llm_trigger]": _PAD_ZERO,
+        "token_mask_precision[llm_recall]": _SAME_TOKENS,
+        "target_token[llm_recall]": _SAME_TOKENS,
+        "token_mask_precision[llm_trigger]": _SAME_TOKENS,
+        "target_token[llm_trigger]": _SAME_TOKENS,
+    },
+    "llm_zoo_position": {
+        "target_token[llm_recall]": "the ramp rises to the query key at the end, which the target's values credit and "
+        "a wrong key's value does not; token_values and token_mask_precision reject it",
+    },
+    "llm_zoo_input_ids": {
+        "padding_credit[llm_copy]": "the padding's id is 0",
+        "padding_credit[llm_copy_continuation]": "the padding's id is 0",
+        "padding_credit[llm_recall]": "the padding's id is 0",
+        "padding_credit[llm_trigger]": "the padding's id is 0",
+    },
+}
+
 
 def llm_zoo_attention(model: torch.nn.Module, inputs, tokenizer):
     """Attention as explanation (Jain & Wallace 2019): the last layer's attention from the last
