@@ -124,3 +124,26 @@ def test_the_wrong_generated_token_fails_the_target_check():
     assert score("target_token", case.truth["token_values"], case).passed
     copy = cases.get("llm_copy")
     assert not score("target_token", copy.truth["other_targets"][:, 0], copy).passed
+
+
+def test_the_captum_llm_adapter_gives_a_verdict_on_every_llm_case_from_the_command_line(pytester, tmp_path):
+    """pytest --xai-explainer=<captum LLM adapter>: a verdict on every check of every llm case (through
+    the engine's workers), the evaluations of its model.forward calls counted, other cases skipped."""
+    import json
+
+    report = tmp_path / "report.json"
+    pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "xai_llm or xai_transformer",
+        "-k",
+        "llm_copy or llm_recall or llm_trigger",
+        "--xai-explainer=pytest_xai.explainers:llm_feature_ablation",
+        f"--xai-report={report}",
+    )
+    results = json.loads(report.read_text())["results"]
+    assert {(r["check"], r["case"]) for r in results} == {(c, n) for c in CHECK_NAMES for n in CASES}
+    assert {r["status"] for r in results} <= {"PASS", "FAIL"}
+    assert [r["check"] for r in results if r["status"] == "FAIL"] == ["token_values"]  # llm_recall's interactions
+    assert all(r["evaluations"] > 0 for r in results)
