@@ -299,9 +299,11 @@ def xai_snapshot(request: pytest.FixtureRequest, xai_explain: Callable[..., Any]
             others = [_rerun(explain, seed, values.shape) for seed in seeds]
             written = snap.Snapshot.measure(values, others, seeds=(base, *seeds), features=feature_names, meta=meta)
             _write(node, path, written.dumps(), measured=bool(seeds))
+            return values
         except snap.SnapshotError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        return values
+            problem = str(exc)
+        record_of(node).detail = problem
+        pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
 
     return snapshot
 
