@@ -30,6 +30,7 @@ from pytest_xai.plugin.fixtures import (  # noqa: F401
     xai_check,
     xai_explain,
     xai_explainer,
+    xai_snapshot,
 )
 from pytest_xai.plugin.settings import XaiOptions, pytest_addoption, read_options  # noqa: F401 - a hook
 from pytest_xai.plugin.state import (

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from pytest_xai.case import CaseRef
 from pytest_xai.engine.judge import MarkerError, ReexplainError, Repeats
+from pytest_xai.engine.runner import derive_seed
 from pytest_xai.errors import CaseFault, CheckFault, NotApplicable
 from pytest_xai.plugin.state import (
     XaiState,
@@ -249,6 +251,127 @@ def xai_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return score
 
     return run_check
+
+
+@pytest.fixture
+def xai_snapshot(request: pytest.FixtureRequest, xai_explain: Callable[..., Any]) -> Callable[..., Any]:
+    """Compare attributions with the test's reviewed snapshot file (``--xai-snapshot-update`` writes it).
+
+    ``xai_snapshot(explainer, case)`` explains ``case`` (``xai_explain``, the run's seed) and, when
+    writing, again under other seeds; ``xai_snapshot(attributions, explain=lambda seed: ...)`` takes
+    values you computed, ``explain`` giving them under another seed (without it the explainer is
+    taken to be deterministic).  The tolerance is the spread between those seeds
+    (:mod:`pytest_xai.reports.snapshot`).  ``name`` tells several snapshots of one test apart.
+    Returns the attributions compared.
+    """
+    from pytest_xai.reports import snapshot as snap
+
+    state = state_of(request.config)
+    node = request.node
+    test = node.nodeid.split("::", 1)[1] if "::" in node.nodeid else node.name
+    used: set[Any] = set()
+
+    def snapshot(subject, case=None, *, explain=None, name: str | None = None, feature_names=None):
+        unnamed = sum(isinstance(k, int) for k in used)
+        key: Any = name if name is not None else unnamed
+        if key in used:
+            pytest.fail(f"xai_snapshot: name {name!r} used twice in {node.nodeid}; give each snapshot its own name")
+        used.add(key)
+        if name is None and unnamed:
+            name = str(unnamed + 1)  # the second unnamed snapshot of a test is <test>.2
+        path = snap.path_for(node.path, test, name)
+        meta = {"test": node.nodeid}
+        base = state.options.seed
+        if case is not None:
+            if explain is not None:
+                pytest.fail("xai_snapshot(explainer, case) re-runs the explainer itself: leave out explain=")
+            explainer, base = subject, state.runner.seed_for(case)
+            subject = xai_explain(explainer, case)
+            explain = lambda seed: xai_explain(explainer, case, seed=seed)
+            meta.update(explainer=getattr(explainer, "spec", str(explainer)), case=case.name)
+            if feature_names is None and not isinstance(case, CaseRef):  # a CaseRef is not built here
+                feature_names = case.feature_names
+        try:
+            values = snap.values_of(subject)
+            if not state.options.snapshot_update:
+                return _compare(node, snap, path, values, feature_names)
+            seeds = [derive_seed(base, "xai_snapshot", str(k)) for k in range(1, snap.RESEEDS + 1)] if explain else []
+            others = [_rerun(explain, seed, values.shape) for seed in seeds]
+            written = snap.Snapshot.measure(values, others, seeds=(base, *seeds), features=feature_names, meta=meta)
+            _write(node, path, written.dumps(), measured=bool(seeds))
+            return values
+        except snap.SnapshotError as exc:
+            problem = str(exc)
+        record_of(node).detail = problem
+        pytest.fail(problem, pytrace=False)  # outside the except block: no chained exception
+
+    return snapshot
+
+
+def _rerun(explain: Callable[..., Any], seed: int, shape: tuple[int, ...]) -> Any:
+    """``explain(seed)`` (or ``explain()`` for a function of no arguments), checked against ``shape``."""
+    import inspect
+
+    from pytest_xai.reports import snapshot as snap
+
+    try:
+        takes_seed = bool(inspect.signature(explain).parameters)
+    except (TypeError, ValueError):
+        takes_seed = True
+    values = snap.values_of(explain(seed) if takes_seed else explain(), "explain()'s attributions")
+    if values.shape != shape:
+        raise snap.SnapshotError(
+            f"xai_snapshot: explain(seed) gave attributions of shape {values.shape}, the snapshot's are {shape}; "
+            f"explain= must recompute the same attributions under another seed"
+        )
+    return values
+
+
+def _compare(node: pytest.Item, snap: Any, path: Path, values: Any, feature_names: Any) -> Any:
+    import os
+
+    if not os.path.lexists(path):
+        rec = record_of(node)
+        rec.error = rec.detail = f"no explanation snapshot {path}"
+        pytest.fail(
+            f"no explanation snapshot {path}: run pytest {snap.UPDATE} {node.nodeid} to write it, "
+            f"then review it and commit it",
+            pytrace=False,
+        )
+    changes = snap.read(path).changes(values, path, feature_names)
+    if changes is not None:
+        record_of(node).detail = changes.splitlines()[0]
+        pytest.fail(changes, pytrace=False)
+    record_of(node).detail = "snapshot matched"
+    return values
+
+
+def _write(node: pytest.Item, path: Path, text: str, *, measured: bool) -> None:
+    """Write a snapshot (the safe writer of reports); the test's property ``xai_snapshot`` says what became of it."""
+    import json
+    import os
+
+    from pytest_xai.reports import files
+
+    data = text.encode("utf-8", errors="backslashreplace")
+    try:
+        where = files.target(path)  # a FIFO is never opened to be read
+        same = (
+            where.kind == "file"
+            and os.path.isfile(where.path)
+            and os.path.getsize(where.path) == len(data)
+            and Path(where.path).read_bytes() == data
+        )
+        files.write_bytes(path, data)
+    except OSError as exc:
+        pytest.fail(
+            f"could not write the explanation snapshot {path}: {exc.strerror or exc}; make its folder writable",
+            pytrace=False,
+        )
+    action = "unchanged" if same else "written"
+    note = "" if measured else " (no explain=: tolerance of a deterministic explainer)"
+    record_of(node).detail = f"snapshot {action}: {path}{note}"
+    node.user_properties.append(("xai_snapshot", json.dumps({"path": str(path), "action": action, "note": note})))
 
 
 def _overspent(state: XaiState, case, evaluations: int | None) -> str | None:

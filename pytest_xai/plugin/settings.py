@@ -151,6 +151,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--xai-html", default=None, metavar="PATH", help="write a self-contained HTML report to PATH")
     group.addoption(
+        "--xai-snapshot-update",
+        action="store_true",
+        help="write or refresh the explanation snapshots of xai_snapshot (__xai_snapshots__/ beside each "
+        "test file) instead of comparing with them; without it a missing snapshot fails",
+    )
+    group.addoption(
         "--xai-gate",
         default=None,
         metavar="verdict|regression",
@@ -207,6 +213,7 @@ class XaiOptions:
     shard: tuple[int, int] | None = None
     require: tuple[str, ...] = ()  # extras whose missing library fails a test instead of skipping it
     require_source: str = "--xai-require"
+    snapshot_update: bool = False  # xai_snapshot writes its files instead of comparing
 
     @property
     def explainers_on_command_line(self) -> bool:
@@ -269,6 +276,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         categories=tuple(config.getoption("xai_category")),
         no_suite=config.getoption("xai_no_suite"),
         benchmark=config.getoption("xai_benchmark"),
+        snapshot_update=config.getoption("xai_snapshot_update"),
         **ci,
     )
 

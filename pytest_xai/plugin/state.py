@@ -151,6 +151,7 @@ class XaiState:
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
         self._background: Background | None = None
         self.picture_failures: list[str] = []
+        self.snapshots: list[tuple[str, str]] = []  # (node id, the xai_snapshot property: JSON text)
         self._imported_ahead = False
         self._frozen_with = 0  # modules imported when the heap was last frozen (freeze)
         self._gc_paused = False
@@ -348,11 +349,15 @@ class XaiState:
             )
             if rec is not None:
                 self.records.append(rec)
+        for key, value in report.user_properties if report.when == "call" else ():
+            if key == "xai_snapshot":  # written by xai_snapshot under --xai-snapshot-update
+                self.snapshots.append((report.nodeid, str(value)))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The score table (and pictures that could not be drawn)."""
         for failure in self.picture_failures:
             terminalreporter.write_line(f"pytest-xai: could not draw the worst example of {failure}")
+        self._snapshot_summary(terminalreporter)
         if not self.records:
             return
         from pytest_xai.reports import report as xai_report
@@ -364,6 +369,20 @@ class XaiState:
 
         for line in extras.summary(self.records):  # a run that lost its extras says so
             terminalreporter.write_line(line)
+
+    def _snapshot_summary(self, terminalreporter) -> None:
+        """What ``--xai-snapshot-update`` did: each snapshot written, and how many were unchanged."""
+        import json
+
+        if not self.snapshots:
+            return
+        done = [(nodeid, json.loads(value)) for nodeid, value in self.snapshots]
+        written = [(nodeid, d) for nodeid, d in done if d.get("action") == "written"]
+        terminalreporter.write_sep("=", "xai snapshots")
+        for nodeid, d in written:
+            terminalreporter.write_line(f"written: {d.get('path')} ({nodeid}){d.get('note', '')}")
+        review = ": review and commit them" if written else ""
+        terminalreporter.write_line(f"{len(written)} snapshot(s) written, {len(done) - len(written)} unchanged{review}")
 
     @pytest.hookimpl(tryfirst=True)  # before any other writer's hook, which may raise (pytest's JUnit XML)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
