@@ -28,6 +28,8 @@ LIBRARIES = (
     "xgboost-cpu",
     "torch",
     "captum",
+    "transformers",
+    "tokenizers",
     "scikit-learn",
     "chess",
     "hypothesis",
