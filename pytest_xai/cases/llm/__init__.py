@@ -1,7 +1,7 @@
 """Generative language models: which prompt tokens decide the next token, known by construction.
 
 Small causal language models built with ``transformers`` (a ``GPT2LMHeadModel`` from a tiny
-``GPT2Config``, :mod:`pytest_xai.cases.llm.model`), one per task, trained in seconds on seeded
+``GPT2Config``, :mod:`pytest_xai.cases.llm.model`), one per task, trained in one to two minutes on seeded
 synthetic prompts and shipped (``scripts/train_llm.py``, ``pytest_xai/data/llm_gpt2.json``, an
 accuracy gate).  Each decides its next token from known prompt tokens (``docs/sequences.md``,
 "Language models"):
