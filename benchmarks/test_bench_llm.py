@@ -13,15 +13,15 @@ from pathlib import Path
 import phases
 import pytest
 
+from pytest_xai.explainers import LLM_EXPLAINERS
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPLAINERS = (
     "feature_occlusion",
     "integrated_gradients",
     "archdetect",
-    "llm_feature_ablation",
-    "llm_shapley_sampling",
-    "llm_integrated_gradients",
-)
+    *LLM_EXPLAINERS[:3],
+)  # the main job's, captum's
 SELECT = ["-m", "xai_llm or xai_transformer", "-k", "llm_copy or llm_recall or llm_trigger"]
 RUNS: dict[str, dict] = {}
 

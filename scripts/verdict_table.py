@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pytest_xai.explainers import LLM_EXPLAINERS, LLM_ZOO
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPLAINERS = [
     "exact_shapley",
@@ -54,21 +56,7 @@ LANGUAGE_MODELS = {
     "families": {"llm"},
     "marker": "xai_llm or xai_transformer",
     "select": "llm_copy or llm_recall or llm_trigger",
-    "explainers": [
-        "feature_occlusion",
-        "integrated_gradients",
-        "archdetect",
-        "llm_feature_ablation",
-        "llm_shapley_sampling",
-        "llm_integrated_gradients",
-        "llm_shap_text",
-        "llm_zoo_attention",
-        "llm_zoo_ig_zero_embeddings",
-        "llm_zoo_wrong_target",
-        "llm_zoo_position",
-        "llm_zoo_input_ids",
-        "random",
-    ],
+    "explainers": ["feature_occlusion", "integrated_gradients", "archdetect", *LLM_EXPLAINERS, *LLM_ZOO, "random"],
     "title": "## Verdicts on the llm family",
 }
 

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from pytest_xai import NotApplicable, cases
+from pytest_xai import NotApplicable, cases, explainers
 from pytest_xai.cases import llm
 from pytest_xai.cases.llm import model as lm
 from pytest_xai.checks import CHECKS
@@ -15,13 +15,7 @@ from pytest_xai.engine import contract
 
 CASES = ("llm_copy", "llm_copy_continuation", "llm_recall", "llm_trigger")
 CHECK_NAMES = ("token_mask_precision", "padding_credit", "token_values", "target_token")
-ZOO = (
-    "llm_zoo_attention",
-    "llm_zoo_ig_zero_embeddings",
-    "llm_zoo_wrong_target",
-    "llm_zoo_position",
-    "llm_zoo_input_ids",
-)
+ZOO = explainers.LLM_ZOO
 
 
 def score(check, attributions, case):

@@ -49,21 +49,18 @@ _WHERE = {
         ],
         "captum",
     ),
-    **dict.fromkeys(
-        [
-            "llm_feature_ablation",
-            "llm_shapley_sampling",
-            "llm_integrated_gradients",
-            "llm_shap_text",
-            "llm_zoo_attention",
-            "llm_zoo_ig_zero_embeddings",
-            "llm_zoo_wrong_target",
-            "llm_zoo_position",
-            "llm_zoo_input_ids",
-        ],
-        "llm",
-    ),
 }
+#: The explainers of generated text (module ``llm``): captum's LLM attribution and shap's text explainer,
+#: then the language-model zoo, each wrong in a published way.
+LLM_EXPLAINERS = ("llm_feature_ablation", "llm_shapley_sampling", "llm_integrated_gradients", "llm_shap_text")
+LLM_ZOO = (
+    "llm_zoo_attention",
+    "llm_zoo_ig_zero_embeddings",
+    "llm_zoo_wrong_target",
+    "llm_zoo_position",
+    "llm_zoo_input_ids",
+)
+_WHERE.update(dict.fromkeys(LLM_EXPLAINERS + LLM_ZOO, "llm"))
 #: The library a module of ``_WHERE`` imports at its top; the others import theirs inside the calls.
 _IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}
 #: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
