@@ -38,7 +38,7 @@ SOURCE = "Belaid et al. 2022, Compare-xAI, test stress_nb_features (IMDB, shap's
 FAMILY = Family("stress", source=SOURCE, smoke=("stress_rank", "stress_nb_features"))
 N_DOCS, MEAN_LENGTH, VOCABULARY, ZIPF = 2000, 150, 2000, 1.1
 N_HELD_OUT = N_BACKGROUND = 100
-N_EXPLAINED = 20  # of the held-out documents (README "Budget of model evaluations")
+N_EXPLAINED = 20  # of the held-out documents (docs/reference.md, "Budget of model evaluations")
 #: Model evaluations per explainer call (pytest_xai.engine.budget): KernelSHAP's cost here is its 1,258-wide
 #: synthetic rows, not the linear model; 5e5 keeps 2,500 coalitions (2 d) x 10 background rows.
 BUDGET = 500_000

@@ -10,7 +10,7 @@ Every explainer call has a budget (``--xai-budget`` / ini ``xai_budget``, else t
 smaller one, so that a call stays within seconds whatever the explainer.  An explainer asks for it
 by naming the contract argument ``budget`` and sizes ``nsamples`` / ``num_samples`` / ``n_samples``
 from it.  The reference adapters do so through the helpers below,
-and keep each library's own default whenever it fits (README "Budget of model evaluations").
+and keep each library's own default whenever it fits (docs/reference.md, "Budget of model evaluations").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Worker processes that run untrusted explainers under a CPU-time limit (README, "Reliability").
+"""Worker processes that run untrusted explainers under a CPU-time limit (docs/reference.md, "Reliability").
 
 One reusable worker per explainer and plugin process, in a session of its own, so that stopping
 it stops anything it started.  Workers are forked by a zygote (:mod:`pytest_xai.engine.zygote`), a

@@ -23,7 +23,7 @@ WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time lim
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The ``--xai-*`` options and ``xai_*`` ini values (README "Options")."""
+    """The ``--xai-*`` options and ``xai_*`` ini values (docs/reference.md, "Options")."""
     group = parser.getgroup("xai", "explainers under test (pytest-xai)")
     group.addoption(
         "--xai-explainer",
