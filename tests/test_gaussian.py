@@ -378,7 +378,7 @@ def test_checks_are_registered_with_markers_and_thresholds():
     # max_gap against the exact Shapley values; the absolute bar for cases without them (user cases)
     assert REGISTRY["faithfulness"].thresholds == {"max_gap": 0.03, "min_score": 0.5}
     assert REGISTRY["monotonicity"].thresholds == {"max_gap": 0.05, "min_score": 0.6}
-    assert REGISTRY["infidelity"].thresholds == {"max_gap": 0.05, "max_score": 0.15}
+    assert REGISTRY["infidelity"].thresholds == {"max_gap": 0.02, "max_score": 0.15}
     assert "sign_flipped" in REGISTRY["monotonicity"].passes_by_construction
     assert "sign_flipped" not in REGISTRY["faithfulness"].passes_by_construction
 
@@ -458,4 +458,58 @@ def test_truth_relative_checks_pass_exact_values_against_the_background():
     phi = exact_shapley(case.inputs, case.predict, case.background, case.target)
     for check_name in GAUSSIAN_CHECKS:
         score = _run(check_name, phi, case)
+        assert score.passed, score.detail
+
+
+#: The seven Gaussian cases whose label is linear in x (w = [0, 1, 2, 3, 4]: x0 is a dummy).
+LINEAR_CASES = [
+    "gaussian_linear_rho0",
+    "gaussian_linear_rho25",
+    "gaussian_linear_rho50",
+    "gaussian_linear_rho75",
+    "gaussian_linear_rho99",
+    "gaussian_mixture_linear",
+    "gaussian_linear_regression_rho50",
+]
+
+
+def _dummy_credited(phi):
+    """The credits of x0 (weight 0) and x1 exchanged: the dummy gets x1's attribution."""
+    out = np.array(phi, dtype=float, copy=True)
+    out[:, [0, 1]] = out[:, [1, 0]]
+    return out
+
+
+def _batch_z_scored(phi):
+    """Each feature's column standardised over the batch (the dummy's all-zero column stays 0)."""
+    phi = np.asarray(phi, dtype=float)
+    return (phi - phi.mean(axis=0)) / np.maximum(phi.std(axis=0), 1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", LINEAR_CASES)
+def test_infidelity_fails_a_credited_dummy_and_batch_z_scoring_on_every_linear_case(name, seed):
+    """Both passed: the credited dummy on all seven cases (0.036 against the exact values' 0.012 at
+    p_remove = 0.5, gap 0.05), z-scoring at rho = 0.99 (0.048 against 0.014)."""
+    case = cases.get(name, seed=seed)
+    phi = case.truth["shapley_interventional"]
+    assert _run("infidelity", phi, case).passed
+    for wrong in (_dummy_credited(phi), _batch_z_scored(phi)):
+        score = _run("infidelity", wrong, case)
+        assert not score.passed, score.detail
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", ["gaussian_linear_rho0", "gaussian_linear_rho99", "multinomial_linear"])
+def test_infidelity_passes_the_truth_and_the_exact_values_against_the_background(name, seed):
+    """Both correct games pass: the exact values of the true marginal, and those against the
+    case's own 100-row background (what KernelSHAP estimates; 0.033 worse in the true game at rho = 0.99)."""
+    from pytest_xai.explainers.baselines import exact_shapley
+
+    case = cases.get(name, seed=seed)
+    for phi in (
+        case.truth["shapley_interventional"],
+        exact_shapley(case.inputs, case.predict, case.background, case.target),
+    ):
+        score = _run("infidelity", phi, case)
         assert score.passed, score.detail

@@ -15,8 +15,14 @@ from pytest_xai.case import Case, Score
 from pytest_xai.checks import attributions_of, check
 from pytest_xai.errors import NotApplicable
 
+#: The game of the case's own background rows: the interventional expectation over them, the truth its
+#: reference (:func:`pytest_xai.reference.for_case`), what an explainer given ``background`` estimates.
+BACKGROUND = "background"
+
 
 def _reference_for(case: Case, conditional: str) -> Any:
+    if conditional == BACKGROUND and case.background is not None:
+        return np.asarray(case.background, dtype=float).reshape(len(case.background), -1)
     if conditional == "baseline" and case.baseline is not None:  # the game of explain.reference = "baseline"
         return np.broadcast_to(np.asarray(case.baseline, dtype=float), np.shape(case.inputs)[1:]).reshape(-1)
     distribution = case.meta.get("distribution")
@@ -34,6 +40,9 @@ def _truth(case: Case, conditional: str) -> tuple[np.ndarray, reference.Referenc
     key = f"shapley_{conditional}"
     if key in case.truth:
         return np.asarray(case.truth[key]), None
+    if conditional == BACKGROUND:
+        found = reference.for_case(case, "interventional")
+        return found.values, found
     if conditional not in reference.CONVENTIONS:
         raise ValueError(f"case {case.name!r} has no truth {key!r}; it has {sorted(case.truth)}")
     found = reference.for_case(case, conditional)
@@ -44,6 +53,7 @@ def _what(found: reference.Reference | None, conditional: str) -> str:
     if found is None:
         return f"exact {conditional} Shapley values"
     how = "exact" if found.method == "exact" else f"estimated (max error {found.max_error:.3g})"
+    conditional = "interventional" if conditional == BACKGROUND else conditional
     return f"the reference ({how} {conditional} Shapley values of the model, {found.evaluations:,} evaluations)"
 
 
@@ -130,6 +140,13 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
     return score
 
 
+#: Each feature's chance of being removed in infidelity's subsets.  At XAI-Bench's 1/2 a subset
+#: removes half the features, and an error confined to two of them (the dummy credited with its
+#: neighbour's value) costs 0.015 to 0.048 of E[Delta f^2] on the linear cases, inside the noise of
+#: a converged estimator; at 1/5 mostly one or two features go, and the same error costs 0.032 to 0.22
+#: while 10 % noise stays at 0.013 at most (seeds 0 and 1, ``tests/test_gaussian.py``).
+P_REMOVE = 0.2
+
 _TRUTH_SCORES: weakref.WeakKeyDictionary[Case, dict] = weakref.WeakKeyDictionary()
 _EFFECTS: weakref.WeakKeyDictionary[Case, dict] = weakref.WeakKeyDictionary()
 
@@ -141,8 +158,13 @@ def _effects(name: str, case: Case, conditional: str) -> Any:
     memo = _EFFECTS.setdefault(case, {})
     if (name, conditional) not in memo:
         reference = _reference_for(case, conditional)
-        compute = metrics.single_removal_effects if name == "faithfulness" else metrics.subset_removal_effects
-        memo[name, conditional] = compute(case.predict, case.inputs, reference, target=case.target)
+        memo[name, conditional] = (
+            metrics.single_removal_effects(case.predict, case.inputs, reference, target=case.target)
+            if name == "faithfulness"
+            else metrics.subset_removal_effects(
+                case.predict, case.inputs, reference, p_remove=P_REMOVE, target=case.target
+            )
+        )
     return memo[name, conditional]
 
 
@@ -168,6 +190,7 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
             case.inputs,
             A,
             reference,
+            p_remove=P_REMOVE,
             relative="global",
             normalize="global",
             target=case.target,
@@ -350,15 +373,8 @@ def monotonicity(
 @check(
     marker="xai_infidelity",
     reference=_shapley_reference,
-    thresholds={"max_gap": 0.05, "max_score": 0.15},
-    passes_by_construction={
-        "noisy_10": _SMALL_NOISE,
-        "noisy_30": "infidelity sums attributions over random subsets, which averages independent noise out: "
-        "30 % noise costs 0.045 to 0.049 of E[Delta f^2] on the correlated cases; gt_shapley bounds noise",
-        "swapped@gaussian_linear_rho99": "at rho = 0.99 features 3 and 4 are nearly one variable, so swapping their "
-        "attributions moves a subset's summed attribution by 2.6 % of E[Delta f^2]; "
-        "gt_shapley catches the swap",
-    },
+    thresholds={"max_gap": 0.02, "max_score": 0.15},
+    passes_by_construction={"noisy_10": _SMALL_NOISE},
 )
 def infidelity(
     attributions, case: Case, *, conditional: str = "interventional", max_gap: float, max_score: float = 0.15
@@ -366,31 +382,48 @@ def infidelity(
     """The summed attribution of a removed feature set predicts the output change (infidelity).
 
     Yeh et al. 2019 (XAI-Bench §3.1, Liu et al. 2021) with subset removal: each feature removed with
-    probability 1/2, 100 subsets per point, expectations over the case's conditional, divided by
-    E[Delta f^2] so that it lies in [0, 1] (1 = explains nothing).  The attributions are rescaled by
-    one common beta* >= 0 for the whole case (scale-free in w), not one per point as in Yeh et al.'s
-    code: a per-point beta* may be negative, so -phi scored exactly like phi, and it forgives any
-    per-row rescaling, so the model output copied to every feature passed on the correlated cases.
-    Calibrated on the case itself: pass when the mean is at most that of the exact Shapley values of
-    the case plus max_gap (default 0.05).  On the 13 gaussian cases (seed 0) the exact values score
-    0.005 to 0.09, exact values against the 100-row background at most 0.033 more (rho = 0.99), and
-    the closest zoo member not declared 0.078 more (the input itself at rho = 0.99).  The value is
-    1 - mean.  The gap cannot be tighter than what the legitimate estimate needs (the background
-    values trail by up to 0.033), and that is all that separates the exchange of x0 (weight 0) and x1
-    on the seven linear cases: it trails by 0.016 (rho = 0.99) to 0.033 (rho = 0); infidelity cannot
-    tell it from a correct estimate there, gt_shapley (error 0.06 to 0.08) rejects it.  Column
-    z-scoring trails by 0.13 (rho = 0.99) to 0.53 and fails everywhere (seed 0).  Passes by
-    construction ``noisy_10`` and ``noisy_30`` (subset sums average noise out)
-    and, at rho = 0.99 only, two swapped features that are nearly one variable.  On a case without
-    exact Shapley values the mean must be <= max_score (default 0.15 of E[Delta f^2]: exact values of
-    a gradient-boosting model 0.02, the truth plus 100 % noise 0.21, ``tests/test_generic_checks.py``).
+    probability :data:`P_REMOVE` (1/5), 100 subsets per point, expectations over the case's
+    conditional, divided by E[Delta f^2] so that it lies in [0, 1] (1 = explains nothing).  The
+    attributions are rescaled by one common beta* >= 0 for the whole case (scale-free in w), not one
+    per point as in Yeh et al.'s code: a per-point beta* may be negative, so -phi scored exactly like
+    phi, and it forgives any per-row rescaling, so the model output copied to every feature passed on
+    the correlated cases.  Calibrated on the case itself: pass when the mean is at most that of the
+    correct values plus max_gap (default 0.02), in either of two games: the case's conditional with
+    its exact Shapley values, or, for the interventional one, the case's own background rows with
+    the exact values against them (:data:`BACKGROUND`, what an explainer given ``background``
+    estimates; in the first game they trail by up to 0.033 at rho = 0.99, a gap that let wrong maps
+    through).  On the 13 gaussian cases (seeds 0 and 1) each correct answer scores 0 above its own
+    game's truth; the dummy x0 credited with x1's value (the two exchanged) trails by 0.032 to 0.22
+    on the seven linear cases, column z-scoring over the batch by 0.087 to 0.30 (0.026 on the
+    piecewise-linear label), two swapped top features by 0.047 or more, 30 % noise by 0.046 or more,
+    the input itself by 0.17 or more; 10 % noise, the sampling error of a converged estimator, by at
+    most 0.013 (``tests/test_gaussian.py``).  The value is 1 - mean.  Passes by construction
+    ``noisy_10`` (within tolerance).  On a case without exact Shapley values the mean must be <=
+    max_score (default 0.15 of E[Delta f^2]: on the diabetes data of ``tests/test_generic_checks.py``
+    the exact values of a gradient-boosting regressor score 0.048, plus 30 % noise 0.11, plus 100 %
+    noise 0.47).
     """
-    return _relative_verdict(
-        "infidelity",
-        attributions,
-        case,
-        conditional,
-        max_gap,
-        f"relative infidelity ({conditional})",
-        ("max_score", max_score),
-    )
+    games = [conditional]
+    if conditional == "interventional" and "distribution" in case.meta and case.background is not None:
+        games.append(BACKGROUND)
+    scores = [
+        _relative_verdict(
+            "infidelity",
+            attributions,
+            case,
+            game,
+            max_gap,
+            f"relative infidelity ({'against the background rows' if game == BACKGROUND else game})",
+            ("max_score", max_score),
+        )
+        for game in games
+    ]
+    return min(scores, key=_shortfall)
+
+
+def _shortfall(score: Score) -> float:
+    """How far a relative verdict is from passing (0 when it passes)."""
+    if score.passed:
+        return 0.0
+    truth = score.params.get("truth_score")
+    return math.inf if truth is None else (1.0 - score.value) - truth
