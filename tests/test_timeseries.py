@@ -16,7 +16,7 @@ from pytest_xai.engine import contract
 from pytest_xai.metrics import precision_at_truth_size
 
 CASES = ("timeseries_shape", "timeseries_channel", "timeseries_cnn")
-CHECK_NAMES = ("window_precision", "off_window_credit", "deletion_drop")
+CHECK_NAMES = ("window_precision", "off_window_credit", "deletion_drop", "window_sign")
 
 
 def score(check, attributions, case):
@@ -24,8 +24,27 @@ def score(check, attributions, case):
     return info.func(attributions, case, **{**info.thresholds, **case.info.checks[check]})
 
 
-def explained(explainer, case):
-    return contract.run(contract.load(f"pytest_xai.explainers:{explainer}"), case, seed=0).attributions
+def explained(explainer, case, seed=0):
+    return contract.run(contract.load(f"pytest_xai.explainers:{explainer}"), case, seed=seed).attributions
+
+
+def _wrong_class(case):
+    """The case with the next class explained instead of the predicted one."""
+    classes = case.predict(case.inputs[:1]).shape[1]
+    return dataclasses.replace(case, target=(np.asarray(case.target) + 1) % classes)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", CASES)
+def test_sign_flipped_and_wrong_class_maps_fail_the_family(name, seed):
+    """The three |a| checks passed them all (9 of 9): the window's credit must have its evidence's sign."""
+    case = cases.get(name, seed=seed)
+    ig = explained("integrated_gradients", case, seed)
+    assert all(score(check, ig, case).passed for check in case.info.checks)
+    wrong = _wrong_class(case)
+    for bad in (-ig, explained("integrated_gradients", wrong, seed), explained("input_x_gradient", wrong, seed)):
+        failed = [check for check in case.info.checks if not score(check, bad, case).passed]
+        assert failed, "a sign-flipped or wrong-class map passed every check"
 
 
 def test_cases_are_registered_with_their_checks():
@@ -156,9 +175,9 @@ def test_integrated_gradients_gets_verdicts_on_both_new_families(pytester, tmp_p
     )
     results = json.loads(report.read_text())["results"]
     verdicts = [r for r in results if r["status"] in ("PASS", "FAIL")]
-    assert len(verdicts) == len(results) == 16
+    assert len(verdicts) == len(results) == 19
     for family in ("transformer", "timeseries"):
         assert len({r["case"] for r in verdicts if r["family"] == family}) == 3
     passed = [r for r in verdicts if r["status"] == "PASS"]
-    assert len(passed) >= 14, [(r["check"], r["case"], r["detail"]) for r in verdicts if r["status"] == "FAIL"]
-    result.assert_outcomes(passed=len(passed), failed=16 - len(passed))
+    assert len(passed) >= 17, [(r["check"], r["case"], r["detail"]) for r in verdicts if r["status"] == "FAIL"]
+    result.assert_outcomes(passed=len(passed), failed=19 - len(passed))
