@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.engine.contract import Explainer, Explanation
     from pytest_xai.engine.isolate import Limits, Pool, Watch
 
-#: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
+#: Threshold precedence, strongest first (docs/explainers.md, "Writing your own tests"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
 
 
