@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.test_plugin import QUIET
 
 EXPLAINERS = """
@@ -57,6 +59,7 @@ def _in_a_terminal(pytester, *args: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
 
 
+@pytest.mark.slow  # two runs of pytest in a pseudo-terminal
 def test_a_long_call_says_its_case_and_spend_in_a_terminal_and_nothing_under_q(pytester):
     pytester.makepyfile(mine=EXPLAINERS)
     args = (*QUIET, *ONE, "--xai-explainer=mine:slow", "--xai-explainer=mine:fast", "--xai-progress=0.2")
