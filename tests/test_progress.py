@@ -21,7 +21,7 @@ from pytest_xai.explainers.baselines import exact_shapley
 
 
 def slow(inputs, predict, background, target):
-    end = time.process_time() + 1.0  # busy, so its worker's CPU seconds grow
+    end = time.process_time() + 1.5  # busy, so its worker's CPU seconds grow
     while time.process_time() < end:
         pass
     return exact_shapley(inputs, predict, background, target)
@@ -67,7 +67,8 @@ def test_a_long_call_says_its_case_and_spend_in_a_terminal_and_nothing_under_q(p
     lines = re.findall(r"xai: (\w+) on cough_and_fever: ([\d.]+) s so far, ([\d.]+) CPU s", shown)
     assert lines and {e for e, _, _ in lines} == {"slow"}, shown  # the fast call stays quiet
     assert "2 passed" in shown and "Captured stdout" not in shown  # written as it ran, not captured
-    assert float(lines[-1][1]) >= 0.6 and float(lines[-1][2]) >= 0.3, lines  # its spend grows
+    spend = [(float(seconds), float(cpu)) for _, seconds, cpu in lines]
+    assert len(spend) >= 2 and spend[-1][0] > spend[0][0] and spend[-1][1] > spend[0][1], lines  # it grows
     assert "xai: slow on cough_and_fever" not in _in_a_terminal(pytester, *args, "-q")
 
 
