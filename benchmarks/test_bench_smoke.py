@@ -1,7 +1,7 @@
 """The fast gate (``-m xai_smoke``) against the full suite, warm cache, ``-n 2``, for exact_shapley.
 
 Both runs are pytest in a subprocess, as CI runs it; the ratio goes to ``extra_info``.  Nothing here
-asserts a wall-clock time (the README quotes the measured figures).
+asserts a wall-clock time (docs/speed.md keeps the measured figures).
 """
 
 import os

@@ -3,7 +3,7 @@
 Only light names live here, so that ``import pytest_xai`` (and the pytest plugin) stay free of
 numpy, torch and friends.  Everything heavy is imported by the modules that need it.
 
-Your own model and data (README "Test your explainer on your model"): :func:`make_case` builds a
+Your own model and data (docs/your-model.md): :func:`make_case` builds a
 case, :func:`register_case` adds a case builder to the suite, :func:`register_check` a check, and
 :class:`Family` declares a family of cases (a package's, shipped through entry points).
 

@@ -2,7 +2,7 @@
 
 Each function returns the cleaned value or raises :class:`OptionError` (a ``ValueError``) whose
 message names the option, the bad value and what to do; the plugin turns it into a usage error
-(exit code 4).  The rules are in the README's "Options" section.
+(exit code 4).  The rules are in docs/reference.md, "Options".
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A reference explanation for a case whose truth is unknown: Shapley values of its own model.
 
 For a user's model (``pytest_xai.make_case``) no attribution is known, so the fidelity checks would
-be held to absolute bars that a subtly wrong explainer clears (README "A reference for your
-model").  Here the reference is computed from the model itself, per row and target class:
+be held to absolute bars that a subtly wrong explainer clears (docs/your-model.md, "A
+reference for your model").  Here the reference is computed from the model itself, per row and target class:
 
 - ``convention="interventional"``: v_x(S) = mean over background rows b of f(x_S, b_rest)
   (Janzing et al. 2020), what TreeSHAP (interventional) and KernelSHAP estimate;

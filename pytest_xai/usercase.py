@@ -1,4 +1,4 @@
-"""Cases from a user's own model and data (README "Test your explainer on your model").
+"""Cases from a user's own model and data (docs/your-model.md).
 
 :func:`make_case` turns a model (scikit-learn, xgboost, torch or a plain callable) and the rows to
 explain into a :class:`pytest_xai.Case`; ``pytest_xai.register_case`` makes it part of the suite::

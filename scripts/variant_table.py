@@ -1,4 +1,4 @@
-"""The table "variant x case: declared checks passed" of issue 27 (README "A reference for your model").
+"""The table "variant x case: declared checks passed" of issue 27 (docs/your-model.md, "A reference for your model").
 
     python scripts/variant_table.py                    # with this checkout's pytest_xai
     PYTHONPATH=/path/to/old/checkout python scripts/variant_table.py   # the same on older code

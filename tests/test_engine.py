@@ -671,7 +671,7 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     sent: list[dict] = []
 
     class Pool:  # the pool's side of one call: what the worker is sent, and a valid reply
-        def explain(self, spec, request, case=None):
+        def explain(self, spec, request, case=None, watch=None):
             sent.append(request)
             return {"kind": "ok", "seconds": 0.0}, {"attributions": np.zeros(cases.get(request["case"]).inputs.shape)}
 

@@ -238,13 +238,13 @@ def test_registered_hf_models_get_verdicts_from_the_adapter_and_occlusion(pytest
     result.stdout.fnmatch_lines(["*SKIPPED*max_sensitivity*token ids*"])
 
 
-# --------------------------------------------------------------------------------------- README
+# ------------------------------------------------------------------------------- the docs' example
 
 
-def test_the_readme_hugging_face_example_runs(pytester, models):
-    """README "Your Hugging Face model": its conftest and its command, as written."""
-    readme = (ROOT / "README.md").read_text()
-    section = re.search(r"## Your Hugging Face model\n(.*?)\n## ", readme, re.DOTALL).group(1)
+def test_the_documented_hugging_face_example_runs(pytester, models):
+    """docs/your-model.md, "Your Hugging Face model": its conftest and its command, as written."""
+    page = (ROOT / "docs" / "your-model.md").read_text()
+    section = re.search(r"## Your Hugging Face model\n(.*?)\n## ", page, re.DOTALL).group(1)
     assert len(section.strip().splitlines()) <= 40
     conftest = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
     command = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).strip()

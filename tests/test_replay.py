@@ -263,15 +263,15 @@ def test_quantus_monotonicity_scores_noise_as_monotone_as_our_replay_of_its_bug_
     assert replay.arya_monotonicity(predict, X, noise, np.zeros(X.shape[1])).mean() < 1
 
 
-def test_the_readme_and_docs_bugs_md_state_the_corpus_counts():
+def test_the_comparison_and_docs_bugs_md_state_the_corpus_counts():
     """The headline counts cannot drift from the corpus (regenerate docs/bugs.md with scripts/bugs_table.py)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     caught = sum(r.uncaught is None for r in replay.REPLAYS)
     total = len(replay.REPLAYS)
-    readme = (root / "README.md").read_text()
-    assert f"replays {total} bugs" in readme and f"catches **{caught} of {total}**" in readme
+    comparison = (root / "docs" / "comparison.md").read_text()
+    assert f"replays {total} bugs" in comparison and f"catches **{caught} of {total}**" in comparison
     bugs = (root / "docs" / "bugs.md").read_text()
     assert f"**{caught} of {total} replayed bugs are caught" in bugs
     assert all(r.summary.replace("|", "\\|") in bugs for r in replay.REPLAYS), "regenerate docs/bugs.md"

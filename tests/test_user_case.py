@@ -175,7 +175,7 @@ def test_a_user_check_marker_without_explainer_is_registered(pytester):
 @pytest.mark.slow
 def test_examples_project_gates_real_models(tmp_path):
     """examples/own_model: shap on scikit-learn gradient boosting, captum IG on a torch MLP, and a
-    deliberately broken explainer that fails every new check (its xgboost case: README)."""
+    deliberately broken explainer that fails every new check (its xgboost case: docs/your-model.md)."""
     import subprocess
     import sys
 

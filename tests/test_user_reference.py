@@ -1,7 +1,8 @@
 """Issue 27, done when: on the example project and on a user case of our own, each subtly wrong
 variant of a correct explainer fails a declared check, and the correct explainer passes every one.
 
-The variants are what a new user's explainer gets wrong (README "A reference for your model"): two
+The variants are what a new user's explainer gets wrong (docs/your-model.md, "A reference
+for your model"): two
 features' credits swapped, one global map for every row, values squared or clipped at 0 (ReLU), a
 per-row offset, 30 % noise, and zeros on nine rows in ten.  Each claims completeness as the correct
 explainer does.  ``scripts/variant_table.py`` prints the passes per variant and case (also on an older

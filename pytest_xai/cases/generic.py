@@ -1,5 +1,5 @@
 """Checks that need no ground truth, for any model: completeness, determinism, batch invariance and
-max-sensitivity (docs: README "Test your explainer on your model").
+max-sensitivity (docs/your-model.md).
 
 They read the case's ``predict``, ``inputs`` and ``background`` only, so they run on a user's own
 model (:func:`pytest_xai.make_case`).  Three of them re-run the explainer through ``reexplain``

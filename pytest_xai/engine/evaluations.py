@@ -22,8 +22,8 @@ A call inside another counted call is not counted again (a re-entrancy guard, pe
 ``predict_proba`` calling ``decision_function``, a case's ``predict`` calling its torch model.  Rows
 evaluated in a copy of the model made by pickling, or in another process, are not counted.  0 means
 the explainer never called the model through what it was handed: TreeSHAP reads the trees, a
-negative control returns noise.  What the count proves, and what an explainer can still hide: README,
-"Model evaluations".
+negative control returns noise.  What the count proves, and what an explainer can still hide:
+docs/reference.md, "Model evaluations".
 """
 
 from __future__ import annotations

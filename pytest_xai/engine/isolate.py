@@ -55,6 +55,11 @@ TRUNCATED = 2.0
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 
 
+#: Told a running call's spend about every 50 ms: the seconds since it was sent, and the CPU seconds
+#: the explainer has used (None while the worker still loads it and builds the case).
+Watch = Callable[[float, "float | None"], None]
+
+
 @dataclass(frozen=True)
 class Limits:
     """``cpu``: CPU seconds per call (None: no limit); ``wall``: the wall-clock backstop."""
@@ -163,12 +168,14 @@ class Worker:
         limits: Limits,
         blob: bytes = b"",
         answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        watch: Watch | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Send one request and return the reply; raise ExplainerTimeout or ExplainerError.
 
         ``answer`` answers the worker's questions (``{"kind": "reexplain"}``: a check in the
-        judge's worker asks for the explainer again); the time spent answering is not the worker's."""
-        return self.receive(self.send(header, limits, blob), answer)
+        judge's worker asks for the explainer again); the time spent answering is not the worker's.
+        ``watch`` is told the call's spend so far while it runs (:data:`Watch`)."""
+        return self.receive(self.send(header, limits, blob), answer, watch)
 
     def send(self, header: dict[str, Any], limits: Limits, blob: bytes = b"") -> Sent:
         """Send one request; its reply is :meth:`receive`'s.  The limits run from now (a reply read
@@ -188,9 +195,11 @@ class Worker:
         self,
         sent: Sent,
         answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        watch: Watch | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The reply to ``sent`` (:meth:`send`), under its limits."""
         token, limits, phase = sent.token, sent.limits, sent.phase
+        begun = time.monotonic()
 
         def tick(received: int) -> None:
             if received != phase.received:
@@ -227,6 +236,8 @@ class Worker:
                 )
             if not self.alive:
                 raise EOFError
+            if watch is not None:
+                watch(time.monotonic() - begun, None if loading or now is None or cpu is None else now - cpu)
 
         try:
             while True:
@@ -369,10 +380,11 @@ class Pool:
         return worker
 
     def explain(
-        self, spec: str, request: dict[str, Any], case: Case | None = None
+        self, spec: str, request: dict[str, Any], case: Case | None = None, watch: Watch | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Run one explain request on the worker of ``spec``; ``case`` is pickled when given."""
-        reply, arrays = self.call(spec, {"op": "explain", **request}, case=case)
+        """Run one explain request on the worker of ``spec``; ``case`` is pickled when given; ``watch``
+        follows its spend (:data:`Watch`)."""
+        reply, arrays = self.call(spec, {"op": "explain", **request}, case=case, watch=watch)
         _raise_for(reply, "")
         return reply, arrays
 
@@ -403,6 +415,7 @@ class Pool:
         case: Case | None = None,
         blob: bytes = b"",
         answer: Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        watch: Watch | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """One request to the worker of ``spec`` and its reply, as sent; ``case`` is pickled (its
         hooks too when they pickle); a call whose worker died with its zygote is made once more."""
@@ -411,7 +424,7 @@ class Pool:
         for attempt in range(2):
             worker = self._worker(spec)
             try:
-                return worker.call(request, self.limits, blob, answer)
+                return worker.call(request, self.limits, blob, answer, watch)
             except ExplainerCrash:
                 if attempt or not worker.lost_with_zygote():
                     raise

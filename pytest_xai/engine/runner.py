@@ -35,9 +35,9 @@ if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.cache import Cache
     from pytest_xai.case import Case, CaseInfo, CaseRef, Score
     from pytest_xai.engine.contract import Explainer, Explanation
-    from pytest_xai.engine.isolate import Limits, Pool
+    from pytest_xai.engine.isolate import Limits, Pool, Watch
 
-#: Threshold precedence, strongest first (README "Thresholds"); the JSON names the level used.
+#: Threshold precedence, strongest first (docs/explainers.md, "Writing your own tests"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
 
 
@@ -137,6 +137,8 @@ class Runner:
         #: Entered while this thread only waits for a worker's reply (the plugin's background thread
         #: builds the next case and draws pictures then: ``plugin.state.Background``).
         self.waiting: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        #: Told the spend of each explainer call in a worker while it runs (the plugin's progress lines).
+        self.watch: Watch | None = None
 
     @property
     def pool(self) -> Pool:
@@ -411,7 +413,7 @@ class Runner:
         header, sent = self._addressed(case)
         request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": self.budget, **header}
         with self.waiting():
-            reply, arrays = self.pool.explain(explainer.spec, request, case=sent)
+            reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
         if sent is not None:
             shape, target = tuple(sent.inputs.shape), sent.target
         else:

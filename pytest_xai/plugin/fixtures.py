@@ -17,6 +17,7 @@ from pytest_xai.case import CaseRef
 from pytest_xai.engine.judge import MarkerError, ReexplainError, Repeats
 from pytest_xai.engine.runner import derive_seed
 from pytest_xai.errors import CaseFault, CheckFault, NotApplicable
+from pytest_xai.plugin import progress
 from pytest_xai.plugin.state import (
     XaiState,
     record_of,
@@ -150,15 +151,21 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
             state.wait_usefully()  # work of the plugin's own done while this call waits for its worker
         if benchmark is not None and state.runner.memoised(explainer, case, seed):
             benchmark.disabled = True  # the call was timed by the test that made it: no second timing
-        if benchmark is not None:
-            outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
-        else:
-            outcome, cached = run()
-        _warn_again(state.runner.build_warnings.pop(case.name, []))
-        if repeat > 1 and outcome.status == "ok":
-            outcome = _run_repeats(request.node, state, explainer, case, repeat)
+        what = f"{explainer.name} on {case.name}"
+        state.runner.watch = progress.watch(request.config, state.options.progress, what, state.options.timeout)
+        try:
+            if benchmark is not None:
+                outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
+            else:
+                outcome, cached = run()
+            _warn_again(state.runner.build_warnings.pop(case.name, []))
+            if repeat > 1 and outcome.status == "ok":
+                outcome = _run_repeats(request.node, state, explainer, case, repeat)
+        finally:
+            state.runner.watch = None
         rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
         rec.evaluations = outcome.evaluations  # the same call as seconds: shared by the checks of a case
+        rec.budget = state.runner.budget_for(case)
         if benchmark is not None:
             benchmark.extra_info["xai_evaluations"] = outcome.evaluations
         overspent = _overspent(state, case, rec.evaluations)

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_xai.case import CATEGORIES
 from pytest_xai.engine.budget import DEFAULT as BUDGET
+from pytest_xai.plugin.progress import AFTER as PROGRESS
 
 DEFAULT_TIMEOUT = 120.0
 WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
@@ -56,6 +57,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help=f"wall-clock backstop per explainer call, for explainers that sleep or deadlock "
         f"(default {WALL_FACTOR:g} x --xai-timeout)",
+    )
+    group.addoption(
+        "--xai-progress",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"in a terminal (not under -q), a line for an explainer call still running after SECONDS: its "
+        f"case and spend so far, again each time its time doubles (default {PROGRESS:g}; 0: none)",
     )
     group.addoption(
         "--xai-budget",
@@ -194,6 +203,7 @@ class XaiOptions:
     seed: int = 0
     timeout: float = DEFAULT_TIMEOUT  # CPU seconds per call; 0: in-process
     wall_timeout: float = WALL_FACTOR * DEFAULT_TIMEOUT  # the backstop (inf: none)
+    progress: float = PROGRESS  # seconds before a running call's first progress line (0: none)
     budget: int | None = None  # None: each case's own, else the default
     #: ``{"ini": {check: {param: value}}, "command line": {...}}``
     thresholds: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -254,6 +264,9 @@ def read_options(config: pytest.Config) -> XaiOptions:
     wall_timeout = config.getoption("xai_wall_timeout")
     if wall_timeout is not None and not wall_timeout > 0:
         raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
+    progress = config.getoption("xai_progress")
+    if progress is not None and not 0 <= progress < float("inf"):
+        raise pytest.UsageError(f"--xai-progress={progress:g}: must be a finite number of seconds >= 0")
     thresholds = {
         "ini": _thresholds(config.getini("xai_thresholds"), "ini xai_thresholds"),
         "command line": _thresholds(config.getoption("xai_threshold"), "--xai-threshold"),
@@ -269,6 +282,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         seed=_number(config, "xai_seed", options.check_seed),
         timeout=timeout,
         wall_timeout=WALL_FACTOR * timeout if wall_timeout is None else wall_timeout,
+        progress=PROGRESS if progress is None else progress,
         budget=_number(config, "xai_budget", options.check_budget) if budget_given else None,
         thresholds=thresholds,
         report=report,

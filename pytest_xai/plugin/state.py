@@ -369,6 +369,11 @@ class XaiState:
 
         for line in extras.summary(self.records):  # a run that lost its extras says so
             terminalreporter.write_line(line)
+        over = over_budget(self.records)
+        if over:
+            terminalreporter.write_sep("=", "xai over budget")
+            for line in over:
+                terminalreporter.write_line(line)
 
     def _snapshot_summary(self, terminalreporter) -> None:
         """What ``--xai-snapshot-update`` did: each snapshot written, and how many were unchanged."""
@@ -398,6 +403,19 @@ class XaiState:
                 rec.picture = None
         if not hasattr(self.config, "workerinput"):
             self._remember_costs()
+
+
+def over_budget(records: list[Record]) -> list[str]:
+    """A line for each explainer call that spent more model evaluations than its budget: explainer,
+    case, spend and budget (once per call, however many checks shared it)."""
+    from pytest_xai.engine import budget
+
+    lines = [
+        f"{rec.explainer} on {rec.case}: {budget.overspent(rec.evaluations, rec.budget)}"
+        for rec in records
+        if rec.budget is not None and budget.overspent(rec.evaluations, rec.budget)
+    ]
+    return list(dict.fromkeys(lines))
 
 
 def state_of(config: pytest.Config) -> XaiState:

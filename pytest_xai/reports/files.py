@@ -398,6 +398,7 @@ RESULT = {  # the fields of pytest_xai.reports.record.Record
     **{k: _optional(_bool) for k in ("passed", "cached", "flaky")},
     "seed": _optional(_int),
     "evaluations": _optional(_int),
+    "budget": _optional(_int),
     "threshold_sources": _optional(_strings),
     "repeat": _optional(_object),
 }

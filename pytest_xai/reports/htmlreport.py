@@ -18,8 +18,10 @@ from pytest_xai.engine.evaluations import compact
 from pytest_xai.reports.record import Record
 from pytest_xai.reports.record import records as records_of
 
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-STATUS_COLOURS = {"PASS": "#2ca02c", "FAIL": "#d62728", "ERROR": "#8b0000", "TIMEOUT": "#ff7f0e", "SKIP": "#999"}
+# One colour per explainer, in every chart: matplotlib's tab10 without the red and green the table
+# gives FAIL and PASS.  A verdict is a marker's shape (:func:`_marker`), never its colour.
+COLOURS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+MARKERS = "&#9679; PASS, &#10005; FAIL, &#9633; ERROR/TIMEOUT"  # the legend of :func:`_marker`
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
@@ -29,7 +31,8 @@ th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums
 .PASS{color:#1a7f1a;font-weight:600}.FAIL,.ERROR{color:#c00;font-weight:600}.TIMEOUT{color:#c60}.SKIP{color:#888}
 .flaky{background:#fff3cd;color:#7a5a00;padding:0 3px;border-radius:3px;font-weight:600}
 .facts{display:flex;flex-wrap:wrap;gap:1.5em}.facts table{margin-top:.3em}
-.charts{display:flex;flex-wrap:wrap;gap:1em} figure{margin:0} figcaption{font-size:.8em;color:#555}
+.charts{display:flex;flex-wrap:wrap;gap:1em} figure{margin:0} .charts figure{width:360px}
+figcaption{font-size:.8em;color:#555} .legend{white-space:nowrap}
 .filters{margin:.5em 0;display:flex;gap:1em;flex-wrap:wrap;font-size:.9em}
 .pictures{display:flex;flex-wrap:wrap;gap:1em}.pictures img{max-width:420px;border:1px solid #ddd}
 td.detail{max-width:40em;min-width:16em;font-size:.9em;color:#444;overflow-wrap:anywhere}
@@ -54,7 +57,7 @@ SCRIPT = """
   text.addEventListener('input', apply);
   apply();
   document.body.dataset.rendered = 'rows=' + rows.length + ' charts=' + document.querySelectorAll('svg.chart').length
-    + ' points=' + document.querySelectorAll('svg.chart circle').length;
+    + ' points=' + document.querySelectorAll('svg.chart .mark').length;
 })();
 """
 
@@ -120,9 +123,11 @@ def _colour(explainers: list[str], name: str) -> str:
 
 
 class _Axes:
-    """A chart's coordinate system: seconds on a log scale (x), score in [0, 1] (y)."""
+    """The charts' coordinate system: seconds on a log scale (x), score in [0, 1] (y), one for every
+    chart of a report so that they compare by eye."""
 
     W, H, L, R, T, B = 360, 240, 46, 12, 14, 36
+    PAD = 6  # a point at either end of the seconds axis clear of the frame and the score ticks
 
     def __init__(self, seconds: list[float]):
         logs = [math.log10(max(s, 1e-4)) for s in seconds] or [0.0]
@@ -132,7 +137,7 @@ class _Axes:
 
     def x(self, seconds: float) -> float:
         frac = (math.log10(max(seconds, 1e-4)) - self.lo) / (self.hi - self.lo)
-        return self.L + frac * (self.W - self.L - self.R)
+        return self.L + self.PAD + frac * (self.W - self.L - self.R - 2 * self.PAD)
 
     def y(self, score: float) -> float:
         return self.T + (1 - min(max(score, 0.0), 1.0)) * (self.H - self.T - self.B)
@@ -169,26 +174,40 @@ class _Axes:
         return out
 
 
-def score_seconds_chart(records: list[Record], explainer: str, colour: str) -> str:
+def _marker(status: str | None, x: float, y: float, colour: str, tooltip: str) -> str:
+    """A point in the explainer's ``colour``, its verdict in its shape: a disc PASS, a cross FAIL, a
+    hollow square anything else (ERROR, TIMEOUT)."""
+    title = f"<title>{tooltip}</title>"
+    if status == "PASS":
+        return (
+            f'<circle class="mark" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}" fill-opacity="0.8">{title}</circle>'
+        )
+    if status == "FAIL":
+        return (
+            f'<path class="mark" d="M{x - 4:.1f},{y - 4:.1f}L{x + 4:.1f},{y + 4:.1f}M{x - 4:.1f},{y + 4:.1f}'
+            f'L{x + 4:.1f},{y - 4:.1f}" fill="none" stroke="{colour}" stroke-width="2">{title}</path>'
+        )
+    return (
+        f'<rect class="mark" x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="none" stroke="{colour}" '
+        f'stroke-width="1.5">{title}</rect>'
+    )
+
+
+def score_seconds_chart(records: list[Record], explainer: str, colour: str, axes: _Axes) -> str:
     """Each test of ``explainer`` a point: its score against its explainer's seconds."""
     points = [
         (r, float(r.score), float(r.seconds))
         for r in records
         if r.explainer == explainer and isinstance(r.score, (int, float)) and isinstance(r.seconds, (int, float))
     ]
-    axes = _Axes([seconds for _, _, seconds in points])
     out = axes.frame(f"score against seconds, {explainer}")
     for r, score, seconds in points:
-        fill = STATUS_COLOURS.get(r.status or "", colour)  # ours: a hostile status gets the explainer's
-        out.append(
-            f'<circle cx="{axes.x(seconds):.1f}" cy="{axes.y(score):.1f}" r="4" fill="{fill}" '
-            f'fill-opacity="0.75" stroke="{colour}"><title>{escape(r.row or "")}: {escape(str(r.status))} '
-            f"{score:.3f} in {seconds:.3g} s</title></circle>"
-        )
+        tooltip = f"{escape(r.row or '')}: {escape(str(r.status))} {score:.3f} in {seconds:.3g} s"
+        out.append(_marker(r.status, axes.x(seconds), axes.y(score), colour, tooltip))
     out.append("</svg>")
     return (
-        f"<figure>{''.join(out)}<figcaption>{escape(explainer)}: {len(points)} tests (green PASS, red FAIL)"
-        f"</figcaption></figure>"
+        f'<figure>{"".join(out)}<figcaption><span style="color:{colour}">{escape(explainer)}</span>: '
+        f"{len(points)} tests ({MARKERS})</figcaption></figure>"
     )
 
 
@@ -203,7 +222,7 @@ def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
     return sorted(front, key=lambda name: points[name][0])
 
 
-def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
+def pareto_chart(summary: Mapping[str, Any], explainers: list[str], axes: _Axes) -> str:
     """Per explainer, mean seconds per call against mean score over the suite; the front joined."""
     points = {
         e: (summary[e]["overall"]["mean_seconds"], summary[e]["overall"]["mean_score"])
@@ -211,30 +230,31 @@ def pareto_chart(summary: Mapping[str, Any], explainers: list[str]) -> str:
         if isinstance(summary.get(e, {}).get("overall", {}).get("mean_seconds"), (int, float))
         and isinstance(summary[e]["overall"].get("mean_score"), (int, float))
     }
-    axes = _Axes([s for s, _ in points.values()])
     out = axes.frame("Pareto front of explainers")
     front = pareto_front(points)
     if len(front) > 1:
         path = " ".join(f"{axes.x(points[e][0]):.1f},{axes.y(points[e][1]):.1f}" for e in front)
         out.append(f'<polyline points="{path}" fill="none" stroke="#444" stroke-dasharray="4 3"/>')
-    from pytest_xai.reports.chartlabels import place
+    from pytest_xai.reports.chartlabels import fit, place
 
     xy = {e: (axes.x(s), axes.y(v)) for e, (s, v) in points.items()}
-    labels = dict(zip(xy, place([(x, y, e) for e, (x, y) in xy.items()], width=axes.W, height=axes.H)))
+    right, bottom = axes.W - axes.R, axes.H - axes.B  # labels inside the plot, clear of the ticks
+    names = {e: fit(e, right - axes.L) for e in points}
+    spots = place([(x, y, names[e]) for e, (x, y) in xy.items()], width=right, height=bottom, left=axes.L, top=axes.T)
+    labels = dict(zip(xy, spots))
     for e, (s, v) in points.items():
         (x, y), (lx, ly, anchor) = xy[e], labels[e]
         outline = ' stroke="#000" stroke-width="2"' if e in front else ""
         out.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
+            f'<circle class="mark" cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(explainers, e)}"{outline}>'
             f"<title>{escape(e)}: mean score "
             f'{v:.3f}, {s:.3g} s/call</title></circle><text x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
-            f'text-anchor="{anchor}" fill="{_colour(explainers, e)}" font-weight="600">{escape(e)}</text>'
+            f'text-anchor="{anchor}" fill="{_colour(explainers, e)}" font-weight="600">{escape(names[e])}</text>'
         )
     out.append("</svg>")
-    names = ", ".join(front) or "none"
     return (
         f"<figure>{''.join(out)}<figcaption>mean score against mean seconds per call; Pareto front "
-        f"(dashed, outlined): {escape(names)}</figcaption></figure>"
+        f"(dashed, outlined): {escape(', '.join(front) or 'none')}</figcaption></figure>"
     )
 
 
@@ -260,21 +280,33 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
     for i, c in enumerate(categories):
         x0 = L + i * group + group * 0.1
         for j, e in enumerate(explainers):
-            agg = summary.get(e, {}).get("categories", {}).get(c)
-            value = agg.get("mean_score") if agg else None
-            if not isinstance(value, (int, float)):
+            agg = summary.get(e, {}).get("categories", {}).get(c) or {}
+            value, colour, x = agg.get("mean_score"), _colour(explainers, e), x0 + j * bar
+            if not isinstance(value, (int, float)):  # an empty slot would read as a score of 0
+                font = min(9.0, bar * 0.9)
+                baseline = x + bar * 0.45 + font / 2 - 1  # the turned text's glyphs sit left of its baseline
+                said = "no verdict" if agg.get("ran") else "not run"  # ran, but every call timed out
+                out.append(
+                    f'<text x="{baseline:.1f}" y="{H - B - 3}" font-size="{font:.1f}" fill="{colour}" '
+                    f'transform="rotate(-90 {baseline:.1f} {H - B - 3})">{said}<title>{escape(e)}, {escape(c)}: '
+                    f"{said} ({_count(agg.get('skipped', 0))} skipped, {_count(agg.get('timeouts', 0))} timed out)"
+                    "</title></text>"
+                )
                 continue
-            h = value * (H - T - B)
+            h = max(value * (H - T - B), 1.5)  # a score of 0 still shows
             out.append(
-                f'<rect x="{x0 + j * bar:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
-                f'fill="{_colour(explainers, e)}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
+                f'<rect x="{x:.1f}" y="{H - B - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" '
+                f'fill="{colour}"><title>{escape(e)}, {escape(c)}: mean score {value:.3f}, '
                 f"{_count(agg.get('passed'))}/{_count(agg.get('ran'))} passed</title></rect>"
             )
         out.append(
             f'<text x="{x0 + group * 0.4:.1f}" y="{H - B + 14}" font-size="10" text-anchor="middle">{escape(c)}</text>'
         )
     out.append("</svg>")
-    legend = " ".join(f'<span style="color:{_colour(explainers, e)}">&#9632;</span> {escape(e)}' for e in explainers)
+    legend = " ".join(
+        f'<span class="legend"><span style="color:{_colour(explainers, e)}">&#9632;</span> {escape(e)}</span>'
+        for e in explainers
+    )
     return f"<figure>{''.join(out)}<figcaption>mean score per category: {legend}</figcaption></figure>"
 
 
@@ -433,12 +465,13 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
         "<th>seconds</th><th title=\"rows the model evaluated in the explainer's call (0: it never called "
         'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
     )
-    charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
+    axes = _Axes([float(r.seconds) for r in records if isinstance(r.seconds, (int, float))])
+    charts = "".join(score_seconds_chart(records, e, _colour(explainers, e), axes) for e in explainers)
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
         f"<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}"
         f"<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}"
-        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
+        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers, axes)}'
         f"{category_bars(summary, explainers)}</div>{_baseline(doc)}"
         f"<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>"
         f"{_pictures(records, {**embed.carried(doc), **(pictures or {})})}"

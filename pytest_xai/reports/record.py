@@ -60,6 +60,7 @@ class Record:
     seconds: float | None = None
     cpu_seconds: float | None = None
     evaluations: int | None = None  # rows the model evaluated in the call that ``seconds`` times
+    budget: int | None = None  # the model evaluations that call was given (pytest_xai.engine.budget)
     cached: bool | None = None
     seed: int | None = None
     detail: str | None = None

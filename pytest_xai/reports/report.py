@@ -120,13 +120,16 @@ def _aggregate_cell(agg: dict[str, Any]) -> str:
     return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}{score}{per_call}{timeouts}"
 
 
-def table(records: list[Record], order: list[str] | None = None) -> list[str]:
+def table(
+    records: list[Record], order: list[str] | None = None, aggregates: dict[str, dict[str, Any]] | None = None
+) -> list[str]:
     """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
     explainer); columns: explainers, those named in ``order`` first and in that order (the order
     records arrive in changes under xdist); cells: verdict, score, seconds, model evaluations.
 
     Below, per explainer and per category: passed/judged, mean score, mean seconds and model
-    evaluations per call, and timeouts (which have no verdict).
+    evaluations per call, and timeouts (which have no verdict); those of ``records``, or of the run
+    they are an excerpt of (``aggregates``, its :func:`summary`).
     """
     seen = {r.explainer or "" for r in records}
     explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))
@@ -134,7 +137,7 @@ def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     for rec in sorted(records, key=lambda r: (r.category or "", r.check or r.test or "", r.case or "")):
         rows[rec.row or rec.nodeid][rec.explainer or ""] = rec
     body = [[label] + [_cell(cells[e]) if e in cells else "" for e in explainers] for label, cells in rows.items()]
-    aggregates = summary(records)
+    aggregates = summary(records) if aggregates is None else aggregates
     categories = sorted({c for agg in aggregates.values() for c in agg["categories"]})
     footer = [
         [f"{c}: passed/ran, mean score"]
