@@ -257,7 +257,7 @@ def test_rho_sweep_is_one_case_per_paper_value():
 def test_label_cases_are_complete_deterministic_and_exact(name):
     info = cases.info(name)
     assert info.family == "gaussian" and info.category == "fidelity"
-    assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity"}
+    assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity", "deletion", "insertion"}
     case = cases.get(name)
     again = info.build(info, seed=0, cache=Cache(None))
     np.testing.assert_array_equal(case.inputs, again.inputs)
@@ -319,6 +319,8 @@ GAUSSIAN_CHECKS = {
     "faithfulness": g.faithfulness,
     "monotonicity": g.monotonicity,
     "infidelity": g.infidelity,
+    "deletion": g.deletion,
+    "insertion": g.insertion,
 }
 
 

@@ -196,6 +196,11 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
             target=case.target,
             effects=_effects(name, case, conditional),
         )
+    if name in ("deletion", "insertion"):
+        from pytest_xai import catalogue
+
+        metric = catalogue.deletion if name == "deletion" else catalogue.insertion
+        return metric(case.predict, case.inputs, A, reference, target=case.target)
     raise KeyError(name)
 
 
@@ -246,6 +251,7 @@ def _relative_verdict(
         reason = next(iter(result.reasons.values()), "undefined")
         return Score(name, 0.0, False, max_gap, f"{what} is undefined for every point ({reason})", params)
     m, higher = result.mean, result.higher_is_better
+    params["mean"] = m
     gap = truth - m if higher else m - truth
     passed = bool(gap <= max_gap + widen)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
@@ -374,7 +380,12 @@ def monotonicity(
     marker="xai_infidelity",
     reference=_shapley_reference,
     thresholds={"max_gap": 0.02, "max_score": 0.15},
-    passes_by_construction={"noisy_10": _SMALL_NOISE},
+    passes_by_construction={
+        "noisy_10": _SMALL_NOISE,
+        "noisy_30": "may pass: subset sums average independent noise out, more so where the model's own "
+        "interactions leave the truth far from 0 (30 % noise costs 0.046 or more on the gaussian cases, 0.002 "
+        "on tests/test_generic_checks.py's toy, whose truth scores 0.07); gt_shapley bounds noise",
+    },
 )
 def infidelity(
     attributions, case: Case, *, conditional: str = "interventional", max_gap: float, max_score: float = 0.15
@@ -398,23 +409,35 @@ def infidelity(
     piecewise-linear label), two swapped top features by 0.047 or more, 30 % noise by 0.046 or more,
     the input itself by 0.17 or more; 10 % noise, the sampling error of a converged estimator, by at
     most 0.013 (``tests/test_gaussian.py``).  The value is 1 - mean.  Passes by construction
-    ``noisy_10`` (within tolerance).  On a case without exact Shapley values the mean must be <=
+    ``noisy_10`` (within tolerance), and ``noisy_30`` may.  On a case without exact Shapley values the mean must be <=
     max_score (default 0.15 of E[Delta f^2]: on the diabetes data of ``tests/test_generic_checks.py``
     the exact values of a gradient-boosting regressor score 0.048, plus 30 % noise 0.11, plus 100 %
     noise 0.47).
     """
+    return _in_either_game("infidelity", "relative infidelity", attributions, case, conditional, max_gap, max_score)
+
+
+def _in_either_game(
+    name: str, what: str, attributions: Any, case: Case, conditional: str, max_gap: float, bar: float
+) -> Score:
+    """:func:`_relative_verdict` in the case's conditional and, for the interventional one on a case
+    with a known distribution, in the game of its own background rows too (:data:`BACKGROUND`): the
+    verdict of the better one.  Exact values against the background are what an explainer given
+    ``background`` estimates, and they trail the true marginal's values by the background's sampling
+    error, which a relative gap would otherwise have to admit."""
     games = [conditional]
     if conditional == "interventional" and "distribution" in case.meta and case.background is not None:
         games.append(BACKGROUND)
+    threshold = "max_score" if name == "infidelity" else "min_score"
     scores = [
         _relative_verdict(
-            "infidelity",
+            name,
             attributions,
             case,
             game,
             max_gap,
-            f"relative infidelity ({'against the background rows' if game == BACKGROUND else game})",
-            ("max_score", max_score),
+            f"{what} ({'against the background rows' if game == BACKGROUND else game})",
+            (threshold, bar),
         )
         for game in games
     ]
@@ -422,8 +445,53 @@ def infidelity(
 
 
 def _shortfall(score: Score) -> float:
-    """How far a relative verdict is from passing (0 when it passes)."""
+    """How far a relative verdict is from passing (0 when it passes), from its params."""
     if score.passed:
         return 0.0
-    truth = score.params.get("truth_score")
-    return math.inf if truth is None else (1.0 - score.value) - truth
+    truth, mean = score.params.get("truth_score"), score.params.get("mean")
+    return math.inf if truth is None or mean is None else abs(truth - mean)
+
+
+_ORDER_ONLY = "the curve reads only the order of the attributions, which a per-row constant keeps"
+_SOME_NOISE = (
+    "may pass: 30 % noise reorders only close attributions, costing 0.009 to 0.05 (seeds 0 and 1); "
+    "it fails 25 of 26, gt_shapley rejects it"
+)
+
+
+@check(
+    marker="xai_deletion",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.012, "min_score": 0.3},
+    passes_by_construction={"noisy_10": _SMALL_NOISE, "noisy_30": _SOME_NOISE, "row_offset": _ORDER_ONLY},
+)
+def deletion(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.3
+) -> Score:
+    """Removing the features an explanation ranks most relevant first lowers the output as fast as the
+    correct values' order does: AOPC of the deletion curve (Samek et al. 2017; Quantus
+    ``PixelFlipping`` on the same draws, ``tests/test_catalogue.py``), :func:`pytest_xai.catalogue.deletion`.
+
+    Calibrated on the case like infidelity: pass when the mean is within max_gap (default 0.012) of
+    the exact Shapley values' in either the case's conditional or its background rows' game.  Seeds
+    0 and 1 on the 13 gaussian cases (docs/metrics.md): correct values 0 below their game's truth,
+    10 % noise at most 0.008, 30 % noise 0.010 to 0.05 (fails 25 of 26), two swapped top features
+    0.016 or more, the input itself 0.043 or more.  Passes by construction: a per-row offset (the
+    order is kept), 10 % noise, and 30 % noise may.  Without a reference the mean must be >= min_score (0.3).
+    """
+    return _in_either_game("deletion", "deletion AOPC", attributions, case, conditional, max_gap, min_score)
+
+
+@check(
+    marker="xai_insertion",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.012, "min_score": 0.3},
+    passes_by_construction={"noisy_10": _SMALL_NOISE, "noisy_30": _SOME_NOISE, "row_offset": _ORDER_ONLY},
+)
+def insertion(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.3
+) -> Score:
+    """Adding the features an explanation ranks most relevant first, from nothing, raises the output as
+    fast as the correct values' order does (Petsiuk et al. 2018, as an AOPC):
+    :func:`pytest_xai.catalogue.insertion`, calibrated and declared as :func:`deletion`."""
+    return _in_either_game("insertion", "insertion AOPC", attributions, case, conditional, max_gap, min_score)
