@@ -515,3 +515,22 @@ def test_infidelity_passes_the_truth_and_the_exact_values_against_the_background
     ):
         score = _run("infidelity", phi, case)
         assert score.passed, score.detail
+
+
+@pytest.mark.parametrize(
+    ("check_name", "name", "seed"),
+    [
+        ("faithfulness", "gaussian_linear_rho0", 1),
+        ("faithfulness", "gaussian_nonlinear_additive_rho50", 3),
+        ("monotonicity", "gaussian_mixture_linear", 3),
+        ("monotonicity", "gaussian_linear_rho0", 9),
+    ],
+)
+def test_exact_values_against_the_background_pass_at_every_seed(check_name, name, seed):
+    """False alarms found by docs/metrics.md: at seeds other than 0 what KernelSHAP estimates trailed
+    the true marginal's values by more than the gap (faithfulness 0.941 against 0.974 at seed 1)."""
+    from pytest_xai.explainers.baselines import exact_shapley
+
+    case = cases.get(name, seed=seed)
+    score = _run(check_name, exact_shapley(case.inputs, case.predict, case.background, case.target), case)
+    assert score.passed, score.detail

@@ -300,21 +300,17 @@ def faithfulness(
     centring forgives any per-row offset (phi + c scored like phi).  Calibrated on the case itself:
     pass when the mean is at least that of the exact Shapley values of the case minus max_gap
     (default 0.03).  On the 13 gaussian cases (seed 0) the exact values score 0.85 (MLP) to 1.00,
-    exact values against the 100-row background within 0.008 of them, and the closest zoo member not
+    exact values against the 100-row background within 0.008 of them (at seed 0; over seeds 1-9 they
+    trailed by more than the gap on 9 % of the case-seeds, docs/metrics.md, so the check is scored
+    in the better of the two games, as infidelity is), and the closest zoo member not
     declared (the truth plus 30 % noise) trails by 0.04 to 0.09; the input itself by 0.15 or more.
     Passes by construction: ``noisy_10`` (within tolerance).  On a case without exact Shapley values
     (a user's model, ``pytest_xai.make_case``; interventional against its background) the mean must
     be >= min_score (default 0.5: a sign flip scores below 0, noise about 0; exact Shapley values of
     a gradient-boosting model about 0.9, ``tests/test_generic_checks.py``).
     """
-    return _relative_verdict(
-        "faithfulness",
-        attributions,
-        case,
-        conditional,
-        max_gap,
-        f"signed uncentred faithfulness ({conditional})",
-        ("min_score", min_score),
+    return _in_either_game(
+        "faithfulness", "signed uncentred faithfulness", attributions, case, conditional, max_gap, min_score
     )
 
 
@@ -353,7 +349,9 @@ def monotonicity(
     mean is at least that of the exact Shapley values of the case minus max_gap (default 0.05); an
     absolute threshold cannot work, since the exact values score 0.67 on the non-additive
     piecewise-linear label and 0.97 on the piecewise-constant one.  On the 13 gaussian cases (seed 0)
-    exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99), and
+    exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99; at other
+    seeds by more on 3 % of the case-seeds, so it is scored in the better of the two games, as
+    infidelity is), and
     the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Noise: KernelSHAP at
     the default budget trails by at most 0.036 (rho = 0.99) and passes all 13; LIME, whose weights are
     not Shapley values, fails 11 of 13; independent noise of 10 % of the RMS on every value
@@ -365,15 +363,7 @@ def monotonicity(
     a case without exact Shapley values the mean must be >= min_score (default 0.6; it reads only
     the order of |w|, so it is the weakest of the three).
     """
-    return _relative_verdict(
-        "monotonicity",
-        attributions,
-        case,
-        conditional,
-        max_gap,
-        f"monotonicity ({conditional})",
-        ("min_score", min_score),
-    )
+    return _in_either_game("monotonicity", "monotonicity", attributions, case, conditional, max_gap, min_score)
 
 
 @check(
