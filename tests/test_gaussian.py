@@ -257,7 +257,7 @@ def test_rho_sweep_is_one_case_per_paper_value():
 def test_label_cases_are_complete_deterministic_and_exact(name):
     info = cases.info(name)
     assert info.family == "gaussian" and info.category == "fidelity"
-    assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity"}
+    assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity", "deletion", "insertion"}
     case = cases.get(name)
     again = info.build(info, seed=0, cache=Cache(None))
     np.testing.assert_array_equal(case.inputs, again.inputs)
@@ -319,6 +319,8 @@ GAUSSIAN_CHECKS = {
     "faithfulness": g.faithfulness,
     "monotonicity": g.monotonicity,
     "infidelity": g.infidelity,
+    "deletion": g.deletion,
+    "insertion": g.insertion,
 }
 
 
@@ -513,3 +515,22 @@ def test_infidelity_passes_the_truth_and_the_exact_values_against_the_background
     ):
         score = _run("infidelity", phi, case)
         assert score.passed, score.detail
+
+
+@pytest.mark.parametrize(
+    ("check_name", "name", "seed"),
+    [
+        ("faithfulness", "gaussian_linear_rho0", 1),
+        ("faithfulness", "gaussian_nonlinear_additive_rho50", 3),
+        ("monotonicity", "gaussian_mixture_linear", 3),
+        ("monotonicity", "gaussian_linear_rho0", 9),
+    ],
+)
+def test_exact_values_against_the_background_pass_at_every_seed(check_name, name, seed):
+    """False alarms found by docs/metrics.md: at seeds other than 0 what KernelSHAP estimates trailed
+    the true marginal's values by more than the gap (faithfulness 0.941 against 0.974 at seed 1)."""
+    from pytest_xai.explainers.baselines import exact_shapley
+
+    case = cases.get(name, seed=seed)
+    score = _run(check_name, exact_shapley(case.inputs, case.predict, case.background, case.target), case)
+    assert score.passed, score.detail

@@ -15,7 +15,8 @@ The family's anatomy, one room per module:
 - :mod:`.truth`: exact (:func:`exact_shapley`) and Monte-Carlo (:func:`monte_carlo_shapley`)
   Shapley values, observational and interventional;
 - :mod:`.datasets`: one dataset definition drawn with a seed (:func:`make_dataset`);
-- :mod:`.checks`: ``gt_shapley``, ``faithfulness``, ``monotonicity`` and ``infidelity``;
+- :mod:`.checks`: ``gt_shapley``, ``faithfulness``, ``monotonicity`` and ``infidelity``, and the catalogue's
+  ``deletion`` and ``insertion`` curves (:mod:`pytest_xai.catalogue`);
 - this module: the cases, registered here.  The model of a case is the standardised noise-free
   label function, or a model trained on noisy labels.
 """
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, CaseInfo
-from pytest_xai.cases.gaussian.checks import faithfulness, gt_shapley, infidelity, monotonicity
+from pytest_xai.cases.gaussian.checks import deletion, faithfulness, gt_shapley, infidelity, insertion, monotonicity
 from pytest_xai.cases.gaussian.datasets import N_BACKGROUND, N_EXPLAINED, N_TRAIN, Dataset, make_dataset
 from pytest_xai.cases.gaussian.distributions import (
     CONDITIONALS,
@@ -89,10 +90,12 @@ __all__ = [
     "PiecewiseLinear",
     "Standardised",
     "coalition_values",
+    "deletion",
     "exact_shapley",
     "faithfulness",
     "gt_shapley",
     "infidelity",
+    "insertion",
     "linear_interventional_shapley",
     "make_dataset",
     "monotonicity",
@@ -110,6 +113,8 @@ CASE_CHECKS = {
     "faithfulness": {"conditional": "interventional"},
     "monotonicity": {"conditional": "interventional"},
     "infidelity": {"conditional": "interventional"},
+    "deletion": {"conditional": "interventional"},
+    "insertion": {"conditional": "interventional"},
 }
 
 

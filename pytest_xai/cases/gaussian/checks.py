@@ -196,6 +196,11 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
             target=case.target,
             effects=_effects(name, case, conditional),
         )
+    if name in ("deletion", "insertion"):
+        from pytest_xai import catalogue
+
+        metric = catalogue.deletion if name == "deletion" else catalogue.insertion
+        return metric(case.predict, case.inputs, A, reference, target=case.target)
     raise KeyError(name)
 
 
@@ -246,6 +251,7 @@ def _relative_verdict(
         reason = next(iter(result.reasons.values()), "undefined")
         return Score(name, 0.0, False, max_gap, f"{what} is undefined for every point ({reason})", params)
     m, higher = result.mean, result.higher_is_better
+    params["mean"] = m
     gap = truth - m if higher else m - truth
     passed = bool(gap <= max_gap + widen)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
@@ -294,21 +300,17 @@ def faithfulness(
     centring forgives any per-row offset (phi + c scored like phi).  Calibrated on the case itself:
     pass when the mean is at least that of the exact Shapley values of the case minus max_gap
     (default 0.03).  On the 13 gaussian cases (seed 0) the exact values score 0.85 (MLP) to 1.00,
-    exact values against the 100-row background within 0.008 of them, and the closest zoo member not
+    exact values against the 100-row background within 0.008 of them (at seed 0; over seeds 1-9 they
+    trailed by more than the gap on 9 % of the case-seeds, docs/metrics.md, so the check is scored
+    in the better of the two games, as infidelity is), and the closest zoo member not
     declared (the truth plus 30 % noise) trails by 0.04 to 0.09; the input itself by 0.15 or more.
     Passes by construction: ``noisy_10`` (within tolerance).  On a case without exact Shapley values
     (a user's model, ``pytest_xai.make_case``; interventional against its background) the mean must
     be >= min_score (default 0.5: a sign flip scores below 0, noise about 0; exact Shapley values of
     a gradient-boosting model about 0.9, ``tests/test_generic_checks.py``).
     """
-    return _relative_verdict(
-        "faithfulness",
-        attributions,
-        case,
-        conditional,
-        max_gap,
-        f"signed uncentred faithfulness ({conditional})",
-        ("min_score", min_score),
+    return _in_either_game(
+        "faithfulness", "signed uncentred faithfulness", attributions, case, conditional, max_gap, min_score
     )
 
 
@@ -347,7 +349,9 @@ def monotonicity(
     mean is at least that of the exact Shapley values of the case minus max_gap (default 0.05); an
     absolute threshold cannot work, since the exact values score 0.67 on the non-additive
     piecewise-linear label and 0.97 on the piecewise-constant one.  On the 13 gaussian cases (seed 0)
-    exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99), and
+    exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99; at other
+    seeds by more on 3 % of the case-seeds, so it is scored in the better of the two games, as
+    infidelity is), and
     the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Noise: KernelSHAP at
     the default budget trails by at most 0.036 (rho = 0.99) and passes all 13; LIME, whose weights are
     not Shapley values, fails 11 of 13; independent noise of 10 % of the RMS on every value
@@ -359,22 +363,19 @@ def monotonicity(
     a case without exact Shapley values the mean must be >= min_score (default 0.6; it reads only
     the order of |w|, so it is the weakest of the three).
     """
-    return _relative_verdict(
-        "monotonicity",
-        attributions,
-        case,
-        conditional,
-        max_gap,
-        f"monotonicity ({conditional})",
-        ("min_score", min_score),
-    )
+    return _in_either_game("monotonicity", "monotonicity", attributions, case, conditional, max_gap, min_score)
 
 
 @check(
     marker="xai_infidelity",
     reference=_shapley_reference,
     thresholds={"max_gap": 0.02, "max_score": 0.15},
-    passes_by_construction={"noisy_10": _SMALL_NOISE},
+    passes_by_construction={
+        "noisy_10": _SMALL_NOISE,
+        "noisy_30": "may pass: subset sums average independent noise out, more so where the model's own "
+        "interactions leave the truth far from 0 (30 % noise costs 0.046 or more on the gaussian cases, 0.002 "
+        "on tests/test_generic_checks.py's toy, whose truth scores 0.07); gt_shapley bounds noise",
+    },
 )
 def infidelity(
     attributions, case: Case, *, conditional: str = "interventional", max_gap: float, max_score: float = 0.15
@@ -398,23 +399,35 @@ def infidelity(
     piecewise-linear label), two swapped top features by 0.047 or more, 30 % noise by 0.046 or more,
     the input itself by 0.17 or more; 10 % noise, the sampling error of a converged estimator, by at
     most 0.013 (``tests/test_gaussian.py``).  The value is 1 - mean.  Passes by construction
-    ``noisy_10`` (within tolerance).  On a case without exact Shapley values the mean must be <=
+    ``noisy_10`` (within tolerance), and ``noisy_30`` may.  On a case without exact Shapley values the mean must be <=
     max_score (default 0.15 of E[Delta f^2]: on the diabetes data of ``tests/test_generic_checks.py``
     the exact values of a gradient-boosting regressor score 0.048, plus 30 % noise 0.11, plus 100 %
     noise 0.47).
     """
+    return _in_either_game("infidelity", "relative infidelity", attributions, case, conditional, max_gap, max_score)
+
+
+def _in_either_game(
+    name: str, what: str, attributions: Any, case: Case, conditional: str, max_gap: float, bar: float
+) -> Score:
+    """:func:`_relative_verdict` in the case's conditional and, for the interventional one on a case
+    with a known distribution, in the game of its own background rows too (:data:`BACKGROUND`): the
+    verdict of the better one.  Exact values against the background are what an explainer given
+    ``background`` estimates, and they trail the true marginal's values by the background's sampling
+    error, which a relative gap would otherwise have to admit."""
     games = [conditional]
     if conditional == "interventional" and "distribution" in case.meta and case.background is not None:
         games.append(BACKGROUND)
+    threshold = "max_score" if name == "infidelity" else "min_score"
     scores = [
         _relative_verdict(
-            "infidelity",
+            name,
             attributions,
             case,
             game,
             max_gap,
-            f"relative infidelity ({'against the background rows' if game == BACKGROUND else game})",
-            ("max_score", max_score),
+            f"{what} ({'against the background rows' if game == BACKGROUND else game})",
+            (threshold, bar),
         )
         for game in games
     ]
@@ -422,8 +435,53 @@ def infidelity(
 
 
 def _shortfall(score: Score) -> float:
-    """How far a relative verdict is from passing (0 when it passes)."""
+    """How far a relative verdict is from passing (0 when it passes), from its params."""
     if score.passed:
         return 0.0
-    truth = score.params.get("truth_score")
-    return math.inf if truth is None else (1.0 - score.value) - truth
+    truth, mean = score.params.get("truth_score"), score.params.get("mean")
+    return math.inf if truth is None or mean is None else abs(truth - mean)
+
+
+_ORDER_ONLY = "the curve reads only the order of the attributions, which a per-row constant keeps"
+_SOME_NOISE = (
+    "may pass: 30 % noise reorders only close attributions, costing 0.009 to 0.05 (seeds 0 and 1); "
+    "it fails 25 of 26, gt_shapley rejects it"
+)
+
+
+@check(
+    marker="xai_deletion",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.012, "min_score": 0.3},
+    passes_by_construction={"noisy_10": _SMALL_NOISE, "noisy_30": _SOME_NOISE, "row_offset": _ORDER_ONLY},
+)
+def deletion(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.3
+) -> Score:
+    """Removing the features an explanation ranks most relevant first lowers the output as fast as the
+    correct values' order does: AOPC of the deletion curve (Samek et al. 2017; Quantus
+    ``PixelFlipping`` on the same draws, ``tests/test_catalogue.py``), :func:`pytest_xai.catalogue.deletion`.
+
+    Calibrated on the case like infidelity: pass when the mean is within max_gap (default 0.012) of
+    the exact Shapley values' in either the case's conditional or its background rows' game.  Seeds
+    0 and 1 on the 13 gaussian cases (docs/metrics.md): correct values 0 below their game's truth,
+    10 % noise at most 0.008, 30 % noise 0.010 to 0.05 (fails 25 of 26), two swapped top features
+    0.016 or more, the input itself 0.043 or more.  Passes by construction: a per-row offset (the
+    order is kept), 10 % noise, and 30 % noise may.  Without a reference the mean must be >= min_score (0.3).
+    """
+    return _in_either_game("deletion", "deletion AOPC", attributions, case, conditional, max_gap, min_score)
+
+
+@check(
+    marker="xai_insertion",
+    reference=_shapley_reference,
+    thresholds={"max_gap": 0.012, "min_score": 0.3},
+    passes_by_construction={"noisy_10": _SMALL_NOISE, "noisy_30": _SOME_NOISE, "row_offset": _ORDER_ONLY},
+)
+def insertion(
+    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.3
+) -> Score:
+    """Adding the features an explanation ranks most relevant first, from nothing, raises the output as
+    fast as the correct values' order does (Petsiuk et al. 2018, as an AOPC):
+    :func:`pytest_xai.catalogue.insertion`, calibrated and declared as :func:`deletion`."""
+    return _in_either_game("insertion", "insertion AOPC", attributions, case, conditional, max_gap, min_score)

@@ -1,0 +1,230 @@
+"""The metric catalogue: the perturbation metrics users pick Quantus and OpenXAI for, written from their
+papers, and the complexity figures (docs/metrics.md says what each can and cannot tell apart).
+
+Removal-based metrics (features set absent in the order an explanation gives, absent meaning the
+expectation over a reference: a baseline row, background rows or an imputer, as in
+:func:`pytest_xai.metrics.expected_outputs`):
+
+- :func:`deletion`: AOPC of the most-relevant-first deletion curve (Samek et al. 2017; Quantus
+  ``PixelFlipping`` / ``RegionPerturbation``), higher is better;
+- :func:`insertion`: the same curve built up from nothing (Petsiuk et al. 2018), higher is better;
+- :func:`road`: RemOve And Debias (Rong et al. 2022): the removed features are imputed from the kept
+  ones by noisy linear imputation, here the conditional mean of a Gaussian fitted to the background
+  plus noise of its conditional spread, so that the imputation does not betray which features were
+  removed; the score is the mean gap between least- and most-relevant-first removal, higher is better;
+- :func:`pgi` and :func:`pgu`: prediction gap on important / unimportant features (OpenXAI, Agarwal et
+  al. 2022): Gaussian noise on the k features of largest |attribution| (PGI, higher is better) or on
+  the others (PGU, lower is better).
+
+Every curve is divided by one scale for the whole batch, the mean |f(x) - f(nothing)|, so that a
+score is free of the output's units and comparable with the correct map's score on the same case.
+
+Figures, not verdicts: :func:`sparseness` (Gini index of |a|, Chalasani et al. 2020) and
+:func:`complexity` (entropy of the |a| shares, Bhatt et al. 2020), as Quantus computes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_xai.metrics import MetricResult, _flat, _result, expected_outputs, outputs
+
+
+def relevance_order(attributions: Any, seed: int = 0) -> np.ndarray:
+    """Feature indices by decreasing signed attribution (most relevant for the explained output
+    first, Quantus' order), ties broken at random (seeded), never by position."""
+    a = -_flat(attributions, "attributions")
+    return np.lexsort((np.random.default_rng(seed).random(a.shape), a), axis=1)
+
+
+def _present(order: np.ndarray, removed: np.ndarray) -> np.ndarray:
+    """(n, len(removed), d) masks: True where a feature is still present after removing the first
+    ``removed[j]`` features of ``order``."""
+    d = order.shape[1]
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(d), order.shape), axis=1)
+    return rank[:, None, :] >= np.asarray(removed)[None, :, None]
+
+
+def removal_curve(
+    predict, inputs, attributions, reference, *, insert: bool = False, target: Any = None, seed: int = 0
+) -> np.ndarray:
+    """(n, d + 1) outputs as the features are removed most relevant first (``insert``: added most
+    relevant first, starting from none), one feature a step, absent features taken from ``reference``."""
+    X = _flat(inputs, "inputs")
+    order = relevance_order(attributions, seed)
+    steps = np.arange(X.shape[1] + 1)
+    masks = _present(order, steps)
+    return expected_outputs(predict, X, ~masks if insert else masks, reference, seed=seed, target=target)
+
+
+def _scale(curve: np.ndarray, insert: bool) -> float:
+    """Mean |f(x) - f(nothing)| over the batch (1 when the model never moves)."""
+    full, empty = (curve[:, -1], curve[:, 0]) if insert else (curve[:, 0], curve[:, -1])
+    scale = float(np.abs(full - empty).mean())
+    return scale if scale > 0 else 1.0
+
+
+def deletion(predict, inputs, attributions, reference, *, target: Any = None, seed: int = 0) -> MetricResult:
+    """AOPC of deletion (Samek et al. 2017): mean over k = 1..d of f(x) - f(x without its k most
+    relevant features), over the batch's mean |f(x) - f(nothing)|; higher is better."""
+    curve = removal_curve(predict, inputs, attributions, reference, target=target, seed=seed)
+    values = (curve[:, :1] - curve[:, 1:]).mean(axis=1) / _scale(curve, insert=False)
+    return _result("deletion", values, True, [], {"seed": seed})
+
+
+def insertion(predict, inputs, attributions, reference, *, target: Any = None, seed: int = 0) -> MetricResult:
+    """Insertion (Petsiuk et al. 2018) as an AOPC: mean over k = 1..d of f(the k most relevant
+    features alone) - f(nothing), over the batch's mean |f(x) - f(nothing)|; higher is better."""
+    curve = removal_curve(predict, inputs, attributions, reference, insert=True, target=target, seed=seed)
+    values = (curve[:, 1:] - curve[:, :1]).mean(axis=1) / _scale(curve, insert=True)
+    return _result("insertion", values, True, [], {"seed": seed})
+
+
+class NoisyLinearImputer:
+    """ROAD's noisy linear imputation for tabular rows: absent features get their conditional mean
+    given the present ones under a Gaussian fitted to the background (a linear function of the
+    present features), plus Gaussian noise of ``noise`` times their conditional standard deviation."""
+
+    conditional = "noisy linear imputation"
+
+    def __init__(self, background: Any, noise: float = 0.1, ridge: float = 1e-6):
+        B = _flat(background, "background")
+        self.mean = B.mean(axis=0)
+        cov = np.atleast_2d(np.cov(B, rowvar=False))
+        self.cov = cov + ridge * max(float(np.trace(cov)) / len(cov), 1e-12) * np.eye(len(cov))
+        self.noise = noise
+
+    def impute(self, inputs, masks, n_samples, seed):
+        n, m, d = masks.shape
+        rng = np.random.default_rng([seed, 41])
+        out = np.empty((n, m, 1, d))
+        for i in range(n):
+            for j in range(m):
+                kept = masks[i, j]
+                row = inputs[i].copy()
+                gone = ~kept
+                if gone.any():
+                    S = self.cov
+                    if kept.any():
+                        gain = np.linalg.solve(S[np.ix_(kept, kept)], S[np.ix_(kept, gone)]).T
+                        row[gone] = self.mean[gone] + gain @ (inputs[i, kept] - self.mean[kept])
+                        spread = np.diag(S[np.ix_(gone, gone)] - gain @ S[np.ix_(kept, gone)])
+                    else:
+                        row[gone], spread = self.mean[gone], np.diag(S)[gone]
+                    row[gone] += self.noise * np.sqrt(np.maximum(spread, 0.0)) * rng.standard_normal(gone.sum())
+                out[i, j, 0] = row
+        return out
+
+
+def road(predict, inputs, attributions, background, *, target: Any = None, seed: int = 0) -> MetricResult:
+    """ROAD (Rong et al. 2022): for k = 1..d-1 removed features, imputed by :class:`NoisyLinearImputer`,
+    the mean of f(least relevant removed) - f(most relevant removed), over the batch's mean
+    |f(x) - f(all imputed)|; higher is better (a map that ranks what matters first loses most when
+    its top goes and least when its bottom goes)."""
+    X = _flat(inputs, "inputs")
+    d = X.shape[1]
+    imputer = NoisyLinearImputer(background)
+    order = relevance_order(attributions, seed)
+    steps = np.arange(d + 1)
+    morf = expected_outputs(predict, X, _present(order, steps), imputer, seed=seed, target=target)
+    lerf = expected_outputs(predict, X, _present(order[:, ::-1], steps), imputer, seed=seed, target=target)
+    values = (lerf[:, 1:d] - morf[:, 1:d]).mean(axis=1) / _scale(morf, insert=False)
+    return _result("road", values, True, [], {"seed": seed, "imputation": "noisy linear (Gaussian conditional)"})
+
+
+def _prediction_gap(
+    predict, inputs, attributions, background, *, top: bool, k: int | None, sigma: float, n_samples: int, seed, target
+) -> np.ndarray:
+    X = _flat(inputs, "inputs")
+    n, d = X.shape
+    k = max(1, round(0.25 * d)) if k is None else k
+    A = np.abs(_flat(attributions, "attributions"))
+    order = np.lexsort((np.random.default_rng(seed).random(A.shape), -A), axis=1)
+    chosen = np.zeros((n, d), bool)
+    np.put_along_axis(chosen, order[:, :k], True, axis=1)
+    moved = chosen if top else ~chosen
+    spread = _flat(background, "background").std(axis=0) if background is not None else np.ones(d)
+    noise = sigma * spread * np.random.default_rng([seed, 42]).standard_normal((n, n_samples, d))
+    rows = X[:, None, :] + np.where(moved[:, None, :], noise, 0.0)
+    fx = outputs(predict, X, target)
+    t = None if target is None else np.repeat(np.broadcast_to(np.asarray(target), (n,)), n_samples)
+    return np.abs(fx[:, None] - outputs(predict, rows.reshape(-1, d), t).reshape(n, n_samples)).mean(axis=1)
+
+
+def pgi(
+    predict,
+    inputs,
+    attributions,
+    background=None,
+    *,
+    k: int | None = None,
+    sigma: float = 0.1,
+    n_samples: int = 50,
+    seed: int = 0,
+    target: Any = None,
+) -> MetricResult:
+    """Prediction gap on important features (OpenXAI, Agarwal et al. 2022): per row, mean |f(x) - f(x')|
+    with Gaussian noise (``sigma`` times each feature's background spread) on the k features of largest
+    |attribution| (default a quarter of them, at least one); higher is better."""
+    values = _prediction_gap(
+        predict,
+        inputs,
+        attributions,
+        background,
+        top=True,
+        k=k,
+        sigma=sigma,
+        n_samples=n_samples,
+        seed=seed,
+        target=target,
+    )
+    return _result("pgi", values, True, [], {"k": k, "sigma": sigma, "n_samples": n_samples, "seed": seed})
+
+
+def pgu(
+    predict,
+    inputs,
+    attributions,
+    background=None,
+    *,
+    k: int | None = None,
+    sigma: float = 0.1,
+    n_samples: int = 50,
+    seed: int = 0,
+    target: Any = None,
+) -> MetricResult:
+    """Prediction gap on unimportant features (OpenXAI): as :func:`pgi` with the noise on every feature
+    but the k of largest |attribution|; lower is better."""
+    values = _prediction_gap(
+        predict,
+        inputs,
+        attributions,
+        background,
+        top=False,
+        k=k,
+        sigma=sigma,
+        n_samples=n_samples,
+        seed=seed,
+        target=target,
+    )
+    return _result("pgu", values, False, [], {"k": k, "sigma": sigma, "n_samples": n_samples, "seed": seed})
+
+
+def sparseness(attributions: Any) -> np.ndarray:
+    """Gini index of |a| per row (Chalasani et al. 2020; Quantus ``Sparseness``): 0 when every feature
+    gets the same share, near 1 when one feature gets all."""
+    a = np.sort(np.abs(_flat(attributions, "attributions")) + 1e-7, axis=1)
+    d = a.shape[1]
+    ranks = np.arange(1, d + 1)
+    return ((2 * ranks - d - 1) * a).sum(axis=1) / (d * a.sum(axis=1))
+
+
+def complexity(attributions: Any) -> np.ndarray:
+    """Entropy of the shares |a_i| / sum |a| per row (Bhatt et al. 2020; Quantus ``Complexity``):
+    log(d) when every feature gets the same share, 0 when one gets all."""
+    a = np.abs(_flat(attributions, "attributions"))
+    share = a / np.where(a.sum(axis=1, keepdims=True) > 0, a.sum(axis=1, keepdims=True), 1.0)
+    return -(share * np.log(share + 1e-12)).sum(axis=1)
