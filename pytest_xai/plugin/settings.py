@@ -90,7 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xai-benchmark",
         action="store_true",
-        help="time explainer calls with pytest-benchmark's fixture and store scores in extra_info",
+        help="time the explainer's call alone, in its worker, over pytest-benchmark's rounds after a warm-up, "
+        "with each round's CPU seconds and model evaluations and the scores in extra_info",
     )
     parser.addini("xai_explainers", "explainers to test (module:function), one per line", type="linelist")
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")

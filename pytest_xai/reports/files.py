@@ -403,7 +403,7 @@ RESULT = {  # the fields of pytest_xai.reports.record.Record
 }
 AGGREGATE = {
     **{k: _int for k in ("tests", "ran", "skipped", "passed", "errors", "timeouts")},
-    **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_evaluations")},
+    **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_cpu_seconds", "mean_evaluations")},
 }
 TOP = {
     "seed": _optional(_int),

@@ -63,8 +63,9 @@ SUMMARY_COLUMNS = (
     "explainer",
     "passed/judged",
     "mean score",
-    "mean s/call",
     "mean evaluations/call",
+    "mean CPU s/call",
+    "mean wall s/call",
     "skipped",
     "timeouts",
 )
@@ -86,14 +87,16 @@ def _summary_row(explainer: str, agg: Mapping[str, Any]) -> list[str]:
     """One explainer's row of the summary table (:data:`SUMMARY_COLUMNS`), cells escaped."""
     texts = [
         escape(v)
-        for v in (
-            explainer,
-            f"{_count(agg.get('passed'))}/{_count(_judged(agg))}",
-            _fmt(agg.get("mean_score")),
-            _fmt(agg.get("mean_seconds"), 3),
-        )
+        for v in (explainer, f"{_count(agg.get('passed'))}/{_count(_judged(agg))}", _fmt(agg.get("mean_score")))
     ]
-    return [*texts, _evaluations(agg.get("mean_evaluations")), _count(agg.get("skipped")), _count(agg.get("timeouts"))]
+    return [
+        *texts,
+        _evaluations(agg.get("mean_evaluations")),
+        f'<td class="num">{_fmt(agg.get("mean_cpu_seconds"), 3)}</td>',
+        f'<td class="num">{_fmt(agg.get("mean_seconds"), 3)}</td>',
+        _count(agg.get("skipped")),
+        _count(agg.get("timeouts")),
+    ]
 
 
 def _count(value: Any) -> str:
@@ -419,8 +422,8 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
             f"<tr {attrs}><td>{escape(r.row or '')}</td><td>{escape(r.explainer or '')}</td>"
             f"<td>{escape(str(r.family or ''))}</td><td>{escape(str(r.category or ''))}</td>"
             f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
-            f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
-            f"{_evaluations(r.evaluations)}"
+            f'<td class="num">{_fmt(r.threshold)}</td>{_evaluations(r.evaluations)}'
+            f'<td class="num">{_fmt(r.cpu_seconds, 3)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
             f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>'
         )
     table = (
@@ -430,8 +433,11 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
         "<small>0-1, higher is better</small></th>"
         "<th title=\"the check's own limit, on the scale of its own statistic (a gap, a rank, an error), "
         "not of the score\">check threshold<small>on the check's own statistic</small></th>"
-        "<th>seconds</th><th title=\"rows the model evaluated in the explainer's call (0: it never called "
-        'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
+        '<th title="rows the model evaluated in the explainer\'s call (0: it never called the model)">evaluations'
+        "<small>compare across machines</small></th>"
+        '<th title="CPU seconds of the explainer\'s worker during the call">CPU s<small>compare on one machine'
+        '</small></th><th title="wall-clock seconds of the call: moves with the load">wall s</th>'
+        "<th>detail</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
     return (
@@ -455,7 +461,7 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str
 
 
 def extra_html(rec: Record) -> str:
-    """The pytest-html extra of one test: its score, threshold, seconds, model evaluations and detail."""
+    """The pytest-html extra of one test: its score, threshold, model evaluations, CPU and wall seconds, detail."""
     labels = {"score": "score (0-1, higher is better)", "threshold": "check threshold (on the check's own statistic)"}
     rows = [
         [escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
@@ -466,8 +472,9 @@ def extra_html(rec: Record) -> str:
             "score",
             "threshold",
             "passed",
-            "seconds",
             "evaluations",
+            "cpu_seconds",
+            "seconds",
             "flaky",
             "detail",
             "regression",
