@@ -363,6 +363,31 @@ class Runner:
             raise _case_fault(case, f"running check {request['check']!r}", exc) from None
         return reply
 
+    def errors(self, case: Case | CaseRef, attributions: list[Any]) -> list[float]:
+        """The error of each of ``attributions`` against the exact Shapley values of ``case``
+        (:func:`pytest_xai.convergence.errors`), computed where the case is built: the judge's
+        worker, or this process without limits.  Raises NotApplicable for a case without them."""
+        from pytest_xai import convergence
+
+        if self.limits is None:
+            return convergence.errors(_built(case), attributions)
+        import pickle
+
+        from pytest_xai.engine.worker import JUDGE
+
+        header, sent = self._addressed(case)
+        blob = pickle.dumps({"case": sent, "attributions": attributions})
+        try:
+            with self.waiting():
+                reply, _ = self.pool.call(JUDGE, {"op": "errors", **header}, blob=blob)
+        except ExplainerError as exc:
+            raise _case_fault(case, "measuring the convergence errors", exc) from None
+        if reply.get("kind") == "not_applicable":
+            raise NotApplicable(str(reply.get("message", "")))
+        if reply.get("kind") != "ok":
+            raise CaseFault(str(reply.get("message") or "the judge's worker sent an unknown reply"))
+        return [float(e) for e in reply["errors"]]
+
     def _addressed(self, case: Case | CaseRef) -> tuple[dict[str, Any], Case | None]:
         """How a worker finds ``case``: ``(header, None)`` naming a registered case (and the next
         one it will probably need), or ``({}, case)`` for a hand-made case, which is pickled."""

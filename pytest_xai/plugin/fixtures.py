@@ -176,6 +176,81 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
     return explain
 
 
+@pytest.fixture
+def xai_convergence(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Run an explainer on a case at each budget of a ladder: ``xai_convergence(explainer, case)``.
+
+    Each rung is one call with that budget of model evaluations (:data:`pytest_xai.convergence.LADDER`
+    unless ``budgets`` are given), in the explainer's worker under the time limit, with the case's
+    seed; its evaluations and CPU seconds are the engine's, its error against the case's exact
+    Shapley values the judge's worker's (:func:`pytest_xai.convergence.relative_rmse`).  A rung
+    below the explainer's minimum is recorded as skipped; the ladder stops once a rung repeats the
+    one before (the explainer no longer uses more).  A failed call fails the test; no rung run
+    skips it.  Returns the rungs, which the test's record carries to the reports.
+    """
+    from pytest_xai import convergence
+    from pytest_xai.engine import contract
+
+    state = state_of(request.config)
+
+    def ladder(explainer, case, *, budgets=None):
+        if isinstance(explainer, str):
+            explainer = contract.load(explainer, option="xai_convergence")
+        seed = state.runner.seed_for(case)
+        rec = record_of(request.node)
+        rec.explainer, rec.case, rec.seed, rec.family = explainer.name, case.name, seed, case.info.family
+        rungs: list[dict[str, Any]] = []
+        ran: list[Any] = []  # the outcomes of the rungs that ran
+        for budget in budgets or convergence.LADDER:
+            outcome = state.runner.call(explainer, case, seed=seed, budget=int(budget))
+            if outcome.status == "skip":
+                rungs.append({"budget": int(budget), "skipped": outcome.message})
+                continue
+            if outcome.status == "error":
+                failure = f"explainer {explainer.name!r} on case {case.name!r} with a budget of {budget:,}: "
+                rec.error, rec.kind, rec.passed = failure + outcome.message, outcome.kind, False
+                pytest.fail(rec.error + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
+            if ran and outcome.evaluations == ran[-1].evaluations and _same(outcome, ran[-1]):
+                break  # a larger budget buys nothing more
+            ran.append(outcome)
+            rungs.append(
+                {
+                    "budget": int(budget),
+                    "evaluations": outcome.evaluations,
+                    "cpu_seconds": outcome.cpu_seconds,
+                    "seconds": outcome.seconds,
+                }
+            )
+        rec.convergence = rungs
+        if not ran:
+            pytest.skip(f"{explainer.name} on {case.name}: no budget of the ladder fits: {rungs[-1]['skipped']}")
+        try:
+            errors = state.runner.errors(case, [o.explanation.attributions for o in ran])
+        except NotApplicable as exc:
+            pytest.skip(str(exc))
+        except CaseFault as exc:
+            rec.error, rec.kind, rec.passed = str(exc), exc.kind, False
+            pytest.fail(str(exc), pytrace=False)
+        for rung, error in zip((r for r in rungs if "skipped" not in r), errors):
+            rung["error"] = round(error, 6)
+        first, last = rungs[len(rungs) - len(ran)], rungs[-1]
+        rec.detail = (
+            f"{convergence.METRIC}: {first['error']:.3g} at {first['evaluations']:,} evaluations"
+            + (f" to {last['error']:.3g} at {last['evaluations']:,}" if len(ran) > 1 else "")
+            + f" ({len(ran)} budgets ran, {len(rungs) - len(ran)} below the explainer's minimum)"
+        )
+        return rungs
+
+    return ladder
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two calls gave the same attributions, bit for bit."""
+    import numpy as np
+
+    return bool(np.array_equal(a.explanation.attributions, b.explanation.attributions))
+
+
 class _WorkerClock:
     """pytest-benchmark's timer for ``--xai-benchmark``: it advances by the seconds the explainer's
     worker measured around the call, so that a round is the call alone."""

@@ -159,6 +159,36 @@ def table(records: list[Record], order: list[str] | None = None) -> list[str]:
     return _grid(["test"] + explainers, body, footer)
 
 
+def convergence_table(records: list[Record], order: list[str] | None = None) -> list[str]:
+    """The convergence ladders (``--xai-convergence``, :mod:`pytest_xai.convergence`): a row per
+    (case, explainer), a column per budget; a cell is the error against the exact Shapley values
+    at the model evaluations the call spent, ``-`` below the explainer's minimum, blank where the
+    ladder stopped (a larger budget bought nothing more)."""
+    from pytest_xai.convergence import METRIC
+
+    ladders = [r for r in records if r.convergence]
+    if not ladders:
+        return []
+    rank = {e: i for i, e in enumerate(order or [])}
+    budgets = sorted({rung["budget"] for r in ladders for rung in r.convergence or []})
+    body = []
+    for r in sorted(ladders, key=lambda r: (r.case or "", rank.get(r.explainer or "", len(rank)), r.explainer or "")):
+        rungs = {rung["budget"]: rung for rung in r.convergence or []}
+        cells = [_rung(rungs.get(b)) for b in budgets]
+        body.append([r.case or "", r.explainer or "", *cells])
+    header = ["case", "explainer", *(f"budget {compact(b)}" for b in budgets)]
+    legend = f"cells: {METRIC} @ model evaluations spent; -: below the explainer's minimum samples"
+    return [*_grid(header, body, []), legend]
+
+
+def _rung(rung: dict[str, Any] | None) -> str:
+    if rung is None:
+        return ""
+    if "error" not in rung:
+        return "-"
+    return f"{rung['error']:.3f} @ {compact(rung['evaluations'])}"
+
+
 def versions() -> dict[str, str]:
     """Python and the versions of the libraries that change scores, as installed."""
     out = {"python": sys.version.split()[0]}
