@@ -71,8 +71,11 @@ def test_the_ladder_reports_error_against_evaluations_in_the_table_json_and_html
     assert len(kernel) < 5  # the ladder's 1M is never tried: 300k already enumerates every coalition
     (exact,), (noise,) = ladders["exact_shapley"], ladders["random"]
     assert exact["error"] < 0.05 and noise["error"] > 1 and exact["evaluations"] == 100 * 32 * 100
-    section = html.read_text().partition("<h2>Accuracy for a cost</h2>")[2].partition("<h2>")[0]
+    page = html.read_text()
+    assert "<h2>Score against seconds</h2>" not in page  # nothing was scored: no empty charts
+    section = page.partition("<h2>Accuracy for a cost</h2>")[2].partition("<h2>")[0]
     assert section.count("<polyline") == 1 and section.count("<circle") == len(kernel) + 2  # one line, three series
+    assert section.count('r="6"') == 2  # a one-point series is a ring, seen over a line's point it sits on
     assert "shap_kernel: error" in section and "random: error" in section and "exact_shapley: error" in section
 
 

@@ -237,7 +237,7 @@ def xai_convergence(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rec.detail = (
             f"{convergence.METRIC}: {first['error']:.3g} at {first['evaluations']:,} evaluations"
             + (f" to {last['error']:.3g} at {last['evaluations']:,}" if len(ran) > 1 else "")
-            + f" ({len(ran)} budgets ran, {len(rungs) - len(ran)} below the explainer's minimum)"
+            + f" (budgets run: {len(ran)}; below the explainer's minimum: {len(rungs) - len(ran)})"
         )
         return rungs
 

@@ -369,19 +369,21 @@ def convergence_chart(ladders: list[Record], case: str, explainers: list[str]) -
     )
     out = axes.frame(f"error against model evaluations, {case}")
     ends = []
-    for e, points in series.items():
+    for e, points in sorted(series.items(), key=lambda item: len(item[1]) == 1):  # single points on top
         colour = _colour(explainers, e) if e in explainers else "#444"
         xy = [(axes.x(ev), axes.y(err)) for ev, err, _ in points]
         if len(xy) > 1:
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        marker = 'r="4"' if len(xy) > 1 else 'r="6" fill-opacity="0.25" stroke-width="2"'  # one point: a ring
         for (x, y), (ev, err, rung) in zip(xy, points):
             cpu = rung.get("cpu_seconds")
             spent = f", CPU {cpu:.3g} s" if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else ""
             budget = rung.get("budget")
             asked = f" (budget {budget:,})" if isinstance(budget, int) and not isinstance(budget, bool) else ""
             out.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}"><title>{escape(e)}: error {err:.3g} at '
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" {marker} fill="{colour}" stroke="{colour}"><title>{escape(e)}: '
+                f"error {err:.3g} at "
                 f"{ev:,.0f} evaluations{asked}{escape(spent)}</title></circle>"
             )
         ends.append((*xy[-1], e))
@@ -574,12 +576,18 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
         "<th>detail</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e)) for e in explainers)
+    scored = any(isinstance(r.score, (int, float)) for r in records)  # not a run of the convergence ladder alone
+    scores = (
+        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
+        f"{category_bars(summary, explainers)}</div>"
+        if scored or not any(r.convergence for r in records)
+        else ""
+    )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
         f"<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}"
         f"<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}{convergence_section(records, explainers)}"
-        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers)}'
-        f"{category_bars(summary, explainers)}</div>{_baseline(doc)}"
+        f"{scores}{_baseline(doc)}"
         f"<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>"
         f"{_pictures(records, {**embed.carried(doc), **(pictures or {})})}"
         f"<script>{SCRIPT}</script></body></html>\n"
