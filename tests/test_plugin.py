@@ -453,6 +453,25 @@ def test_two_identical_benchmarks_agree_on_evaluations_and_cpu(pytester, monkeyp
     assert 1 / 3 <= cpu[0] / cpu[1] <= 3, cpu
 
 
+def test_a_disabled_benchmark_times_nothing_and_the_test_still_runs(pytester, monkeypatch):
+    """``--benchmark-disable`` (and xdist, where pytest-benchmark disables itself): no rounds, the
+    call's own seconds and evaluations kept."""
+    pytest.importorskip("pytest_benchmark")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    report = pytester.path / "report.json"
+    result = run(
+        pytester,
+        f"--xai-explainer={REF}:exact_shapley",
+        "--xai-benchmark",
+        "--benchmark-disable",
+        f"--xai-report={report}",
+        k="a_and_b_or_c",
+    )
+    result.assert_outcomes(passed=1)
+    (rec,) = json.loads(report.read_text())["results"]
+    assert rec["evaluations"] > 0 and rec["seconds"] is not None
+
+
 def test_data_dir_reaches_builders_that_ask_for_it(tmp_path):
     from pytest_xai import cases
     from pytest_xai.case import Case

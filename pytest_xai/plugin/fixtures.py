@@ -231,9 +231,10 @@ def xai_convergence(request: pytest.FixtureRequest) -> Callable[..., Any]:
         except CaseFault as exc:
             rec.error, rec.kind, rec.passed = str(exc), exc.kind, False
             pytest.fail(str(exc), pytrace=False)
-        for rung, error in zip((r for r in rungs if "skipped" not in r), errors):
+        measured = [r for r in rungs if "skipped" not in r]
+        for rung, error in zip(measured, errors):
             rung["error"] = round(error, 6)
-        first, last = rungs[len(rungs) - len(ran)], rungs[-1]
+        first, last = measured[0], measured[-1]
         rec.detail = (
             f"{convergence.METRIC}: {first['error']:.3g} at {first['evaluations']:,} evaluations"
             + (f" to {last['error']:.3g} at {last['evaluations']:,}" if len(ran) > 1 else "")
@@ -276,7 +277,7 @@ def _benchmark(benchmark: Any, state: XaiState, explainer, case, seed: int, outc
     import statistics
 
     benchmark.extra_info["xai_evaluations"] = outcome.evaluations
-    if not timed or outcome.status != "ok":
+    if benchmark.disabled or not timed or outcome.status != "ok":  # disabled: --benchmark-disable, xdist
         benchmark.disabled = True  # pytest-benchmark counts the fixture as used, and times nothing
         benchmark.pedantic(lambda: None)
         return outcome
@@ -290,10 +291,8 @@ def _benchmark(benchmark: Any, state: XaiState, explainer, case, seed: int, outc
         rounds.append(again)
 
     benchmark._timer = clock  # where pytest-benchmark (5.x) reads the timer pedantic() uses
-    warmup = 1
-    rounds_wanted = state.config.getoption("benchmark_min_rounds")
-    benchmark.pedantic(call, rounds=rounds_wanted, warmup_rounds=warmup, iterations=1)
-    rounds = rounds[warmup:]
+    benchmark.pedantic(call, rounds=state.config.getoption("benchmark_min_rounds"), warmup_rounds=1, iterations=1)
+    rounds = rounds[1:]  # the warm-up's call is not timed
     cpu = [r.cpu_seconds for r in rounds if r.cpu_seconds is not None]
     benchmark.extra_info.update(
         xai_seconds=[r.seconds for r in rounds],
