@@ -87,3 +87,25 @@ def test_the_ladder_is_collected_with_the_option_only(pytester):
     assert ids() == []
     assert len(ids("--xai-convergence", "--xai-no-suite")) == 3
     assert len(ids("--xai-convergence", "-m", "xai_convergence")) == 3
+
+
+def test_the_chart_draws_the_rungs_it_can_read_and_escapes_the_rest():
+    """A report may come from anyone (``python -m pytest_xai html``): rungs that are no numbers are
+    left out, an error of 0 sits on the chart's floor, names are escaped."""
+    from pytest_xai.reports import htmlreport, report
+    from pytest_xai.reports.record import Record
+
+    rungs = [
+        {"budget": 1000, "evaluations": 1000, "error": 0.5, "cpu_seconds": "<b>"},
+        {"budget": "<i>", "evaluations": "<b>", "error": 0.1},
+        {"evaluations": 10_000, "error": float("nan")},
+        {"evaluations": -1, "error": 0.2},
+        {"budget": 3000, "skipped": "<script>alert(1)</script>"},
+        "not a rung",
+        {"evaluations": 3000, "error": 0.0},
+    ]
+    rec = Record(nodeid="n", explainer="<e>", case="<c>", status="PASS", convergence=rungs)
+    page = htmlreport.render(report.document([rec], options={}, seed=0, exitstatus=0))
+    section = page.partition("<h2>Accuracy for a cost</h2>")[2].partition("<h2>")[0]
+    assert section.count("<circle") == 2 and section.count("<polyline") == 1
+    assert "<script>" not in section and "<b>" not in section and "&lt;e&gt;: error 0 at 3,000" in section
