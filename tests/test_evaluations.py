@@ -352,10 +352,10 @@ def test_the_table_and_the_aggregates_show_evaluations_per_call():
     assert summary["kernel"]["overall"]["mean_evaluations"] == (4100 + 11_900) / 2  # per call, errors left out
     lines = report.table(records, ["kernel", "tree"])
     assert any(
-        line.startswith("a[x]") and "PASS 1.000 0.25s 4.1k ev" in line and "PASS 1.000 0.25s 0 ev" in line
+        line.startswith("a[x]") and "PASS 1.000 4.1k ev, wall 0.25s" in line and "PASS 1.000 0 ev, wall 0.25s" in line
         for line in lines
     )
-    assert any(line.startswith("overall") and "0.25s 8k ev/call" in line for line in lines)
+    assert any(line.startswith("overall") and "8k ev, wall 0.25s/call" in line for line in lines)
     old = _rec("kernel", "a[x]", None)  # a report written before evaluations existed
     assert report.table([old])[2].split()[-1] == "0.25s"
 
@@ -459,7 +459,7 @@ def test_every_verdict_carries_the_same_evaluations_in_every_run_serial_or_n2(py
     assert all(isinstance(v, int) and v > 0 for v in runs["first"].values()), runs["first"]
     assert runs["first"] == runs["second"] == runs["n2"]
     exact = compact(runs["n2"]["exact_shapley"])
-    result.stdout.fnmatch_lines([f"symmetry[[]cough_and_fever[]]*PASS 1.000 *s {exact} ev*"])
+    result.stdout.fnmatch_lines([f"symmetry[[]cough_and_fever[]]*PASS 1.000 {exact} ev, CPU *s, wall *s*"])
 
 
 def test_checks_sharing_one_call_share_its_evaluations_and_the_aggregate_counts_it_once(pytester):
@@ -540,7 +540,7 @@ def test_the_gate_flags_a_test_whose_evaluations_grew_past_the_factor(pytester):
                 "*regressed against the baseline*: model evaluations grew from 64 (baseline) to 184 (now), x2.88, "
                 "over the factor 2*"
             ),
-            "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000 *s 64 ev*FAIL 1.000 *s 184 ev*",
+            "REGRESSION*symmetry[[]cough_and_fever[]] [[]explain[]]*PASS 1.000 64 ev, *FAIL 1.000 184 ev, *",
         ]
     )
     doc = json.loads(report_path.read_text())

@@ -24,7 +24,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def _comparable(doc: dict) -> tuple:
     results = [{k: v for k, v in r.items() if k not in TIMING} for r in doc["results"]]
-    summary = {e: {k: v for k, v in s["overall"].items() if k != "mean_seconds"} for e, s in doc["summary"].items()}
+    summary = {
+        e: {k: v for k, v in s["overall"].items() if k not in ("mean_seconds", "mean_cpu_seconds")}
+        for e, s in doc["summary"].items()
+    }
     return results, summary, doc["seed"], doc["versions"]
 
 

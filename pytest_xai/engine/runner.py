@@ -365,6 +365,31 @@ class Runner:
             raise _case_fault(case, f"running check {request['check']!r}", exc) from None
         return reply
 
+    def errors(self, case: Case | CaseRef, attributions: list[Any]) -> list[float]:
+        """The error of each of ``attributions`` against the exact Shapley values of ``case``
+        (:func:`pytest_xai.convergence.errors`), computed where the case is built: the judge's
+        worker, or this process without limits.  Raises NotApplicable for a case without them."""
+        from pytest_xai import convergence
+
+        if self.limits is None:
+            return convergence.errors(_built(case), attributions)
+        import pickle
+
+        from pytest_xai.engine.worker import JUDGE
+
+        header, sent = self._addressed(case)
+        blob = pickle.dumps({"case": sent, "attributions": attributions})
+        try:
+            with self.waiting():
+                reply, _ = self.pool.call(JUDGE, {"op": "errors", **header}, blob=blob)
+        except ExplainerError as exc:
+            raise _case_fault(case, "measuring the convergence errors", exc) from None
+        if reply.get("kind") == "not_applicable":
+            raise NotApplicable(str(reply.get("message", "")))
+        if reply.get("kind") != "ok":
+            raise CaseFault(str(reply.get("message") or "the judge's worker sent an unknown reply"))
+        return [float(e) for e in reply["errors"]]
+
     def _addressed(self, case: Case | CaseRef) -> tuple[dict[str, Any], Case | None]:
         """How a worker finds ``case``: ``(header, None)`` naming a registered case (and the next
         one it will probably need), or ``({}, case)`` for a hand-made case, which is pickled."""
@@ -381,6 +406,12 @@ class Runner:
             header["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **place}
         return header, None
 
+    def call(self, explainer: Explainer, case: Case | CaseRef, *, seed: int, budget: int | None = None) -> Outcome:
+        """One more call of ``explainer`` on ``case``, never memoised, with another ``budget`` of
+        model evaluations if given: the rounds of ``--xai-benchmark`` and the rungs of the
+        convergence ladder (:mod:`pytest_xai.convergence`)."""
+        return self._call(explainer, case, seed=seed, budget=budget)
+
     def _call(
         self,
         explainer: Explainer,
@@ -389,12 +420,14 @@ class Runner:
         seed: int,
         variant: list[Any] | None = None,
         inputs: dict[str, Any] | None = None,
+        budget: int | None = None,
     ) -> Outcome:
+        budget = self.budget if budget is None else budget
         try:
             if self.limits is None:
-                explanation = self._in_process(explainer, _built(case), seed)
+                explanation = self._in_process(explainer, _built(case), seed, budget)
                 return Outcome("ok", explanation, seconds=explanation.seconds, evaluations=explanation.evaluations)
-            return self._in_worker(explainer, case, seed, variant, inputs)
+            return self._in_worker(explainer, case, seed, variant, inputs, budget)
         except NotApplicable as exc:
             return Outcome("skip", message=str(exc))
         except ExplainerError as exc:
@@ -406,12 +439,13 @@ class Runner:
         case: Case | CaseRef,
         seed: int,
         variant: list[Any] | None,
-        inputs: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None,
+        budget: int | None,
     ) -> Outcome:
         from pytest_xai.engine import contract
 
         header, sent = self._addressed(case)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": self.budget, **header}
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": budget, **header}
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
         if sent is not None:
@@ -433,7 +467,7 @@ class Runner:
         explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations)
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu, evaluations=evaluations)
 
-    def _in_process(self, explainer: Explainer, case: Case, seed: int) -> Explanation:
+    def _in_process(self, explainer: Explainer, case: Case, seed: int, given: int | None) -> Explanation:
         from pytest_xai import cases
         from pytest_xai.engine import budget, contract
         from pytest_xai.engine.wire import clip
@@ -452,7 +486,7 @@ class Runner:
                 if explainer.prepare is not None and explainer.spec not in self.prepared:
                     self.prepared.add(explainer.spec)
                     explainer.prepare()
-                return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, self.budget))
+                return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, given))
             except (NotApplicable, ExplainerError):
                 raise
             except BaseException as exc:

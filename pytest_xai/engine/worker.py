@@ -95,8 +95,8 @@ def _import_modules(modules: list[list[str | None]]) -> None:
 
 class Worker:
     """What a worker process serves: one explainer's calls (``explain``), or, in the judge's worker
-    (spec :data:`JUDGE`), which loads no explainer, the case's vetting (``vet``) and the checks
-    (``check``)."""
+    (spec :data:`JUDGE`), which loads no explainer, the case's vetting (``vet``), the checks
+    (``check``) and the errors of a convergence ladder (``errors``)."""
 
     def __init__(self) -> None:
         self.explainer: Explainer | None = None  # set by the init request (None in the judge's worker)
@@ -274,6 +274,22 @@ class Worker:
         reply = judge.score_in_worker(case, request, ask)
         return {**reply, "check_cpu": time.process_time() - cpu}  # benchmarks/phases.py reads it
 
+    def errors(self, header: dict[str, Any], blob: bytes, started: Callable[[str], None]) -> dict[str, Any]:
+        """In the judge's worker: the error of each rung of a convergence ladder against the case's
+        exact Shapley values (:func:`pytest_xai.convergence.errors`)."""
+        from pytest_xai import convergence
+        from pytest_xai.errors import NotApplicable
+
+        request = pickle.loads(blob)  # from the plugin itself, never from an explainer
+        case, failed = self._built(header, request["case"])
+        if case is None:
+            return failed
+        started(header["token"])
+        try:
+            return {"kind": "ok", "errors": convergence.errors(case, request["attributions"])}
+        except NotApplicable as exc:
+            return {"kind": "not_applicable", "message": wire.clip(exc, 2000)}
+
 
 def main(argv: list[str]) -> int:
     request_fd, reply_fd = int(argv[1]), int(argv[2])
@@ -307,6 +323,8 @@ def main(argv: list[str]) -> int:
                 reply = worker.vet(header, blob, started)
             elif header["op"] == "check":
                 reply = worker.check(header, blob, started, ask)
+            elif header["op"] == "errors":
+                reply = worker.errors(header, blob, started)
         except BaseException as exc:  # noqa: BLE001 - the explainer is untrusted: report everything
             reply, out = _describe(exc), {}
         try:

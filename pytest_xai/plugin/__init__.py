@@ -28,6 +28,7 @@ from pytest_xai.plugin.fixtures import (  # noqa: F401
     pytest_runtest_makereport,
     xai_case,
     xai_check,
+    xai_convergence,
     xai_explain,
     xai_explainer,
     xai_snapshot,
@@ -43,6 +44,7 @@ from pytest_xai.plugin.state import (
 from pytest_xai.reports.record import Record
 
 SUITE = Path(__file__).parent.parent / "suite" / "xai_suite.py"
+LADDER = SUITE.with_name("xai_convergence.py")  # collected with --xai-convergence only
 CATEGORY_MARKERS = {
     "xai_fidelity": "fidelity: does the explanation reflect what the model computes",
     "xai_fragility": "fragility: can the explanation be manipulated (adversarial models, correlated features)",
@@ -85,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family")
+    config.addinivalue_line("markers", "xai_convergence: the convergence ladder of --xai-convergence")
     options = read_options(config)
     if options.explainers:
         _search_invocation_dir(config)
@@ -103,6 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args[:] = [suite]
         else:
             config.args.append(suite)
+    elif state.explainers and options.convergence and suite not in config.args:
+        config.args.append(suite)  # the ladder, without the suite's checks (pytest_ignore_collect)
 
 
 def _search_invocation_dir(config: pytest.Config) -> None:
@@ -249,8 +254,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
             mentions = False
         if mentions:
             _sync_markers(parent.config, load=True)
-    if file_path == SUITE and not any(fnmatch(file_path.name, p) for p in parent.config.getini("python_files")):
+    if file_path in (SUITE, LADDER) and not any(
+        fnmatch(file_path.name, p) for p in parent.config.getini("python_files")
+    ):
         return pytest.Module.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The convergence ladder is collected with ``--xai-convergence`` only, the suite's checks
+    without ``--xai-no-suite``."""
+    state = config.stash.get(xai_state, None)
+    if collection_path == LADDER:
+        return not (state is not None and state.explainers and state.options.convergence)
+    if collection_path == SUITE and state is not None and state.options.no_suite:
+        return True
     return None
 
 
@@ -303,6 +321,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             )
             for info in cases.infos()
             if check_name in info.checks
+            for explainer in state.explainers
+        ]
+        metafunc.parametrize(("xai_case_name", "xai_explainer"), params)
+    elif getattr(metafunc.function, "xai_ladder", False):
+        from pytest_xai import convergence
+
+        marks = [pytest.mark.xai, pytest.mark.xai_convergence]
+        params = [
+            pytest.param(case, explainer, id=f"{case}-{explainer.name}", marks=marks)
+            for case in convergence.CASES
             for explainer in state.explainers
         ]
         metafunc.parametrize(("xai_case_name", "xai_explainer"), params)
@@ -429,6 +457,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 category=info.category,
                 check=check,
                 row=f"{check}[{info.name}]",
+            )
+        elif getattr(item.function, "xai_ladder", False):
+            info = cases.info(_params(item)["xai_case_name"])
+            explainer = _params(item)["xai_explainer"].name
+            item.stash[xai_record] = Record(
+                explainer=explainer, case=info.name, family=info.family, row=f"convergence[{info.name}]"
             )
         elif _explainer_of(item) is not None:
             item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, row=_row_of(item))

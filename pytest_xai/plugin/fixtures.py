@@ -146,28 +146,22 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rec.explainer, rec.case, rec.seed = explainer.name, case.name, seed
         rec.family, rec.category = case.info.family, case.info.category
         benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
-        run = lambda: state.runner.explain(explainer, case, seed=seed)
         if not state.runner.memoised(explainer, case, seed):
             state.wait_usefully()  # work of the plugin's own done while this call waits for its worker
-        if benchmark is not None and state.runner.memoised(explainer, case, seed):
-            benchmark.disabled = True  # the call was timed by the test that made it: no second timing
         what = f"{explainer.name} on {case.name}"
         state.runner.watch = progress.watch(request.config, state.options.progress, what, state.options.timeout)
         try:
-            if benchmark is not None:
-                outcome, cached = benchmark.pedantic(run, rounds=1, iterations=1)
-            else:
-                outcome, cached = run()
+            outcome, cached = state.runner.explain(explainer, case, seed=seed)
             _warn_again(state.runner.build_warnings.pop(case.name, []))
             if repeat > 1 and outcome.status == "ok":
                 outcome = _run_repeats(request.node, state, explainer, case, repeat)
         finally:
             state.runner.watch = None
+        if benchmark is not None:
+            outcome = _benchmark(benchmark, state, explainer, case, seed, outcome, timed=not cached)
         rec.seconds, rec.cpu_seconds, rec.cached = outcome.seconds, outcome.cpu_seconds, cached
         rec.evaluations = outcome.evaluations  # the same call as seconds: shared by the checks of a case
         rec.budget = state.runner.budget_for(case)
-        if benchmark is not None:
-            benchmark.extra_info["xai_evaluations"] = outcome.evaluations
         overspent = _overspent(state, case, rec.evaluations)
         if overspent is not None:  # a test that calls no check still says so
             rec.detail = overspent
@@ -187,6 +181,136 @@ def xai_explain(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return outcome.explanation
 
     return explain
+
+
+@pytest.fixture
+def xai_convergence(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Run an explainer on a case at each budget of a ladder: ``xai_convergence(explainer, case)``.
+
+    Each rung is one call with that budget of model evaluations (:data:`pytest_xai.convergence.LADDER`
+    unless ``budgets`` are given), in the explainer's worker under the time limit, with the case's
+    seed; its evaluations and CPU seconds are the engine's, its error against the case's exact
+    Shapley values the judge's worker's (:func:`pytest_xai.convergence.relative_rmse`).  A rung
+    below the explainer's minimum is recorded as skipped; the ladder stops once a rung repeats the
+    one before (the explainer no longer uses more).  A failed call fails the test; no rung run
+    skips it.  Returns the rungs, which the test's record carries to the reports.
+    """
+    from pytest_xai import convergence
+    from pytest_xai.engine import contract
+
+    state = state_of(request.config)
+
+    def ladder(explainer, case, *, budgets=None):
+        if isinstance(explainer, str):
+            explainer = contract.load(explainer, option="xai_convergence")
+        seed = state.runner.seed_for(case)
+        rec = record_of(request.node)
+        rec.explainer, rec.case, rec.seed, rec.family = explainer.name, case.name, seed, case.info.family
+        rungs: list[dict[str, Any]] = []
+        ran: list[Any] = []  # the outcomes of the rungs that ran
+        for budget in budgets or convergence.LADDER:
+            outcome = state.runner.call(explainer, case, seed=seed, budget=int(budget))
+            if outcome.status == "skip":
+                rungs.append({"budget": int(budget), "skipped": outcome.message})
+                continue
+            if outcome.status == "error":
+                failure = f"explainer {explainer.name!r} on case {case.name!r} with a budget of {budget:,}: "
+                rec.error, rec.kind, rec.passed = failure + outcome.message, outcome.kind, False
+                pytest.fail(rec.error + (f"\n\n{outcome.traceback}" if outcome.traceback else ""), pytrace=False)
+            if ran and outcome.evaluations == ran[-1].evaluations and _same(outcome, ran[-1]):
+                break  # a larger budget buys nothing more
+            ran.append(outcome)
+            rungs.append(
+                {
+                    "budget": int(budget),
+                    "evaluations": outcome.evaluations,
+                    "cpu_seconds": outcome.cpu_seconds,
+                    "seconds": outcome.seconds,
+                }
+            )
+        rec.convergence = rungs
+        if not ran:
+            pytest.skip(f"{explainer.name} on {case.name}: no budget of the ladder fits: {rungs[-1]['skipped']}")
+        try:
+            errors = state.runner.errors(case, [o.explanation.attributions for o in ran])
+        except NotApplicable as exc:
+            pytest.skip(str(exc))
+        except CaseFault as exc:
+            rec.error, rec.kind, rec.passed = str(exc), exc.kind, False
+            pytest.fail(str(exc), pytrace=False)
+        measured = [r for r in rungs if "skipped" not in r]
+        for rung, error in zip(measured, errors):
+            rung["error"] = round(error, 6)
+        first, last = measured[0], measured[-1]
+        rec.detail = (
+            f"{convergence.METRIC}: {first['error']:.3g} at {first['evaluations']:,} evaluations"
+            + (f" to {last['error']:.3g} at {last['evaluations']:,}" if len(ran) > 1 else "")
+            + f" (budgets run: {len(ran)}; below the explainer's minimum: {len(rungs) - len(ran)})"
+        )
+        return rungs
+
+    return ladder
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two calls gave the same attributions, bit for bit."""
+    import numpy as np
+
+    return bool(np.array_equal(a.explanation.attributions, b.explanation.attributions))
+
+
+class _WorkerClock:
+    """pytest-benchmark's timer for ``--xai-benchmark``: it advances by the seconds the explainer's
+    worker measured around the call, so that a round is the call alone."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def __repr__(self) -> str:  # the timer's name in pytest-benchmark's JSON
+        return "pytest_xai worker's time.perf_counter around the explainer's call"
+
+
+def _benchmark(benchmark: Any, state: XaiState, explainer, case, seed: int, outcome: Any, *, timed: bool) -> Any:
+    """``--xai-benchmark``: once the call that explains ``case`` is made (the warm-up: the worker
+    is started, the case built), one more warm-up call, then pytest-benchmark's rounds
+    (``--benchmark-min-rounds``, default 5) of the explainer's call alone, each the wall seconds its
+    worker measured around the call; each round's CPU seconds and model evaluations go to
+    ``extra_info``.  Returns ``outcome`` with the rounds' median wall and CPU seconds.  A call
+    memoised by another test (``timed`` false) or that did not succeed is not timed again."""
+    import dataclasses
+    import statistics
+
+    benchmark.extra_info["xai_evaluations"] = outcome.evaluations
+    if benchmark.disabled or not timed or outcome.status != "ok":  # disabled: --benchmark-disable, xdist
+        benchmark.disabled = True  # pytest-benchmark counts the fixture as used, and times nothing
+        benchmark.pedantic(lambda: None)
+        return outcome
+    clock, rounds = _WorkerClock(), []
+
+    def call() -> None:
+        again = state.runner.call(explainer, case, seed=seed)
+        if again.status != "ok" or again.seconds is None:
+            raise again.error() if again.status == "error" else RuntimeError(f"a timed round gave {again.status}")
+        clock.now += again.seconds
+        rounds.append(again)
+
+    benchmark._timer = clock  # where pytest-benchmark (5.x) reads the timer pedantic() uses
+    benchmark.pedantic(call, rounds=state.config.getoption("benchmark_min_rounds"), warmup_rounds=1, iterations=1)
+    rounds = rounds[1:]  # the warm-up's call is not timed
+    cpu = [r.cpu_seconds for r in rounds if r.cpu_seconds is not None]
+    benchmark.extra_info.update(
+        xai_seconds=[r.seconds for r in rounds],
+        xai_cpu_seconds=cpu,
+        xai_round_evaluations=[r.evaluations for r in rounds],
+    )
+    return dataclasses.replace(
+        outcome,
+        seconds=statistics.median(r.seconds for r in rounds),
+        cpu_seconds=statistics.median(cpu) if cpu else None,
+    )
 
 
 @pytest.fixture

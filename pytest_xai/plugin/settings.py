@@ -99,7 +99,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xai-benchmark",
         action="store_true",
-        help="time explainer calls with pytest-benchmark's fixture and store scores in extra_info",
+        help="time the explainer's call alone, in its worker, over pytest-benchmark's rounds after a warm-up, "
+        "with each round's CPU seconds and model evaluations and the scores in extra_info",
+    )
+    group.addoption(
+        "--xai-convergence",
+        action="store_true",
+        help="also run each explainer at a ladder of budgets of model evaluations on games with exact Shapley "
+        "values and report its error against them per evaluation spent (table, JSON, HTML chart); "
+        "-m xai_convergence runs the ladder alone",
     )
     parser.addini("xai_explainers", "explainers to test (module:function), one per line", type="linelist")
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
@@ -212,6 +220,7 @@ class XaiOptions:
     categories: tuple[str, ...] = ()
     no_suite: bool = False
     benchmark: bool = False
+    convergence: bool = False
     repeat: int = 1
     html: str | None = None
     save_baseline: str | None = None
@@ -290,6 +299,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         categories=tuple(config.getoption("xai_category")),
         no_suite=config.getoption("xai_no_suite"),
         benchmark=config.getoption("xai_benchmark"),
+        convergence=config.getoption("xai_convergence"),
         snapshot_update=config.getoption("xai_snapshot_update"),
         **ci,
     )

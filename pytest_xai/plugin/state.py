@@ -363,8 +363,14 @@ class XaiState:
         from pytest_xai.reports import report as xai_report
 
         terminalreporter.write_sep("=", "xai scores")
-        for line in xai_report.table(self.records, order=[e.name for e in self.explainers]):
+        order = [e.name for e in self.explainers]
+        for line in xai_report.table(self.records, order=order):
             terminalreporter.write_line(line)
+        ladders = xai_report.convergence_table(self.records, order=order)
+        if ladders:
+            terminalreporter.write_sep("=", "xai convergence: error against exact Shapley values for a cost")
+            for line in ladders:
+                terminalreporter.write_line(line)
         from pytest_xai import extras
 
         for line in extras.summary(self.records):  # a run that lost its extras says so

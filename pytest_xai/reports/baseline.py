@@ -16,7 +16,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_xai.engine.evaluations import compact
 from pytest_xai.reports.record import Record, records
 
 #: Default allowed score drop (scores are in [0, 1]); ``--xai-baseline-tolerance`` overrides it.
@@ -178,8 +177,9 @@ def _brief(rec: Record) -> dict:
     return {
         "status": rec.status,
         "score": rec.score,
-        "seconds": rec.seconds,
         "evaluations": rec.evaluations,
+        "cpu_seconds": rec.cpu_seconds,
+        "seconds": rec.seconds,
         "flaky": rec.flaky,
     }
 
@@ -224,10 +224,12 @@ def compare(
 def _value(brief: Mapping[str, Any] | None) -> str:
     if not brief:
         return "-"
+    from pytest_xai.reports.report import cost
+
     score = "" if brief.get("score") is None else f" {brief['score']:.3f}"
-    seconds = "" if brief.get("seconds") is None else f" {brief['seconds']:.2f}s"
-    evaluations = "" if brief.get("evaluations") is None else f" {compact(brief['evaluations'])} ev"
-    return f"{brief.get('status')}{score}{seconds}{evaluations}"
+    return (
+        f"{brief.get('status')}{score}{cost(brief.get('evaluations'), brief.get('cpu_seconds'), brief.get('seconds'))}"
+    )
 
 
 def table(diff: Mapping[str, Any], *, max_vanished: int = 20) -> list[str]:

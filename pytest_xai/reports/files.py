@@ -369,6 +369,7 @@ _int = FieldType(lambda v: isinstance(v, int) and not isinstance(v, bool), "an i
 _number = FieldType(_is_number, 'a number (or "inf", "-inf", "nan")')
 _bool = FieldType(lambda v: isinstance(v, bool), "true or false")
 _object = FieldType(lambda v: isinstance(v, dict), "an object")
+_objects = FieldType(lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects")
 _strings = FieldType(
     lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of strings"
 )
@@ -401,10 +402,11 @@ RESULT = {  # the fields of pytest_xai.reports.record.Record
     "budget": _optional(_int),
     "threshold_sources": _optional(_strings),
     "repeat": _optional(_object),
+    "convergence": _optional(_objects),
 }
 AGGREGATE = {
     **{k: _int for k in ("tests", "ran", "skipped", "passed", "errors", "timeouts")},
-    **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_evaluations")},
+    **{k: _optional(_number) for k in ("mean_score", "mean_seconds", "mean_cpu_seconds", "mean_evaluations")},
 }
 TOP = {
     "seed": _optional(_int),

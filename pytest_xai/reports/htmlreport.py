@@ -66,8 +66,9 @@ SUMMARY_COLUMNS = (
     "explainer",
     "passed/judged",
     "mean score",
-    "mean s/call",
     "mean evaluations/call",
+    "mean CPU s/call",
+    "mean wall s/call",
     "skipped",
     "timeouts",
 )
@@ -89,14 +90,16 @@ def _summary_row(explainer: str, agg: Mapping[str, Any]) -> list[str]:
     """One explainer's row of the summary table (:data:`SUMMARY_COLUMNS`), cells escaped."""
     texts = [
         escape(v)
-        for v in (
-            explainer,
-            f"{_count(agg.get('passed'))}/{_count(_judged(agg))}",
-            _fmt(agg.get("mean_score")),
-            _fmt(agg.get("mean_seconds"), 3),
-        )
+        for v in (explainer, f"{_count(agg.get('passed'))}/{_count(_judged(agg))}", _fmt(agg.get("mean_score")))
     ]
-    return [*texts, _evaluations(agg.get("mean_evaluations")), _count(agg.get("skipped")), _count(agg.get("timeouts"))]
+    return [
+        *texts,
+        _evaluations(agg.get("mean_evaluations")),
+        f'<td class="num">{_fmt(agg.get("mean_cpu_seconds"), 3)}</td>',
+        f'<td class="num">{_fmt(agg.get("mean_seconds"), 3)}</td>',
+        _count(agg.get("skipped")),
+        _count(agg.get("timeouts")),
+    ]
 
 
 def _count(value: Any) -> str:
@@ -310,6 +313,142 @@ def category_bars(summary: Mapping[str, Any], explainers: list[str]) -> str:
     return f"<figure>{''.join(out)}<figcaption>mean score per category: {legend}</figcaption></figure>"
 
 
+#: Errors below this are drawn on the chart's floor (exact values against their own game: ~1e-16).
+ERROR_FLOOR = 1e-4
+
+
+def _decades(values: list[float]) -> tuple[int, int]:
+    logs = [math.log10(v) for v in values] or [0.0]
+    lo, hi = math.floor(min(logs)), math.ceil(max(logs))
+    return lo, hi if hi > lo else lo + 1
+
+
+class _LogLog:
+    """The convergence chart's coordinates: model evaluations (x) and error (y), both log10."""
+
+    W, H, L, R, T, B = 460, 300, 50, 14, 14, 38
+
+    def __init__(self, evaluations: list[float], errors: list[float]):
+        (self.x0, self.x1), (self.y0, self.y1) = _decades([e for e in evaluations if e > 0]), _decades(errors)
+
+    def x(self, evaluations: float) -> float:
+        """The left edge for an explainer that never called the model (0 evaluations)."""
+        if evaluations <= 0:
+            return self.L
+        frac = (math.log10(evaluations) - self.x0) / (self.x1 - self.x0)
+        return self.L + frac * (self.W - self.L - self.R)
+
+    def y(self, error: float) -> float:
+        frac = (math.log10(max(error, ERROR_FLOOR)) - self.y0) / (self.y1 - self.y0)
+        return self.H - self.B - frac * (self.H - self.T - self.B)
+
+    def frame(self, title: str) -> list[str]:
+        W, H, L, R, T, B = self.W, self.H, self.L, self.R, self.T, self.B
+        out = [
+            (
+                f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+                f'viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}">'
+            ),
+            f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="#fafafa" stroke="#ccc"/>',
+        ]
+        for power in range(self.x0, self.x1 + 1):
+            x = self.x(10.0**power)
+            out.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{T}" y2="{H - B}" stroke="#e4e4e4"/><text x="{x:.1f}" '
+                f'y="{H - B + 13}" font-size="10" text-anchor="middle">{escape(compact(10**power))}</text>'
+            )
+        for power in range(self.y0, self.y1 + 1):
+            y = self.y(10.0**power)
+            out.append(
+                f'<line x1="{L}" x2="{W - R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
+                f'<text x="{L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{10.0**power:g}</text>'
+            )
+        out.append(
+            f'<text x="{(L + W) / 2:.0f}" y="{H - 6}" font-size="11" text-anchor="middle">model evaluations '
+            f'(log scale)</text><text x="12" y="{H / 2:.0f}" font-size="11" text-anchor="middle" '
+            f'transform="rotate(-90 12 {H / 2:.0f})">relative RMSE (log scale)</text>'
+        )
+        return out
+
+
+def _rungs(rec: Record) -> list[tuple[float, float, Mapping[str, Any]]]:
+    """``(evaluations, error, rung)`` of each rung of ``rec``'s ladder that ran (a report may hold anything)."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    return [
+        (float(rung["evaluations"]), float(rung["error"]), rung)
+        for rung in rec.convergence or []
+        if isinstance(rung, Mapping)
+        and number(rung.get("evaluations"))
+        and rung["evaluations"] >= 0
+        and number(rung.get("error"))
+        and rung["error"] >= 0
+    ]
+
+
+def convergence_chart(ladders: list[Record], case: str, explainers: list[str]) -> str:
+    """Error against the exact Shapley values per model evaluations spent, log-log, every
+    explainer's ladder on ``case`` on one axis: a line per explainer, a point per budget."""
+    from pytest_xai.reports.chartlabels import place
+
+    series = {r.explainer or "": _rungs(r) for r in ladders}
+    series = {e: points for e, points in series.items() if points}
+    axes = _LogLog(
+        [ev for points in series.values() for ev, _, _ in points],
+        [max(err, ERROR_FLOOR) for points in series.values() for _, err, _ in points],
+    )
+    out = axes.frame(f"error against model evaluations, {case}")
+    ends = []
+    for e, points in sorted(series.items(), key=lambda item: len(item[1]) == 1):  # single points on top
+        colour = _colour(explainers, e) if e in explainers else "#444"
+        xy = [(axes.x(ev), axes.y(err)) for ev, err, _ in points]
+        if len(xy) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        marker = 'r="4"' if len(xy) > 1 else 'r="6" fill-opacity="0.25" stroke-width="2"'  # one point: a ring
+        for (x, y), (ev, err, rung) in zip(xy, points):
+            cpu = rung.get("cpu_seconds")
+            spent = f", CPU {cpu:.3g} s" if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else ""
+            budget = rung.get("budget")
+            asked = f" (budget {budget:,})" if isinstance(budget, int) and not isinstance(budget, bool) else ""
+            out.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" {marker} fill="{colour}" stroke="{colour}"><title>{escape(e)}: '
+                f"error {err:.3g} at "
+                f"{ev:,.0f} evaluations{asked}{escape(spent)}</title></circle>"
+            )
+        ends.append((*xy[-1], e))
+    for (_, _, e), (lx, ly, anchor) in zip(ends, place(ends, width=axes.W, height=axes.H)):
+        colour = _colour(explainers, e) if e in explainers else "#444"
+        out.append(
+            f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="10" text-anchor="{anchor}" fill="{colour}" '
+            f'font-weight="600">{escape(e)}</text>'
+        )
+    out.append("</svg>")
+    return f"<figure>{''.join(out)}<figcaption>{escape(case)}</figcaption></figure>"
+
+
+def convergence_section(records: list[Record], explainers: list[str]) -> str:
+    """The section of ``--xai-convergence``: a chart per case, every explainer on one axis."""
+    from pytest_xai.convergence import METRIC
+
+    ladders = [r for r in records if r.convergence]
+    if not ladders:
+        return ""
+    charts = "".join(
+        convergence_chart([r for r in ladders if (r.case or "") == case], case, explainers)
+        for case in dict.fromkeys(r.case or "" for r in ladders)
+    )
+    return (
+        f"<h2>Accuracy for a cost</h2><p>Each explainer at a ladder of budgets of model evaluations: its "
+        f"{escape(METRIC)} against the model evaluations it spent (log-log; lower and further left is better). "
+        f"A deterministic explainer that takes no budget is one point; a ladder stops where a larger budget "
+        "bought nothing more; one that never calls the model sits on the left edge.</p>"
+        f'<div class="charts">{charts}</div>'
+    )
+
+
 def _score_cell(rec: Record) -> str:
     text = _fmt(rec.score)
     repeat = rec.repeat
@@ -451,8 +590,8 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
             f"<tr {attrs}><td>{escape(r.row or '')}</td><td>{escape(r.explainer or '')}</td>"
             f"<td>{escape(str(r.family or ''))}</td><td>{escape(str(r.category or ''))}</td>"
             f'<td class="{escape(r.status or "")}">{escape(r.status or "")}</td>{_score_cell(r)}'
-            f'<td class="num">{_fmt(r.threshold)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
-            f"{_evaluations(r.evaluations)}"
+            f'<td class="num">{_fmt(r.threshold)}</td>{_evaluations(r.evaluations)}'
+            f'<td class="num">{_fmt(r.cpu_seconds, 3)}</td><td class="num">{_fmt(r.seconds, 3)}</td>'
             f'<td class="detail">{escape(str(r.regression or r.detail or ""))}</td></tr>'
         )
     table = (
@@ -462,17 +601,26 @@ def render(doc: Mapping[str, Any], pictures: Mapping[str, str] | None = None) ->
         "<small>0-1, higher is better</small></th>"
         "<th title=\"the check's own limit, on the scale of its own statistic (a gap, a rank, an error), "
         "not of the score\">check threshold<small>on the check's own statistic</small></th>"
-        "<th>seconds</th><th title=\"rows the model evaluated in the explainer's call (0: it never called "
-        'the model)">evaluations</th><th>detail</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
+        '<th title="rows the model evaluated in the explainer\'s call (0: it never called the model)">evaluations'
+        "<small>compare across machines</small></th>"
+        '<th title="CPU seconds of the explainer\'s worker during the call">CPU s<small>compare on one machine'
+        '</small></th><th title="wall-clock seconds of the call: moves with the load">wall s</th>'
+        "<th>detail</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
     axes = _Axes([float(r.seconds) for r in records if isinstance(r.seconds, (int, float))])
     charts = "".join(score_seconds_chart(records, e, _colour(explainers, e), axes) for e in explainers)
+    scored = any(isinstance(r.score, (int, float)) for r in records)  # not a run of the convergence ladder alone
+    scores = (
+        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers, axes)}'
+        f"{category_bars(summary, explainers)}</div>"
+        if scored or not any(r.convergence for r in records)
+        else ""
+    )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pytest-xai report</title>'
         f"<style>{STYLE}</style></head><body><h1>pytest-xai report</h1>{header}"
-        f"<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}"
-        f'<h2>Score against seconds</h2><div class="charts">{charts}{pareto_chart(summary, explainers, axes)}'
-        f"{category_bars(summary, explainers)}</div>{_baseline(doc)}"
+        f"<h2>Summary</h2>{_table(SUMMARY_COLUMNS, overall)}{convergence_section(records, explainers)}"
+        f"{scores}{_baseline(doc)}"
         f"<h2>Scores</h2>{filters}{table}<h2>Worst examples</h2>"
         f"{_pictures(records, {**embed.carried(doc), **(pictures or {})})}"
         f"<script>{SCRIPT}</script></body></html>\n"
@@ -488,7 +636,7 @@ def write(path: str | os.PathLike, doc: Mapping[str, Any], pictures: Mapping[str
 
 
 def extra_html(rec: Record) -> str:
-    """The pytest-html extra of one test: its score, threshold, seconds, model evaluations and detail."""
+    """The pytest-html extra of one test: its score, threshold, model evaluations, CPU and wall seconds, detail."""
     labels = {"score": "score (0-1, higher is better)", "threshold": "check threshold (on the check's own statistic)"}
     rows = [
         [escape(labels.get(k, k)), escape(str(getattr(rec, k)))]
@@ -499,8 +647,9 @@ def extra_html(rec: Record) -> str:
             "score",
             "threshold",
             "passed",
-            "seconds",
             "evaluations",
+            "cpu_seconds",
+            "seconds",
             "flaky",
             "detail",
             "regression",

@@ -71,6 +71,9 @@ class Record:
     flaky: bool | None = None
     regression: str | None = None
     reference: dict[str, Any] | None = None  # the computed reference a user case's check was calibrated on
+    #: The rungs of a convergence ladder (:mod:`pytest_xai.convergence`): ``{budget, evaluations,
+    #: cpu_seconds, seconds, error}``, or ``{budget, skipped}`` below the explainer's minimum.
+    convergence: list[dict[str, Any]] | None = None
     known_failure: bool | None = None
 
     def to_properties(self) -> list[tuple[str, Any]]:

@@ -52,9 +52,19 @@ def _cell(rec: Record) -> str:
         score += " KNOWN"
     elif rec.regression:
         score += " REGRESSED"
-    seconds = "" if rec.seconds is None else f" {rec.seconds:.2f}s"
-    evaluations = "" if rec.evaluations is None else f" {compact(rec.evaluations)} ev"
-    return f"{rec.status}{score}{seconds}{evaluations}"
+    return f"{rec.status}{score}{cost(rec.evaluations, rec.cpu_seconds, rec.seconds)}"
+
+
+def cost(evaluations: Any, cpu: Any, seconds: Any, per: str = "") -> str:
+    """What a call cost, the figures that compare across runs and machines first: model
+    evaluations, then CPU seconds, then wall seconds (docs/speed.md, "Comparing timings")."""
+    parts = [
+        f"{compact(evaluations)} ev" if evaluations is not None else "",
+        f"CPU {cpu:.2f}s" if cpu is not None else "",
+        f"wall {seconds:.2f}s" if seconds is not None else "",
+    ]
+    text = ", ".join(p for p in parts if p)
+    return f" {text}{per}" if text else ""
 
 
 def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
@@ -62,8 +72,8 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
 
     Each scored test weighs 1; a failed test counts with its score and an explainer error with 0 (no
     skipping of zeros); a test that scored nothing (a user's test that calls no check) is left out
-    of the mean, not counted as 0.  Skipped tests and timeouts (no verdict) are counted apart.  Mean seconds
-    and model evaluations are per explainer call: over calls that completed, each counted once even
+    of the mean, not counted as 0.  Skipped tests and timeouts (no verdict) are counted apart.  Mean
+    wall and CPU seconds and model evaluations are per explainer call: over calls that completed, each counted once even
     when several checks of a case share it (``cached``).
     """
 
@@ -72,6 +82,7 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
         judged = [r for r in ran if r.status != "TIMEOUT"]
         calls = [r for r in judged if r.status != "ERROR" and not r.cached]
         timed = [r.seconds for r in calls if r.seconds is not None]
+        cpu = [r.cpu_seconds for r in calls if r.cpu_seconds is not None]
         counted = [r.evaluations for r in calls if r.evaluations is not None]
         scores = [r.score for r in judged if r.score is not None]  # a test that scored nothing is no 0
         return {
@@ -83,6 +94,7 @@ def summary(records: list[Record]) -> dict[str, dict[str, Any]]:
             "timeouts": len(ran) - len(judged),
             "mean_score": round(sum(scores) / len(scores), 6) if scores else None,
             "mean_seconds": round(sum(timed) / len(timed), 6) if timed else None,
+            "mean_cpu_seconds": round(sum(cpu) / len(cpu), 6) if cpu else None,
             "mean_evaluations": round(sum(counted) / len(counted), 1) if counted else None,
         }
 
@@ -113,9 +125,8 @@ def _aggregate_cell(agg: dict[str, Any]) -> str:
     timeouts = f", {agg['timeouts']} TIMEOUT" if agg["timeouts"] else ""
     if agg["ran"] == agg["timeouts"]:
         return timeouts[2:]
-    seconds = "" if agg["mean_seconds"] is None else f" {agg['mean_seconds']:.2f}s"
-    evaluations = "" if agg.get("mean_evaluations") is None else f" {compact(agg['mean_evaluations'])} ev"
-    per_call = f",{seconds}{evaluations}/call" if seconds or evaluations else ""
+    spent = cost(agg.get("mean_evaluations"), agg.get("mean_cpu_seconds"), agg["mean_seconds"], "/call")
+    per_call = f",{spent}" if spent else ""
     score = "" if agg["mean_score"] is None else f", {agg['mean_score']:.3f}"
     return f"{agg['passed']}/{agg['ran'] - agg['timeouts']}{score}{per_call}{timeouts}"
 
@@ -125,11 +136,11 @@ def table(
 ) -> list[str]:
     """Rows: tests (the suite's read ``check[case]``, a user's test its node id without the
     explainer); columns: explainers, those named in ``order`` first and in that order (the order
-    records arrive in changes under xdist); cells: verdict, score, seconds, model evaluations.
+    records arrive in changes under xdist); cells: verdict, score, model evaluations, CPU and wall seconds.
 
-    Below, per explainer and per category: passed/judged, mean score, mean seconds and model
-    evaluations per call, and timeouts (which have no verdict); those of ``records``, or of the run
-    they are an excerpt of (``aggregates``, its :func:`summary`).
+    Below, per explainer and per category: passed/judged, mean score, mean model evaluations, CPU
+    and wall seconds per call, and timeouts (which have no verdict); those of ``records``, or of the
+    run they are an excerpt of (``aggregates``, its :func:`summary`).
     """
     seen = {r.explainer or "" for r in records}
     explainers = list(dict.fromkeys([e for e in order or [] if e in seen] + [r.explainer or "" for r in records]))
@@ -149,6 +160,36 @@ def table(
     ]
     footer.append(["overall"] + [_aggregate_cell(aggregates[e]["overall"]) for e in explainers])
     return _grid(["test"] + explainers, body, footer)
+
+
+def convergence_table(records: list[Record], order: list[str] | None = None) -> list[str]:
+    """The convergence ladders (``--xai-convergence``, :mod:`pytest_xai.convergence`): a row per
+    (case, explainer), a column per budget; a cell is the error against the exact Shapley values
+    at the model evaluations the call spent, ``-`` below the explainer's minimum, blank where the
+    ladder stopped (a larger budget bought nothing more)."""
+    from pytest_xai.convergence import METRIC
+
+    ladders = [r for r in records if r.convergence]
+    if not ladders:
+        return []
+    rank = {e: i for i, e in enumerate(order or [])}
+    budgets = sorted({rung["budget"] for r in ladders for rung in r.convergence or []})
+    body = []
+    for r in sorted(ladders, key=lambda r: (r.case or "", rank.get(r.explainer or "", len(rank)), r.explainer or "")):
+        rungs = {rung["budget"]: rung for rung in r.convergence or []}
+        cells = [_rung(rungs.get(b)) for b in budgets]
+        body.append([r.case or "", r.explainer or "", *cells])
+    header = ["case", "explainer", *(f"budget {compact(b)}" for b in budgets)]
+    legend = f"cells: {METRIC} @ model evaluations spent; -: below the explainer's minimum samples"
+    return [*_grid(header, body, []), legend]
+
+
+def _rung(rung: dict[str, Any] | None) -> str:
+    if rung is None:
+        return ""
+    if "error" not in rung:
+        return "-"
+    return f"{rung['error']:.3f} @ {compact(rung['evaluations'])}"
 
 
 def versions() -> dict[str, str]:
