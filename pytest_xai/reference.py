@@ -11,7 +11,9 @@ model").  Here the reference is computed from the model itself, per row and targ
 
 Players are the features, or the groups of ``case.meta["groups"]`` (features with one id move
 together; each feature gets its group's value, as captum's ``feature_mask`` and
-:mod:`pytest_xai.explainers.grouped` do).  **Exact** by enumerating the 2^G coalitions (the weights of
+:mod:`pytest_xai.explainers.grouped` do).  **Exact** at any width for tree ensembles and linear models
+whose outputs the case explains (interventional TreeSHAP or the closed form, read from the model:
+:mod:`pytest_xai.model_shapley`); else **exact** by enumerating the 2^G coalitions (the weights of
 :func:`pytest_xai.shapley.coalitions`) when G <= 16 and n 2^G m model evaluations fit the budget;
 otherwise **estimated** by permutation sampling with antithetic pairs (each permutation and its
 reverse; Mitchell et al. 2022), unbiased, with as many pairs as the budget gives.  Its error bound
@@ -57,7 +59,7 @@ class Reference:
     """Reference attributions (shaped like the case's inputs) and how they were had."""
 
     values: np.ndarray
-    method: str  # "exact" (coalition enumeration) or "permutation" (antithetic sampling)
+    method: str  # exact: "exact" (coalition enumeration), "tree" or "linear" (the model's form); or "permutation"
     evaluations: int
     max_error: float  # bound on max |values - true Shapley values| (0 for exact)
     convention: str
@@ -168,6 +170,31 @@ def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndar
     return mean, np.sqrt(variance / pairs)
 
 
+def structural(game: _Game, model: Any) -> tuple[np.ndarray, str] | None:
+    """(values (n, G), "tree" or "linear"): the exact values from ``model``'s form
+    (:mod:`pytest_xai.model_shapley`) when the game's outputs are that form's up to a constant on the
+    explained and background rows, for every target explained; else None."""
+    from pytest_xai import model_shapley
+
+    form = model_shapley.form_of(model)
+    single = bool((game.players.sum(axis=1) == 1).all())
+    if form is None or (isinstance(form, model_shapley.Leaves) and not single):
+        return None  # a tree's players must be its features
+    probe = np.concatenate([game.x, game.bg])
+    ours = form.outputs(probe)
+    targets = np.zeros(game.n, int) if game.target is None else game.target
+    if (game.target is None and ours.shape[1] != 1) or targets.max() >= ours.shape[1]:
+        return None
+    for t in np.unique(targets):
+        theirs = game._outputs(probe, None if game.target is None else np.full(len(probe), t))
+        diff = theirs - ours[:, t]
+        if np.ptp(diff) > 1e-5 * max(float(np.abs(theirs).max()), 1e-12):  # float32 sums of xgboost: 1e-7
+            return None  # another output of the model: a probability of a boosted or logistic classifier
+    per_feature = form.shapley(game.x, game.bg, targets)
+    kind = "tree" if isinstance(form, model_shapley.Leaves) else "linear"
+    return per_feature @ game.players.T.astype(float), kind  # a group's value: the sum of its features' (additive)
+
+
 def compute(
     predict,
     inputs: Any,
@@ -178,14 +205,20 @@ def compute(
     budget: int = BUDGET,
     seed: int = 0,
     convention: str = "interventional",
+    model: Any = None,
 ) -> Reference:
     """The reference of ``predict`` at ``inputs`` against ``rows`` (background rows, or the one
-    baseline row): exact when it fits ``budget`` model evaluations, else estimated; raises
-    :class:`pytest_xai.NotApplicable` when even the smallest estimate does not fit."""
+    baseline row): exact from the structure of ``model`` when it is a tree ensemble or a linear model
+    whose output ``predict`` gives (:func:`structural`), else exact by enumeration when it fits
+    ``budget`` model evaluations, else estimated; raises :class:`pytest_xai.NotApplicable` when even
+    the smallest estimate does not fit."""
     game = _Game(predict, inputs, rows, target, groups)
     G, n, m = len(game.players), game.n, len(game.bg)
     exact_cost = n * (2**G) * m if G <= MAX_FEATURES else math.inf
-    if exact_cost <= budget:
+    found = structural(game, model) if model is not None else None
+    if found is not None:
+        phi, method, bound, rms = found[0], found[1], 0.0, 0.0
+    elif exact_cost <= budget:
         phi, method, bound, rms = exact(game), "exact", 0.0, 0.0
     else:
         pairs = int((budget / n - 2 * m) // (2 * (G - 1) * m)) if G > 1 else 0
@@ -235,7 +268,7 @@ def _fingerprint(case: Case, rows: np.ndarray, convention: str, budget: int) -> 
         np.asarray(case.meta.get("groups", -1), dtype=float),
     ):
         digest.update(np.ascontiguousarray(part).tobytes())
-    digest.update(f"{convention}:{budget}".encode())
+    digest.update(f"{convention}:{budget}:model forms".encode())  # older caches estimated tree models
     return digest.hexdigest()
 
 
@@ -287,6 +320,7 @@ def _build(case: Case, convention: str) -> Reference:
             budget=budget,
             seed=seed,
             convention=convention,
+            model=case.model,
         )
         return {
             "values": ref.values,

@@ -43,7 +43,9 @@ def _truth(case: Case, conditional: str) -> tuple[np.ndarray, reference.Referenc
 def _what(found: reference.Reference | None, conditional: str) -> str:
     if found is None:
         return f"exact {conditional} Shapley values"
-    how = "exact" if found.method == "exact" else f"estimated (max error {found.max_error:.3g})"
+    how = {"exact": "exact", "tree": "exact (TreeSHAP)", "linear": "exact (linear)"}.get(
+        found.method, f"estimated (max error {found.max_error:.3g})"
+    )
     return f"the reference ({how} {conditional} Shapley values of the model, {found.evaluations:,} evaluations)"
 
 
