@@ -172,3 +172,52 @@ def test_each_wrong_variant_fails_a_declared_check_and_the_correct_explainer_pas
         else:
             fidelity = [c for c in ("faithfulness", "monotonicity", "infidelity", "gt_shapley") if c in verdicts]
             assert not all(verdicts[c] for c in fidelity), (case_name, name, verdicts)
+
+
+def tree_shap(inputs, model, background, target):
+    """shap's interventional TreeExplainer, the explained class of a forest's probabilities."""
+    import shap
+
+    values = shap.TreeExplainer(model, data=background, feature_perturbation="interventional").shap_values(inputs)
+    values = np.asarray(values)
+    return values[..., target] if values.ndim == 3 else values
+
+
+tree_shap.completeness = "background"
+
+
+def cancer24(seed, kind):
+    """A 24-feature model (breast cancer's first 24 features): a forest's probability of a benign
+    tumour, or an xgboost classifier's margin; 60 held-out rows against 50 training rows."""
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    X, y = data.data[:, :24], data.target
+    order = np.random.default_rng(seed).permutation(len(y))
+    train, test = order[:400], order[400:460]
+    if kind == "forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        model = RandomForestClassifier(30, max_depth=6, random_state=seed, n_jobs=1).fit(X[train], y[train])
+    else:
+        from xgboost import XGBClassifier
+
+        model = XGBClassifier(n_estimators=50, max_depth=4, random_state=seed, n_jobs=1).fit(X[train], y[train])
+    return pytest_xai.make_case(
+        X[test], model=model, background=X[train][:50], output="logits" if kind == "xgboost" else "probabilities"
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("kind", ["forest", "xgboost"])
+def test_clipped_and_noisy_tree_shap_fail_a_calibrated_check_on_a_24_feature_model(kind, seed):
+    """Issue 42: on a 24-feature model the estimated reference's error widened every gap, so TreeSHAP
+    with negatives clipped or 30 % noise passed faithfulness, monotonicity and infidelity.  The
+    reference of a tree model is now exact, and each fails one of them as well as gt_shapley, while
+    TreeSHAP itself passes all four."""
+    case = cancer24(seed, kind)
+    fidelity = ["faithfulness", "monotonicity", "infidelity", "gt_shapley"]
+    assert all(passes(case, tree_shap, fidelity, seed=seed).values())
+    for name in ("relu", "noise_30"):
+        verdicts = passes(case, variant(name, tree_shap), fidelity, seed=seed)
+        assert not verdicts["gt_shapley"] and not all(verdicts[c] for c in fidelity[:3]), (name, verdicts)
