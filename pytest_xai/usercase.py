@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
+from pytest_xai.registry import user_checks
 from pytest_xai.tokens import OUTPUTS
 
 
@@ -192,7 +193,7 @@ def make_case(
     names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(d)]
     if len(names) != d:
         raise ValueError(f"make_case: {len(names)} feature names for {d} features")
-    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
+    checks = user_checks(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
     if not isinstance(reference, (bool, int)) or (not isinstance(reference, bool) and reference <= 0):
         raise ValueError(

@@ -92,7 +92,15 @@ def _shapley_reference(case: Case, params) -> np.ndarray:
         "converged estimator; the 0.05 tolerance admits it and rejects 30 % noise"
     },
 )
-def gt_shapley(attributions, case: Case, *, convention: str = "interventional", max_error: float) -> Score:
+def gt_shapley(
+    attributions,
+    case: Case,
+    *,
+    convention: str = "interventional",
+    max_error: float,
+    claim: str | None = None,
+    if_claimed: bool = False,
+) -> Score:
     """Attributions equal the exact Shapley values of the declared convention, up to one common scale.
 
     XAI-Bench GT-Shapley (Liu et al. 2021, §3.1), in a form that cannot be fooled: the paper's
@@ -107,8 +115,17 @@ def gt_shapley(attributions, case: Case, *, convention: str = "interventional", 
     background (what KernelSHAP estimates) at most 0.015 against the true-marginal truth, the truth
     plus 10 % noise 0.01, plus 30 % noise 0.08, and every other zoo member at least 0.09 (two top
     features swapped at rho = 0.99).  Passes by construction: ``noisy_10`` (within tolerance).  The value is 1
-    - mean error.
+    - mean error.  ``if_claimed`` (how a user case gets it by default, :func:`pytest_xai.registry.user_checks`):
+    only an explainer that claims Shapley values against the background (``explain.completeness =
+    "background"``, the ``claim``) is held to them; another, e.g. Integrated Gradients, which is
+    exact for its own game but not a Shapley value, skips.
     """
+    if if_claimed and claim != "background":
+        raise NotApplicable(
+            "gt_shapley joined this case by default and holds only explainers that claim Shapley values "
+            "against the background (explain.completeness = 'background'); this one does not, so it is not "
+            "compared with them (declare gt_shapley in the case's checks to hold it to them anyway)"
+        )
     truth, found = _truth(case, convention)
     result = metrics.gt_shapley_error(attributions_of(attributions), truth)
     params: dict[str, Any] = {"convention": convention}
