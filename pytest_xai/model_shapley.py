@@ -61,13 +61,16 @@ class Leaves:
         """Interventional Shapley values (rows, features) of output ``target[r]`` at X against B."""
         n, d = X.shape
         L, D = self.feature.shape
-        plus, minus = _weights(D)
+        plus, minus = _weights(D)  # flat, by |S_x| (D + 1) + |S_b|; the last entry 0 for no leaf
         px, pb = self.passes(X), self.passes(B)
         bits = np.left_shift(np.int64(1), np.arange(D, dtype=np.int64))
         A, Bb = px @ bits, pb @ bits  # (n, L), (m, L): which slots each row passes, as bit masks
         full = np.int64((1 << D) - 1)
-        fails_b = (~pb).astype(float).transpose(1, 0, 2)  # (L, m, D)
-        kb = D - np.bitwise_count(A).astype(np.int64)  # |S_b|: the slots x fails, b must pass
+        # where the hybrid reaches the leaf, b passes every slot x fails: S_b = the slots x fails, and
+        # S_x = the slots b fails (x passes them), so |S_x| is b's and |S_b| is x's
+        k_x = (D - np.bitwise_count(Bb).astype(np.int64)) * (D + 1)  # (m, L)
+        k_b = D - np.bitwise_count(A).astype(np.int64)  # (n, L)
+        fails_b = (~pb).astype(float).transpose(1, 0, 2) / len(B)  # (L, m, D)
         V = self.value[:, target].T  # (n, L): each row's leaf values
         phi = np.zeros((n, d))
         onehot = np.zeros((L * D, d))
@@ -75,28 +78,27 @@ class Leaves:
         step = max(1, _BLOCK // max(1, len(B) * L))
         for start in range(0, n, step):
             rows = slice(start, start + step)
-            a, k_b = A[rows, None, :], kb[rows, None, :]
-            reach = (a | Bb[None]) == full  # (r, m, L): the hybrid can reach the leaf at all
-            kx = np.bitwise_count(a & ~Bb[None]).astype(np.int64)  # |S_x|: slots x passes and b fails
-            to_x = np.where(reach, plus[kx, k_b], 0.0)
-            to_b = np.where(reach, minus[kx, k_b], 0.0).mean(axis=1)  # (r, L): to each slot x fails
+            reach = (A[rows, None, :] | Bb[None]) == full  # (r, m, L): the hybrid can reach the leaf
+            which = np.where(reach, k_x[None] + k_b[rows, None, :], len(plus) - 1)
+            to_b = minus[which].mean(axis=1)  # (r, L): to each slot x fails
             # to each slot x passes: the mean over the b that fail it
-            passed = np.matmul(to_x.transpose(2, 0, 1), fails_b).transpose(1, 0, 2) / len(B)  # (r, L, D)
+            passed = np.matmul(plus[which].transpose(2, 0, 1), fails_b).transpose(1, 0, 2)  # (r, L, D)
             contrib = (px[rows] * passed - ~px[rows] * to_b[:, :, None]) * V[rows, :, None]
             phi[rows] = contrib.reshape(len(contrib), -1) @ onehot
         return phi
 
 
 def _weights(D: int) -> tuple[np.ndarray, np.ndarray]:
-    """Shapley weights of the leaf game by (|S_x|, |S_b|): to a member of S_x, and to one of S_b."""
+    """Shapley weights of the leaf game, flat by |S_x| (D + 1) + |S_b| and a last 0: to a member of
+    S_x, (|S_x|-1)! |S_b|! / (|S_x|+|S_b|)!, and to one of S_b, |S_x|! (|S_b|-1)! / (|S_x|+|S_b|)!."""
     f = [math.factorial(k) for k in range(2 * D + 2)]
-    plus, minus = np.zeros((D + 1, D + 1)), np.zeros((D + 1, D + 1))
+    plus, minus = np.zeros((D + 1) ** 2 + 1), np.zeros((D + 1) ** 2 + 1)
     for kx in range(D + 1):
         for kb in range(D + 1):
             if kx:
-                plus[kx, kb] = f[kx - 1] * f[kb] / f[kx + kb]
+                plus[kx * (D + 1) + kb] = f[kx - 1] * f[kb] / f[kx + kb]
             if kb:
-                minus[kx, kb] = f[kx] * f[kb - 1] / f[kx + kb]
+                minus[kx * (D + 1) + kb] = f[kx] * f[kb - 1] / f[kx + kb]
     return plus, minus
 
 
