@@ -173,26 +173,39 @@ def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndar
 def structural(game: _Game, model: Any) -> tuple[np.ndarray, str] | None:
     """(values (n, G), "tree" or "linear"): the exact values from ``model``'s form
     (:mod:`pytest_xai.model_shapley`) when the game's outputs are that form's up to a constant on the
-    explained and background rows, for every target explained; else None."""
+    explained rows, the background rows and one hybrid of each explained row, for every target
+    explained; else None."""
     from pytest_xai import model_shapley
 
     form = model_shapley.form_of(model)
     single = bool((game.players.sum(axis=1) == 1).all())
     if form is None or (isinstance(form, model_shapley.Leaves) and not single):
         return None  # a tree's players must be its features
-    probe = np.concatenate([game.x, game.bg])
+    rng = np.random.default_rng(0)  # and on hybrids of the two, where the game plays
+    hybrid = np.where(rng.random(game.x.shape) < 0.5, game.x, game.bg[rng.integers(len(game.bg), size=game.n)])
+    probe = np.concatenate([game.x, game.bg, hybrid])
     ours = form.outputs(probe)
-    targets = np.zeros(game.n, int) if game.target is None else game.target
-    if (game.target is None and ours.shape[1] != 1) or targets.max() >= ours.shape[1]:
-        return None
-    for t in np.unique(targets):
-        theirs = game._outputs(probe, None if game.target is None else np.full(len(probe), t))
-        diff = theirs - ours[:, t]
-        if np.ptp(diff) > 1e-5 * max(float(np.abs(theirs).max()), 1e-12):  # float32 sums of xgboost: 1e-7
-            return None  # another output of the model: a probability of a boosted or logistic classifier
+    if game.target is None:  # one output: whichever of the form's it is
+        theirs = game._outputs(probe, None)
+        columns = [k for k in range(ours.shape[1]) if _same_up_to_a_constant(theirs, ours[:, k])]
+        targets = np.full(game.n, columns[0] if columns else -1)
+    else:
+        targets = game.target
+        for t in np.unique(targets):
+            if t >= ours.shape[1] or not _same_up_to_a_constant(
+                game._outputs(probe, np.full(len(probe), t)), ours[:, t]
+            ):
+                targets = np.full(game.n, -1)
+    if (targets < 0).any():
+        return None  # another output of the model: a probability of a boosted or logistic classifier
     per_feature = form.shapley(game.x, game.bg, targets)
     kind = "tree" if isinstance(form, model_shapley.Leaves) else "linear"
     return per_feature @ game.players.T.astype(float), kind  # a group's value: the sum of its features' (additive)
+
+
+def _same_up_to_a_constant(theirs: np.ndarray, ours: np.ndarray) -> bool:
+    """Whether the case's outputs are the form's plus a constant (to xgboost's float32 sums, 1e-7)."""
+    return bool(np.ptp(theirs - ours) <= 1e-5 * max(float(np.abs(theirs).max()), 1e-12))
 
 
 def compute(
