@@ -45,7 +45,7 @@ def test_estimated_bounds_hold_in_at_least_95_percent_of_200_seeded_trials():
     f = _network(d, 4)
     X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
     truth = shapley.interventional(f, X, B)
-    budget = n * (2 * m + 2 * reference.MIN_PAIRS * (d - 1) * m)  # the smallest estimate: 8 pairs
+    budget = n * m * (2 + 2 * reference.fewest_pairs(m) * (d - 1))  # the smallest estimate: 2 pairs per row
     within = within_rms = 0
     for seed in range(200):
         est = reference.compute(f, X, B, budget=budget, seed=seed)
@@ -63,11 +63,46 @@ def test_the_estimate_is_unbiased_and_tightens_with_the_budget():
     X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
     truth = shapley.interventional(f, X, B)
     large = n * m * 2**d - 1  # one evaluation short of exact
-    small = n * (2 * m + 2 * reference.MIN_PAIRS * (d - 1) * m)
+    small = n * m * (2 + 2 * reference.fewest_pairs(m) * (d - 1))
     runs = [reference.compute(f, X, B, budget=large, seed=s) for s in range(40)]
     assert all(r.method == "permutation" and r.evaluations <= large for r in runs)
     assert np.abs(np.mean([r.values for r in runs], axis=0) - truth).max() < 0.25 * runs[0].max_error
     assert runs[0].max_error < reference.compute(f, X, B, budget=small, seed=0).max_error
+
+
+def _plain_permutation(f, X, B, pairs, seed):
+    """Antithetic permutation sampling of the interventional game itself (each coalition averaged
+    over every background row): the estimator before the stratified one, for comparison."""
+    game = reference._Game(f, X, B, None, None)
+    n, G = game.n, game.d
+    rng = np.random.default_rng(seed)
+    estimate = np.zeros((n, G))
+    for _ in range(pairs):
+        order = rng.random((n, G)).argsort(axis=1)
+        for orders in (order, order[:, ::-1]):
+            masks = orders.argsort(axis=1)[:, None, :] < np.arange(G + 1)[None, :, None]
+            gains = np.empty((n, G))
+            np.put_along_axis(gains, orders, np.diff(game.values(np.arange(n), masks), axis=1), axis=1)
+            estimate += gains
+    return estimate / (2 * pairs), game.evaluations
+
+
+def test_stratified_over_the_background_the_estimate_errs_less_than_plain_permutation_sampling():
+    """At the same number of model evaluations, permutations of each background row's game (every
+    row the same number) err less than permutations of the averaged game: a quarter less RMS error here."""
+    rng = np.random.default_rng(11)
+    d, n, m = 10, 3, 10
+    f = _network(d, 11)
+    X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+    truth = shapley.interventional(f, X, B)
+    plain, stratified = [], []
+    for seed in range(20):
+        values, spent = _plain_permutation(f, X, B, 16, seed)
+        est = reference.compute(f, X, B, budget=spent, seed=seed)
+        assert est.method == "permutation" and est.evaluations <= spent
+        plain.append(np.sqrt(np.mean(np.square(values - truth))))
+        stratified.append(np.sqrt(np.mean(np.square(est.values - truth))))
+    assert np.mean(stratified) < 0.85 * np.mean(plain), (np.mean(stratified), np.mean(plain))  # 0.039 vs 0.053
 
 
 def test_per_row_targets_groups_and_the_baseline_game():
@@ -128,7 +163,7 @@ def test_for_case_is_memoised_per_case_and_says_why_there_is_none():
     assert reference.for_case(case, "baseline").values.shape == case.inputs.shape
     with pytest.raises(NotApplicable, match=r"turned off .*reference=False"):
         reference.for_case(_case(reference=False))
-    with pytest.raises(NotApplicable, match="needs 8 antithetic pairs"):
+    with pytest.raises(NotApplicable, match="needs 2 antithetic pairs of permutations per background row"):
         reference.for_case(_case(reference=100))
     with pytest.raises(ValueError, match="reference must be True, False or a positive number"):
         _case(reference=-1)
