@@ -69,6 +69,7 @@ class Reference:
     max_error: float  # bound on max |values - true Shapley values| (0 for exact)
     convention: str
     rms_error: float = 0.0  # 95 % bound on the root mean square error over all values
+    se: np.ndarray | None = None  # each value's standard error, shaped like ``values`` (None when exact)
 
     def summary(self) -> dict[str, Any]:
         """What the JSON report records: ``{method, evaluations, max_error, convention}``."""
@@ -253,6 +254,7 @@ def compute(
     G, n, m = len(game.players), game.n, len(game.bg)
     exact_cost = n * (2**G) * m if G <= MAX_FEATURES else math.inf
     found = structural(game, model) if model is not None else None
+    errors = None  # the standard errors of an estimate
     if found is not None:
         phi, method, bound, rms = found[0], found[1], 0.0, 0.0
     elif exact_cost <= budget:
@@ -272,8 +274,9 @@ def compute(
         quantile = student.ppf(1 - (1 - _CONFIDENCE) / (2 * n * G), dof)
         rms = _rms_bound(se[:, game.player_of], float(dof.min()))
         method, bound = "permutation", float((quantile * se).max())
+        errors = se[:, game.player_of].reshape(game.shape)
     values = phi[:, game.player_of].reshape(game.shape)  # each feature gets its group's value
-    return Reference(values, method, game.evaluations, bound, convention, rms)
+    return Reference(values, method, game.evaluations, bound, convention, rms, errors)
 
 
 def fewest_pairs(m: int) -> int:
@@ -313,7 +316,7 @@ def _fingerprint(case: Case, rows: np.ndarray, convention: str, budget: int) -> 
         np.asarray(case.meta.get("groups", -1), dtype=float),
     ):
         digest.update(np.ascontiguousarray(part).tobytes())
-    digest.update(f"{convention}:{budget}:model forms".encode())  # older caches estimated tree models
+    digest.update(f"{convention}:{budget}:model forms, stratified".encode())  # older caches: other methods
     return digest.hexdigest()
 
 
@@ -373,6 +376,7 @@ def _build(case: Case, convention: str) -> Reference:
             "evaluations": np.array(ref.evaluations),
             "max_error": np.array(ref.max_error),
             "rms_error": np.array(ref.rms_error),
+            "se": np.zeros_like(ref.values) if ref.se is None else ref.se,
         }
 
     from pytest_xai import cases
@@ -390,4 +394,5 @@ def _build(case: Case, convention: str) -> Reference:
         float(stored["max_error"]),
         convention,
         float(stored["rms_error"]),
+        stored["se"] if stored["se"].any() else None,
     )
