@@ -25,8 +25,9 @@ quantile of 95 % Bonferroni-corrected over the n G values, se the standard error
 background rows, so the true values are within their bounds everywhere in at least 95 % of runs
 (``tests/test_reference.py``); ``max_error`` is the largest bound.  ``rms_error`` bounds the root
 mean square error over all values at 95 % (a weighted sum of F(1, dof) variables at Satterthwaite's
-degrees of freedom); the checks widen their gap by it relative to the values' RMS
-(:attr:`Reference.relative_error`).
+degrees of freedom); gt_shapley widens its tolerance by it relative to the values' RMS
+(:attr:`Reference.relative_error`), and faithfulness, monotonicity and infidelity their gap by how far
+the values' standard errors (``se``) move their score (``pytest_xai.cases.gaussian.checks._spread``).
 
 The result is memoised per case and stored in the disk cache the case was built with, keyed by a
 fingerprint of the inputs, background, targets and the model's outputs (a changed model recomputes).
