@@ -143,9 +143,15 @@ class _Game:
         """f(x_S, b_rest) for masks (k, c, G) of player coalitions at explained rows ``rows`` (k,) and
         background rows ``backgrounds`` (k,): shape (k, c), one model evaluation each."""
         k, c, _ = masks.shape
-        hybrid = np.where(masks[:, :, self.player_of], self.x[rows, None], self.bg[backgrounds, None])
-        targets = None if self.target is None else np.repeat(self.target[rows], c)
-        return self._outputs(hybrid.reshape(-1, self.d), targets).reshape(k, c)
+        out = np.empty((k, c))
+        block = max(1, _ROWS_PER_CALL // c)
+        for start in range(0, k, block):
+            part = slice(start, start + block)
+            features = masks[part][:, :, self.player_of]
+            hybrid = np.where(features, self.x[rows[part], None], self.bg[backgrounds[part], None])
+            targets = None if self.target is None else np.repeat(self.target[rows[part]], c)
+            out[part] = self._outputs(hybrid.reshape(-1, self.d), targets).reshape(-1, c)
+        return out
 
 
 def exact(game: _Game) -> np.ndarray:

@@ -234,8 +234,9 @@ def test_tree_ensembles_and_linear_models_get_an_exact_reference_equal_to_enumer
 
     d = 10
     rng = np.random.default_rng(8)
-    X, B = rng.normal(size=(4, d)), rng.normal(size=(12, d))
-    for name, model, predict, target in _models(d):
+    X, B = rng.normal(size=(3, d)), rng.normal(size=(8, d))
+    models = _models(d)
+    for name, model, predict, target in models:
         ref = reference.compute(predict, X, B, target=target, model=model, budget=1000)  # enumeration would not fit
         assert ref.method == ("linear" if "ridge" in name or "logistic" in name else "tree"), name
         assert ref.max_error == 0.0 and ref.evaluations == 2 * len(X) + len(B), name
@@ -246,12 +247,12 @@ def test_tree_ensembles_and_linear_models_get_an_exact_reference_equal_to_enumer
         tolerance = 1e-6 if "xgb" in name else 1e-9
         enumerated = reference.exact(reference._Game(predict, X, B, target, None))
         np.testing.assert_allclose(ref.values, enumerated, atol=tolerance, rtol=0, err_msg=name)
-    forest = _models(d)[1][1]  # one column of its probabilities, without a target
+    forest = models[1][1]  # one column of its probabilities, without a target
     column = reference.compute(lambda Z: forest.predict_proba(Z)[:, 1], X, B, model=forest, budget=1000)
     assert column.method == "tree"
     np.testing.assert_allclose(column.values, reference.compute(forest.predict_proba, X, B, target=1).values, atol=1e-9)
     groups = np.repeat(np.arange(5), 2)  # a linear model's group gets the sum of its features' values
-    ridge, predict = _models(d)[7][1:3]
+    ridge, predict = models[7][1:3]
     grouped = reference.compute(predict, X, B, groups=groups, model=ridge, budget=1000)
     assert grouped.method == "linear"
     np.testing.assert_allclose(grouped.values, reference.compute(predict, X, B, groups=groups).values, atol=1e-9)
