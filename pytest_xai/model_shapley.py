@@ -73,8 +73,8 @@ class Leaves:
         fails_b = (~pb).astype(float).transpose(1, 0, 2) / len(B)  # (L, m, D)
         V = self.value[:, target].T  # (n, L): each row's leaf values
         phi = np.zeros((n, d))
-        onehot = np.zeros((L * D, d))
-        onehot[np.arange(L * D), self.feature.reshape(-1)] = 1.0
+        order = np.argsort(self.feature.reshape(-1), kind="stable")  # slots grouped by their feature
+        features, starts = np.unique(self.feature.reshape(-1)[order], return_index=True)
         step = max(1, _BLOCK // max(1, len(B) * L))
         for start in range(0, n, step):
             rows = slice(start, start + step)
@@ -84,7 +84,7 @@ class Leaves:
             # to each slot x passes: the mean over the b that fail it
             passed = np.matmul(plus[which].transpose(2, 0, 1), fails_b).transpose(1, 0, 2)  # (r, L, D)
             contrib = (px[rows] * passed - ~px[rows] * to_b[:, :, None]) * V[rows, :, None]
-            phi[rows] = contrib.reshape(len(contrib), -1) @ onehot
+            phi[rows][:, features] = np.add.reduceat(contrib.reshape(len(contrib), -1)[:, order], starts, axis=1)
         return phi
 
 
