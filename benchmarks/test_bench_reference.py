@@ -1,7 +1,9 @@
 """The reference of a user case (pytest_xai.reference) against shap's own paths: exact on a 13-feature
 forest (40 background rows, 24 explained rows) against shap's ExactExplainer, and estimated on a
-30-feature model against shap's PermutationExplainer at about the same number of model evaluations.
-Run with ``pytest benchmarks/test_bench_reference.py -p no:xdist``; read the ratios in the table."""
+30-feature model against shap's PermutationExplainer at about the same number of model evaluations;
+exact from the trees of a 40-feature forest and xgboost model (240 rows, 100 background rows) against
+shap's interventional TreeExplainer (C++) on the same rows.  Run with
+``pytest benchmarks/test_bench_reference.py -p no:xdist``; read the ratios in the table."""
 
 import numpy as np
 import pytest
@@ -62,3 +64,39 @@ def test_estimated_reference_speed(benchmark, model30, way):
         evals_per_row = budget // len(X) // len(B)  # shap counts max_evals in coalitions, each over the background
         values = benchmark.pedantic(lambda: explainer(X, max_evals=evals_per_row).values, rounds=1)
         np.testing.assert_allclose(values.sum(axis=1), predict(X) - predict(B).mean(), atol=1e-6)
+
+
+def _wide(kind):
+    """A 40-feature model of 100 trees (a forest's probability, or an xgboost classifier's margin),
+    240 rows to explain and 100 background rows: what got no reference before issue 42."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 40))
+    label = (X[:, :5].sum(axis=1) + X[:, 5] * X[:, 6] + rng.normal(size=2000) > 0).astype(int)
+    if kind == "forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        model = RandomForestClassifier(n_estimators=100, max_depth=8, random_state=0, n_jobs=1).fit(X, label)
+        predict = lambda Z: model.predict_proba(Z)[:, 1]
+    else:
+        from xgboost import XGBClassifier
+
+        model = XGBClassifier(n_estimators=100, max_depth=6, random_state=0, n_jobs=1).fit(X, label)
+        predict = lambda Z: model.predict(Z, output_margin=True)
+    return model, predict, X[:240], X[1000:1100]
+
+
+@pytest.mark.benchmark(group="reference, exact TreeSHAP: 40 features, 100 trees, 240 rows, 100 background rows")
+@pytest.mark.parametrize("kind", ["forest", "xgboost"])
+@pytest.mark.parametrize("way", ["pytest_xai.reference", "shap TreeExplainer (interventional)"])
+def test_exact_tree_reference_speed(benchmark, kind, way):
+    model, predict, X, B = _wide(kind)
+    if way == "pytest_xai.reference":
+        result = benchmark.pedantic(lambda: reference.compute(predict, X, B, model=model), rounds=1)
+        assert result.method == "tree"
+        values = result.values
+    else:
+        shap = pytest.importorskip("shap")
+        explainer = shap.TreeExplainer(model, B, feature_perturbation="interventional")
+        values = np.asarray(benchmark.pedantic(lambda: explainer.shap_values(X), rounds=1))
+        values = values[..., 1] if values.ndim == 3 else values
+    np.testing.assert_allclose(values.sum(axis=1), predict(X) - predict(B).mean(), atol=1e-5)

@@ -11,16 +11,23 @@ reference for your model").  Here the reference is computed from the model itsel
 
 Players are the features, or the groups of ``case.meta["groups"]`` (features with one id move
 together; each feature gets its group's value, as captum's ``feature_mask`` and
-:mod:`pytest_xai.explainers.grouped` do).  **Exact** by enumerating the 2^G coalitions (the weights of
+:mod:`pytest_xai.explainers.grouped` do).  **Exact** at any width for tree ensembles and linear models
+whose outputs the case explains (interventional TreeSHAP or the closed form, read from the model:
+:mod:`pytest_xai.model_shapley`); else **exact** by enumerating the 2^G coalitions (the weights of
 :func:`pytest_xai.shapley.coalitions`) when G <= 16 and n 2^G m model evaluations fit the budget;
 otherwise **estimated** by permutation sampling with antithetic pairs (each permutation and its
-reverse; Mitchell et al. 2022), unbiased, with as many pairs as the budget gives.  Its error bound
-comes from its own variance: each value's bound is t * se, t the Student quantile of 95 %
-Bonferroni-corrected over the n G values, se the standard error of its pair means, so the true values
-are within their bounds everywhere in at least 95 % of runs (``tests/test_reference.py``);
-``max_error`` is the largest bound.  ``rms_error`` bounds the root mean square error over all values
-at 95 % (a weighted sum of F(1, pairs - 1) variables at Satterthwaite's degrees of freedom); the
-checks widen their gap by it relative to the values' RMS (:attr:`Reference.relative_error`).
+reverse; Mitchell et al. 2022), stratified over the background rows (:func:`permutation`: each row's
+own game, every row the same number of pairs, as many as the budget gives), unbiased.  At the same
+number of model evaluations it errs less than sampling the averaged game (a quarter to three
+quarters less RMS error, ``tests/test_reference.py``), and needs a quarter of the evaluations for a
+bound.  Its error bound comes from its own variance: each value's bound is t * se, t the Student
+quantile of 95 % Bonferroni-corrected over the n G values, se the standard error pooled within the
+background rows, so the true values are within their bounds everywhere in at least 95 % of runs
+(``tests/test_reference.py``); ``max_error`` is the largest bound.  ``rms_error`` bounds the root
+mean square error over all values at 95 % (a weighted sum of F(1, dof) variables at Satterthwaite's
+degrees of freedom); gt_shapley widens its tolerance by it relative to the values' RMS
+(:attr:`Reference.relative_error`), and faithfulness, monotonicity and infidelity their gap by how far
+the values' standard errors (``se``) move their score (``pytest_xai.cases.gaussian.checks._spread``).
 
 The result is memoised per case and stored in the disk cache the case was built with, keyed by a
 fingerprint of the inputs, background, targets and the model's outputs (a changed model recomputes).
@@ -46,7 +53,8 @@ from pytest_xai.shapley import MAX_FEATURES, coalitions
 BUDGET = DEFAULT
 #: The conventions a reference is computed for (``explain.reference`` selects one).
 CONVENTIONS = ("interventional", "baseline")
-#: The fewest antithetic pairs for an estimate; fewer cannot state an error bound worth the name.
+#: An estimate pools the variance of at least MIN_PAIRS - 1 degrees of freedom (two antithetic pairs
+#: per background row, eight for one baseline row); fewer cannot state an error bound worth the name.
 MIN_PAIRS = 8
 _ROWS_PER_CALL = 1 << 18
 _CONFIDENCE = 0.95
@@ -57,11 +65,12 @@ class Reference:
     """Reference attributions (shaped like the case's inputs) and how they were had."""
 
     values: np.ndarray
-    method: str  # "exact" (coalition enumeration) or "permutation" (antithetic sampling)
+    method: str  # exact: "exact" (coalition enumeration), "tree" or "linear" (the model's form); or "permutation"
     evaluations: int
     max_error: float  # bound on max |values - true Shapley values| (0 for exact)
     convention: str
     rms_error: float = 0.0  # 95 % bound on the root mean square error over all values
+    se: np.ndarray | None = None  # each value's standard error, shaped like ``values`` (None when exact)
 
     def summary(self) -> dict[str, Any]:
         """What the JSON report records: ``{method, evaluations, max_error, convention}``."""
@@ -130,6 +139,20 @@ class _Game:
             out[start:stop] = y.reshape(stop - start, k, m).mean(axis=2)
         return out
 
+    def single(self, rows: np.ndarray, backgrounds: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """f(x_S, b_rest) for masks (k, c, G) of player coalitions at explained rows ``rows`` (k,) and
+        background rows ``backgrounds`` (k,): shape (k, c), one model evaluation each."""
+        k, c, _ = masks.shape
+        out = np.empty((k, c))
+        block = max(1, _ROWS_PER_CALL // c)
+        for start in range(0, k, block):
+            part = slice(start, start + block)
+            features = masks[part][:, :, self.player_of]
+            hybrid = np.where(features, self.x[rows[part], None], self.bg[backgrounds[part], None])
+            targets = None if self.target is None else np.repeat(self.target[rows[part]], c)
+            out[part] = self._outputs(hybrid.reshape(-1, self.d), targets).reshape(-1, c)
+        return out
+
 
 def exact(game: _Game) -> np.ndarray:
     """Shapley values of every row by enumerating the 2^G coalitions: (n, G)."""
@@ -138,34 +161,83 @@ def exact(game: _Game) -> np.ndarray:
     return game.values(rows, np.broadcast_to(masks, (game.n,) + masks.shape)) @ W
 
 
-def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Antithetic permutation sampling: (estimate (n, G), standard error (n, G)) from ``pairs``
-    permutations and their reverses per row; v(empty) and v(all) are computed once per row, and the
-    permutations go through the model in chunks (memory stays bounded)."""
+def permutation(game: _Game, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Antithetic permutation sampling stratified over the background rows: for each explained row x
+    and each background row b, ``pairs`` permutations and their reverses of the baseline game of b,
+    f(x_S, b_rest), whose Shapley values average over b to the interventional ones.  Every b gets the
+    same number (proportional stratified sampling, Cochran 1977 §5.3), so the spread of the values
+    across background rows, the largest part of a single-row estimate's variance, drops out, and each
+    coalition costs one model evaluation rather than one per background row.  Returns (estimate (n,
+    G), standard error (n, G), degrees of freedom (n, G)): the standard error pools the variances
+    within each b (pairs - 1 degrees of freedom each; Satterthwaite's for the sum)."""
     G, n, m = len(game.players), game.n, len(game.bg)
     rng = np.random.default_rng([seed, 27])
-    rows = np.arange(n)
-    ends = game.values(rows, np.stack([np.zeros((n, G), bool), np.ones((n, G), bool)], axis=1))
-    total, squares = np.zeros((n, G)), np.zeros((n, G))
-    chunk = max(1, _ROWS_PER_CALL // max(1, 2 * (G - 1) * m * n))
-    for start in range(0, pairs, chunk):
-        k = min(chunk, pairs - start)
-        order = rng.random((n, k, G)).argsort(axis=2)
-        orders = np.concatenate([order, order[:, :, ::-1]], axis=1)  # (n, 2k, G): each with its reverse
+    total, squares = np.zeros((n, m, G)), np.zeros((n, m, G))
+    x_of, b_of = np.repeat(np.arange(n), m), np.tile(np.arange(m), n)  # every (x, b) stratum
+    ends = game.single(x_of, b_of, np.stack([np.zeros((n * m, G), bool), np.ones((n * m, G), bool)], axis=1))
+    block = max(1, _ROWS_PER_CALL // max(1, 2 * (G - 1)))  # strata per model call
+    for _ in range(pairs):
+        order = rng.random((n * m, G)).argsort(axis=1)
+        orders = np.stack([order, order[:, ::-1]], axis=1)  # (n m, 2, G): each with its reverse
         position = np.empty_like(orders)
         np.put_along_axis(position, orders, np.broadcast_to(np.arange(G), orders.shape), axis=2)
-        inner = position[:, :, None, :] < np.arange(1, G)[None, None, :, None]  # (n, 2k, G-1, G): first j players
-        v = np.empty((n, 2 * k, G + 1))
-        v[:, :, 0], v[:, :, G] = ends[:, :1], ends[:, 1:]
-        v[:, :, 1:G] = game.values(rows, inner.reshape(n, -1, G)).reshape(n, 2 * k, G - 1)
-        phi = np.empty((n, 2 * k, G))
-        np.put_along_axis(phi, orders, np.diff(v, axis=2), axis=2)  # the gain of each order's j-th player
-        pair_means = 0.5 * (phi[:, :k] + phi[:, k:])
-        total += pair_means.sum(axis=1)
-        squares += np.square(pair_means).sum(axis=1)
-    mean = total / pairs
-    variance = np.maximum(squares - pairs * np.square(mean), 0.0) / (pairs - 1)
-    return mean, np.sqrt(variance / pairs)
+        phi = np.empty((n * m, 2, G))
+        for start in range(0, n * m, block):
+            stop = min(n * m, start + block)
+            inner = position[start:stop, :, None, :] < np.arange(1, G)[None, None, :, None]  # first j players
+            v = np.empty((stop - start, 2, G + 1))
+            v[:, :, 0], v[:, :, G] = ends[start:stop, :1], ends[start:stop, 1:]
+            v[:, :, 1:G] = game.single(x_of[start:stop], b_of[start:stop], inner.reshape(stop - start, -1, G)).reshape(
+                stop - start, 2, G - 1
+            )
+            np.put_along_axis(phi[start:stop], orders[start:stop], np.diff(v, axis=2), axis=2)  # each order's gains
+        pair_means = phi.mean(axis=1).reshape(n, m, G)
+        total += pair_means
+        squares += np.square(pair_means)
+    means = total / pairs
+    within = np.maximum(squares - pairs * np.square(means), 0.0) / max(pairs - 1, 1) / pairs  # (n, m, G)
+    variance = within.sum(axis=1) / m**2
+    square_sum = np.square(within).sum(axis=1)
+    dof = np.where(square_sum > 0, np.square(within.sum(axis=1)) / np.where(square_sum > 0, square_sum, 1.0), 1.0)
+    return means.mean(axis=1), np.sqrt(variance), dof * (pairs - 1)
+
+
+def structural(game: _Game, model: Any) -> tuple[np.ndarray, str] | None:
+    """(values (n, G), "tree" or "linear"): the exact values from ``model``'s form
+    (:mod:`pytest_xai.model_shapley`) when the game's outputs are that form's up to a constant on the
+    explained rows, the background rows and one hybrid of each explained row, for every target
+    explained; else None."""
+    from pytest_xai import model_shapley
+
+    form = model_shapley.form_of(model)
+    single = bool((game.players.sum(axis=1) == 1).all())
+    if form is None or (isinstance(form, model_shapley.Leaves) and not single):
+        return None  # a tree's players must be its features
+    rng = np.random.default_rng(0)  # and on hybrids of the two, where the game plays
+    hybrid = np.where(rng.random(game.x.shape) < 0.5, game.x, game.bg[rng.integers(len(game.bg), size=game.n)])
+    probe = np.concatenate([game.x, game.bg, hybrid])
+    ours = form.outputs(probe)
+    if game.target is None:  # one output: whichever of the form's it is
+        theirs = game._outputs(probe, None)
+        columns = [k for k in range(ours.shape[1]) if _same_up_to_a_constant(theirs, ours[:, k])]
+        targets = np.full(game.n, columns[0] if columns else -1)
+    else:
+        targets = game.target
+        for t in np.unique(targets):
+            if t >= ours.shape[1] or not _same_up_to_a_constant(
+                game._outputs(probe, np.full(len(probe), t)), ours[:, t]
+            ):
+                targets = np.full(game.n, -1)
+    if (targets < 0).any():
+        return None  # another output of the model: a probability of a boosted or logistic classifier
+    per_feature = form.shapley(game.x, game.bg, targets)
+    kind = "tree" if isinstance(form, model_shapley.Leaves) else "linear"
+    return per_feature @ game.players.T.astype(float), kind  # a group's value: the sum of its features' (additive)
+
+
+def _same_up_to_a_constant(theirs: np.ndarray, ours: np.ndarray) -> bool:
+    """Whether the case's outputs are the form's plus a constant (to xgboost's float32 sums, 1e-7)."""
+    return bool(np.ptp(theirs - ours) <= 1e-5 * max(float(np.abs(theirs).max()), 1e-12))
 
 
 def compute(
@@ -178,43 +250,59 @@ def compute(
     budget: int = BUDGET,
     seed: int = 0,
     convention: str = "interventional",
+    model: Any = None,
 ) -> Reference:
     """The reference of ``predict`` at ``inputs`` against ``rows`` (background rows, or the one
-    baseline row): exact when it fits ``budget`` model evaluations, else estimated; raises
-    :class:`pytest_xai.NotApplicable` when even the smallest estimate does not fit."""
+    baseline row): exact from the structure of ``model`` when it is a tree ensemble or a linear model
+    whose output ``predict`` gives (:func:`structural`), else exact by enumeration when it fits
+    ``budget`` model evaluations, else estimated; raises :class:`pytest_xai.NotApplicable` when even
+    the smallest estimate does not fit."""
     game = _Game(predict, inputs, rows, target, groups)
     G, n, m = len(game.players), game.n, len(game.bg)
     exact_cost = n * (2**G) * m if G <= MAX_FEATURES else math.inf
-    if exact_cost <= budget:
+    found = structural(game, model) if model is not None else None
+    errors = None  # the standard errors of an estimate
+    if found is not None:
+        phi, method, bound, rms = found[0], found[1], 0.0, 0.0
+    elif exact_cost <= budget:
         phi, method, bound, rms = exact(game), "exact", 0.0, 0.0
     else:
+        fewest = fewest_pairs(m)
         pairs = int((budget / n - 2 * m) // (2 * (G - 1) * m)) if G > 1 else 0
-        if pairs < MIN_PAIRS:
+        if pairs < fewest:
             raise NotApplicable(
-                f"a reference needs {MIN_PAIRS} antithetic pairs of permutations, "
-                f"{n * (2 * m + 2 * MIN_PAIRS * (G - 1) * m):,} model evaluations for {n} rows, "
+                f"a reference needs {fewest} antithetic pairs of permutations per background row, "
+                f"{n * m * (2 + 2 * fewest * (G - 1)):,} model evaluations for {n} rows, "
                 f"{G} players and {m} background rows; the budget is {budget:,}"
             )
         from scipy.stats import t as student
 
-        phi, se = permutation(game, pairs, seed)
-        quantile = float(student.ppf(1 - (1 - _CONFIDENCE) / (2 * n * G), pairs - 1))
-        method, bound, rms = "permutation", float(quantile * se.max()), _rms_bound(se[:, game.player_of], pairs)
+        phi, se, dof = permutation(game, pairs, seed)
+        quantile = student.ppf(1 - (1 - _CONFIDENCE) / (2 * n * G), dof)
+        rms = _rms_bound(se[:, game.player_of], float(dof.min()))
+        method, bound = "permutation", float((quantile * se).max())
+        errors = se[:, game.player_of].reshape(game.shape)
     values = phi[:, game.player_of].reshape(game.shape)  # each feature gets its group's value
-    return Reference(values, method, game.evaluations, bound, convention, rms)
+    return Reference(values, method, game.evaluations, bound, convention, rms, errors)
 
 
-def _rms_bound(se: np.ndarray, pairs: int) -> float:
+def fewest_pairs(m: int) -> int:
+    """The fewest antithetic pairs per background row of an estimate against ``m`` rows: two, and
+    MIN_PAIRS - 1 degrees of freedom in all."""
+    return max(2, math.ceil((MIN_PAIRS - 1) / m) + 1)
+
+
+def _rms_bound(se: np.ndarray, dof: float) -> float:
     """A 95 % bound on the RMS of the errors from their estimated standard errors: each squared error
-    over its se^2 is F(1, pairs - 1); their weighted sum is taken as F at Satterthwaite's effective
-    degrees of freedom."""
+    over its se^2 is F(1, dof) (``dof``: the fewest of the values'); their weighted sum is taken as F
+    at Satterthwaite's effective degrees of freedom."""
     from scipy.stats import f as fisher
 
     v = np.square(se).reshape(-1)
     if not v.any():
         return 0.0
-    dof = float(v.sum() ** 2 / np.square(v).sum())
-    return float(np.sqrt(v.mean() * fisher.ppf(_CONFIDENCE, dof, pairs - 1)))
+    effective = float(v.sum() ** 2 / np.square(v).sum())
+    return float(np.sqrt(v.mean() * fisher.ppf(_CONFIDENCE, effective, dof)))
 
 
 _MEMO: weakref.WeakKeyDictionary[Case, dict[str, Reference | str]] = weakref.WeakKeyDictionary()
@@ -235,7 +323,7 @@ def _fingerprint(case: Case, rows: np.ndarray, convention: str, budget: int) -> 
         np.asarray(case.meta.get("groups", -1), dtype=float),
     ):
         digest.update(np.ascontiguousarray(part).tobytes())
-    digest.update(f"{convention}:{budget}".encode())
+    digest.update(f"{convention}:{budget}:model forms, stratified".encode())  # older caches: other methods
     return digest.hexdigest()
 
 
@@ -287,6 +375,7 @@ def _build(case: Case, convention: str) -> Reference:
             budget=budget,
             seed=seed,
             convention=convention,
+            model=case.model,
         )
         return {
             "values": ref.values,
@@ -294,6 +383,7 @@ def _build(case: Case, convention: str) -> Reference:
             "evaluations": np.array(ref.evaluations),
             "max_error": np.array(ref.max_error),
             "rms_error": np.array(ref.rms_error),
+            "se": np.zeros_like(ref.values) if ref.se is None else ref.se,
         }
 
     from pytest_xai import cases
@@ -311,4 +401,5 @@ def _build(case: Case, convention: str) -> Reference:
         float(stored["max_error"]),
         convention,
         float(stored["rms_error"]),
+        stored["se"] if stored["se"].any() else None,
     )

@@ -119,7 +119,29 @@ class Family:
         name); ``source`` says where in the family's source the case comes from (a section, a test),
         appended to it."""
         full = f"{self.source}, {source}" if self.source and source else self.source or source
-        return register_case(family=self.name, category=category, source=full, checks=checks, name=name, smoke=smoke)
+        return _register(family=self.name, category=category, source=full, checks=checks, name=name, smoke=smoke)
+
+
+#: The checks calibrated on a user case's reference (:mod:`pytest_xai.reference`): a case declaring
+#: one of them gets ``gt_shapley`` too, unless it lists ``"-gt_shapley"``.
+CALIBRATED = ("faithfulness", "monotonicity", "infidelity")
+
+
+def user_checks(checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """A user case's checks as {name: arguments}, with ``gt_shapley`` added (at the game of the first
+    calibrated check, its ``conditional``) when the case declares faithfulness, monotonicity or
+    infidelity: they forgive errors within their tolerance that the comparison with the reference
+    itself catches (README "A reference for your model").  Added so, it holds the explainers that
+    claim Shapley values (``explain.completeness = "background"``) and skips for the others and on a
+    case without a reference; ``"-gt_shapley"`` in the list (or as a key) opts out."""
+    given = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else {k: dict(v) for k, v in checks.items()}
+    if given.pop("-gt_shapley", None) is not None or "gt_shapley" in given:
+        return given
+    calibrated = [given[c] for c in CALIBRATED if c in given]
+    if calibrated:
+        game = {"convention": calibrated[0]["conditional"]} if "conditional" in calibrated[0] else {}
+        given["gt_shapley"] = {**game, "if_claimed": True}
+    return given
 
 
 def register_case(
@@ -139,10 +161,25 @@ def register_case(
     ``cache.arrays(...)`` and its siblings simply build) and ``data_dir``, and returns a
     :class:`Case` (e.g. from :func:`pytest_xai.make_case`; its ``info`` is replaced by the registered
     one).  ``checks`` lists the checks the suite runs on the case, by name, or maps each name to the
-    case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``).  ``smoke=True``
-    puts one test per check of the case into the fast gate (``-m xai_smoke``, ``docs/ci.md``);
-    a list names the checks that go there.
+    case's own arguments and thresholds (``{"max_sensitivity": {"max_ratio": 0.3}}``); ``gt_shapley``
+    joins faithfulness, monotonicity and infidelity unless ``"-gt_shapley"`` is listed
+    (:func:`user_checks`).  ``smoke=True`` puts one test per check of the case into the fast gate
+    (``-m xai_smoke``, ``docs/ci.md``); a list names the checks that go there.
     """
+    return _register(
+        family=family, category=category, source=source, checks=user_checks(checks), name=name, smoke=smoke
+    )
+
+
+def _register(
+    *,
+    family: str,
+    category: str,
+    source: str,
+    checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...],
+    name: str | None,
+    smoke: bool | list[str] | tuple[str, ...],
+) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
     checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)

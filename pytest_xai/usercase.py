@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_xai.case import CATEGORIES, Case, CaseInfo
+from pytest_xai.registry import user_checks
 from pytest_xai.tokens import OUTPUTS
 
 
@@ -33,7 +34,8 @@ def _is_torch(model: Any) -> bool:
 
 
 def predict_of(model: Any, output: str = "probabilities") -> Callable[[Any], Any]:
-    """numpy in, numpy out for ``model``: ``predict_proba`` of a classifier, ``predict`` of a
+    """numpy in, numpy out for ``model``: ``predict_proba`` of a classifier (``output="logits"``:
+    its margin, xgboost's ``output_margin`` or scikit-learn's ``decision_function``), ``predict`` of a
     regressor (scikit-learn, xgboost's sklearn API), a torch module's softmax probabilities over
     several outputs (``output="logits"``: its outputs as it returns them, the ``logits`` of a
     ``ModelOutput``; its own output for one), ``inplace_predict`` of an xgboost Booster, or the
@@ -56,6 +58,11 @@ def predict_of(model: Any, output: str = "probabilities") -> Callable[[Any], Any
             return out.double().numpy()
 
         return predict
+    if hasattr(model, "predict_proba") and output == "logits":  # a classifier's margin, before its link
+        if type(model).__module__.startswith("xgboost"):
+            return lambda x: model.predict(np.asarray(x), output_margin=True)
+        if hasattr(model, "decision_function"):
+            return model.decision_function
     if hasattr(model, "predict_proba"):
         return model.predict_proba
     if type(model).__name__ == "Booster" and hasattr(model, "inplace_predict"):
@@ -115,7 +122,9 @@ def make_case(
     eval mode (dropout off); a causal LM explains the next token at the last position (by default
     the token it predicts); the background and baseline default to the all-padding row.
     ``output``: what a torch model's case explains, ``"probabilities"`` (softmax over its classes)
-    or ``"logits"`` (its outputs as it returns them); explainers read it as ``output``.
+    or ``"logits"`` (its outputs as it returns them); explainers read it as ``output``.  For a
+    scikit-learn or xgboost classifier ``"logits"`` explains its margin (the raw output TreeSHAP
+    explains; the reference of a boosted classifier is exact there, estimated on its probabilities).
     """
     import numpy as np
 
@@ -184,7 +193,7 @@ def make_case(
     names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(d)]
     if len(names) != d:
         raise ValueError(f"make_case: {len(names)} feature names for {d} features")
-    checks = {c: {} for c in checks} if isinstance(checks, (list, tuple)) else dict(checks)
+    checks = user_checks(checks)
     info = CaseInfo(name=name, family=family, category=category, source=source, checks=checks, build=None)
     if not isinstance(reference, (bool, int)) or (not isinstance(reference, bool) and reference <= 0):
         raise ValueError(
@@ -193,6 +202,8 @@ def make_case(
     meta: dict[str, Any] = {"seed": int(seed), "randomise": randomise, "train": train, "reference": reference}
     if _is_torch(model):  # what the case explains of the model's outputs: one output is explained as it is
         meta["output"] = output if out.ndim == 2 and out.shape[1] > 1 else "logits"
+    elif output == "logits":  # a classifier's margin: a swapped-in model explains the same output
+        meta["output"] = output
     if pad is not None:
         meta["pad_token_id"] = pad
     return Case(

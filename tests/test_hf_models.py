@@ -227,11 +227,13 @@ def test_registered_hf_models_get_verdicts_from_the_adapter_and_occlusion(pytest
         f"--xai-explainer={EXAMPLE}:explain",
         "--xai-explainer=pytest_xai.explainers:occlusion",
     )
-    assert len(rows) == 2 * len(CHECKED), result.stdout.str()
+    assert len(rows) == 2 * (len(CHECKED) + 1), result.stdout.str()  # gt_shapley joins faithfulness by default
     assert not [r for r in rows if r["status"] in ("ERROR", "TIMEOUT")], result.stdout.str()
     for row in rows:
         if row["check"] == "max_sensitivity":
             assert row["status"] == "SKIP" and "token ids" in row["detail"], row
+        elif row["check"] == "gt_shapley":  # neither claims Shapley values against the background
+            assert row["status"] == "SKIP" and "claim Shapley values" in row["detail"], row
         else:
             assert row["status"] in ("PASS", "FAIL"), row
     assert {r["status"] for r in rows if r["check"] == "determinism"} == {"PASS"}

@@ -51,13 +51,14 @@ def test_smoke_cases_join_the_fast_gate_and_run(pytester):
     }
     assert user == {
         "faithfulness[all_in-exact_shapley]",
+        "gt_shapley[all_in-exact_shapley]",  # declared with faithfulness by default: a check of the case
         "determinism[all_in-exact_shapley]",
         "determinism[one_in-exact_shapley]",
     }
     built_in = [f for f in cases.families().values() if f.module in cases.MODULES]
-    assert len(ids) == len(built_in) + 3  # the built-in gate is unchanged: one test per family
+    assert len(ids) == len(built_in) + 4  # the built-in gate is unchanged: one test per family
     ran = pytester.runpytest(*QUIET, "-m", "xai_smoke", "-k", "all_in or one_in", REF)
-    ran.assert_outcomes(passed=3)
+    ran.assert_outcomes(passed=3, skipped=1)  # gt_shapley: exact_shapley does not claim Shapley values
 
 
 def test_bad_smoke_values_are_refused():
@@ -76,5 +77,5 @@ def test_entry_point_family_can_put_a_case_in_the_smoke_gate(pytester, monkeypat
     (info / "entry_points.txt").write_text("[pytest_xai.families]\nshipped = thirdparty_smoke\n")
     monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     result = pytester.runpytest_subprocess(*QUIET, "-m", "xai_smoke", "-k", "shipped_in", REF)
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["*determinism?shipped_in?*PASS*"])

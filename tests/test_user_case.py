@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import pytest_xai
+from pytest_xai import cases
+
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = ("-p", "no:randomly", "-p", "no:cacheprovider", "-W", "error", "--strict-markers")
 
@@ -92,11 +95,12 @@ def test_conftest_case_and_check_run_like_built_in_ones(pytester):
     for line in (
         "completeness?my_model? *PASS*skip*",
         "faithfulness?my_model? *PASS*FAIL*",
+        "gt_shapley?my_model? *PASS*skip*",  # declared with faithfulness by default; zeros claims no Shapley values
         "not_all_on_one?my_model? *PASS*FAIL*",
         "test_user.py::test_mine *PASS*FAIL*",
     ):
         result.stdout.fnmatch_lines(["*xai scores*", line])
-    result.assert_outcomes(passed=6, failed=3, skipped=1)
+    result.assert_outcomes(passed=7, failed=3, skipped=2)
     doc = json.loads(report.read_text())
     rows = {(r["row"], r["explainer"]): r for r in doc["results"]}
     mine = rows["completeness[my_model]", "exact"]
@@ -212,6 +216,7 @@ def test_examples_project_gates_real_models(tmp_path):
         "max_sensitivity",
         "model_randomisation",
         "data_randomisation",
+        "gt_shapley",  # declared with faithfulness by default
     ):
         assert rows[f"{row}[diabetes_gbm]", "tree_shap"]["passed"] is True, (
             row,
@@ -225,10 +230,12 @@ def test_examples_project_gates_real_models(tmp_path):
         "determinism",
         "batch_invariance",
         "max_sensitivity",
+        "gt_shapley",
     ):
         assert rows[f"{row}[diabetes_gbm]", "broken"]["passed"] is False, row
     for row in ("faithfulness", "completeness", "determinism", "max_sensitivity", "model_randomisation"):
         assert rows[f"{row}[cancer_mlp]", "integrated_gradients"]["passed"] is True, row
+    assert rows["gt_shapley[cancer_mlp]", "integrated_gradients"]["outcome"] == "skipped"  # claims no Shapley values
 
 
 def test_an_unrelated_run_loads_no_family(pytester):
@@ -273,3 +280,22 @@ def test_mine(xai_explainer, xai_case, xai_explain, xai_check):
     # in a process of its own: an inline run would leave the check registered in this one (tests/test_zoo.py)
     result = pytester.runpytest_subprocess(*QUIET, "test_mine.py", f"--xai-explainer={REF}", "-k", "test_mine")
     result.assert_outcomes(passed=1)
+
+
+def test_gt_shapley_joins_the_calibrated_checks_of_a_user_case_unless_opted_out():
+    from pytest_xai.registry import user_checks
+
+    added = {"if_claimed": True}  # holds the explainers that claim Shapley values
+    assert user_checks(["faithfulness", "determinism"]) == {"faithfulness": {}, "determinism": {}, "gt_shapley": added}
+    assert user_checks({"infidelity": {"conditional": "baseline"}})["gt_shapley"] == {"convention": "baseline", **added}
+    assert user_checks({"gt_shapley": {"max_error": 0.1}, "monotonicity": {}})["gt_shapley"] == {"max_error": 0.1}
+    assert user_checks(["faithfulness", "-gt_shapley"]) == {"faithfulness": {}}
+    assert user_checks(["determinism", "max_sensitivity"]) == {"determinism": {}, "max_sensitivity": {}}
+    try:
+        pytest_xai.register_case(name="with_reference", checks=["faithfulness"])(lambda seed: None)
+        pytest_xai.register_case(name="opted_out", checks=["faithfulness", "-gt_shapley"])(lambda seed: None)
+        assert "gt_shapley" in cases.info("with_reference").checks
+        assert "gt_shapley" not in cases.info("opted_out").checks
+    finally:
+        for name in ("with_reference", "opted_out"):
+            cases.CASES.pop(name, None)

@@ -173,3 +173,113 @@ def test_each_wrong_variant_fails_a_declared_check_and_the_correct_explainer_pas
         else:
             fidelity = [c for c in ("faithfulness", "monotonicity", "infidelity", "gt_shapley") if c in verdicts]
             assert not all(verdicts[c] for c in fidelity), (case_name, name, verdicts)
+
+
+def tree_shap(inputs, model, background, target):
+    """shap's interventional TreeExplainer, the explained class of a forest's probabilities."""
+    import shap
+
+    values = shap.TreeExplainer(model, data=background, feature_perturbation="interventional").shap_values(inputs)
+    values = np.asarray(values)
+    return values[..., target] if values.ndim == 3 else values
+
+
+tree_shap.completeness = "background"
+
+
+def cancer24(seed, kind):
+    """A 24-feature model (breast cancer's first 24 features): a forest's probability of a benign
+    tumour, or an xgboost classifier's margin; 60 held-out rows against 50 training rows."""
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    X, y = data.data[:, :24], data.target
+    order = np.random.default_rng(seed).permutation(len(y))
+    train, test = order[:400], order[400:460]
+    if kind == "forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        model = RandomForestClassifier(30, max_depth=6, random_state=seed, n_jobs=1).fit(X[train], y[train])
+    else:
+        from xgboost import XGBClassifier
+
+        model = XGBClassifier(n_estimators=50, max_depth=4, random_state=seed, n_jobs=1).fit(X[train], y[train])
+    return pytest_xai.make_case(
+        X[test], model=model, background=X[train][:50], output="logits" if kind == "xgboost" else "probabilities"
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("kind", ["forest", "xgboost"])
+def test_clipped_and_noisy_tree_shap_fail_a_calibrated_check_on_a_24_feature_model(kind, seed):
+    """Issue 42: on a 24-feature model the estimated reference's error widened every gap, so TreeSHAP
+    with negatives clipped or 30 % noise passed faithfulness, monotonicity and infidelity.  The
+    reference of a tree model is now exact, and each fails one of them as well as gt_shapley, while
+    TreeSHAP itself passes all four."""
+    case = cancer24(seed, kind)
+    fidelity = ["faithfulness", "monotonicity", "infidelity", "gt_shapley"]
+    assert all(passes(case, tree_shap, fidelity, seed=seed).values())
+    for name in ("relu", "noise_30"):
+        verdicts = passes(case, variant(name, tree_shap), fidelity, seed=seed)
+        assert not verdicts["gt_shapley"] and not all(verdicts[c] for c in fidelity[:3]), (name, verdicts)
+
+
+def tree_shap_probability(inputs, model, background):
+    """shap's interventional TreeExplainer of the probability (model_output="probability"): the
+    correct explainer of a case that explains a boosted classifier's probability of class 1."""
+    import shap
+
+    explainer = shap.TreeExplainer(
+        model, data=background, feature_perturbation="interventional", model_output="probability"
+    )
+    return explainer.shap_values(inputs)
+
+
+tree_shap_probability.completeness = "background"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_on_an_estimated_reference_clipped_and_noisy_tree_shap_fail_and_tree_shap_passes(seed):
+    """Issue 42: a 24-feature xgboost classifier's probability has no exact reference (a sigmoid of
+    the trees' sum).  Before, this budget gave none (8 pairs of the averaged game need 666,000
+    evaluations) and the absolute bar failed the correct explainer on infidelity; a reference that
+    fits widened the gaps by twice its relative error (0.5 here, 4 pairs per background row).  Judged
+    against the interval of the reference's own score (0.003 to 0.012 here), clipped and 30 %-noise
+    TreeSHAP fail faithfulness, and shap's TreeExplainer of the probability passes all three."""
+    from sklearn.datasets import load_breast_cancer
+    from xgboost import XGBClassifier
+
+    data = load_breast_cancer()
+    X, y = data.data[:, :24], data.target
+    order = np.random.default_rng(seed).permutation(len(y))
+    train, test = order[:400], order[400:460]
+    model = XGBClassifier(n_estimators=50, max_depth=4, random_state=seed, n_jobs=1).fit(X[train], y[train])
+    case = pytest_xai.make_case(X[test], model=model, background=X[train][:30], reference=400_000, seed=seed)
+    calibrated = ["faithfulness", "monotonicity", "infidelity"]
+    assert all(passes(case, tree_shap_probability, calibrated, seed=seed).values())
+    for name in ("relu", "noise_30"):
+        verdicts = passes(case, variant(name, tree_shap_probability), calibrated, seed=seed)
+        assert not verdicts["faithfulness"], (name, verdicts)
+
+
+def test_the_exact_values_pass_against_an_estimated_reference_in_95_of_100_seeded_trials():
+    """The interval the checks judge against is wide enough: at the smallest estimate (two pairs per
+    background row, relative error about 1) the exact Shapley values pass faithfulness, monotonicity
+    and infidelity in at least 95 of 100 seeded trials (97 to 100 measured)."""
+    from pytest_xai import reference
+
+    rng = np.random.default_rng(14)
+    d, n, m = 8, 12, 10
+    W, w = rng.normal(size=(d, 8)), rng.normal(size=8)
+    f = lambda X: np.tanh(np.asarray(X, dtype=float) @ W) @ w + np.asarray(X)[:, 0] * np.asarray(X)[:, 1]
+    X, B = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+    truth = reference.compute(f, X, B).values
+    budget = n * m * (2 + 2 * reference.fewest_pairs(m) * (d - 1))
+    passed = dict.fromkeys(("faithfulness", "monotonicity", "infidelity"), 0)
+    for seed in range(100):
+        case = pytest_xai.make_case(X, predict=f, background=B, reference=budget, seed=seed)
+        assert reference.for_case(case).method == "permutation"
+        for name in passed:
+            info = checks.CHECKS[name]
+            passed[name] += bool(info.func(truth, case, **info.thresholds).passed)
+    assert min(passed.values()) >= 95, passed

@@ -227,9 +227,9 @@ class Judge:
         self, info: CheckInfo, params: dict[str, Any], explainer: Explainer | None, case: Case
     ) -> Callable[[int], Any] | None:
         """Add to ``params`` what the check asks for by name and the test does not pass: ``reexplain``,
-        ``claim`` (``explain.completeness = "background"``) and ``conditional`` (``explain.reference =
-        "baseline"``: judged against baseline Shapley values).  Returns how to re-explain under another
-        seed (each ``--xai-repeat`` seed's own), or None."""
+        ``claim`` (``explain.completeness = "background"``) and ``conditional`` (gt_shapley's
+        ``convention``; ``explain.reference = "baseline"``: judged against baseline Shapley values).
+        Returns how to re-explain under another seed (each ``--xai-repeat`` seed's own), or None."""
         wanted = inspect.signature(info.func).parameters
         reseed = None
         if "reexplain" in wanted and "reexplain" not in params:
@@ -238,10 +238,11 @@ class Judge:
             params["reexplain"] = self.reexplainer(explainer, case)
             reseed = lambda seed: self.reexplainer(explainer, case, seed)
         if "claim" in wanted and "claim" not in params and explainer is not None:
-            params["claim"] = explainer.claim(info.name)
+            params["claim"] = explainer.claim("completeness")  # also what gt_shapley reads: Shapley values
         game = explainer.declared("reference") if explainer is not None else None
-        if game is not None and "conditional" in wanted and "conditional" not in params:
-            params["conditional"] = game
+        for key in ("conditional", "convention"):  # gt_shapley calls the game its convention
+            if game is not None and key in wanted and key not in params:
+                params[key] = game
         return reseed
 
     def reexplainer(self, explainer: Explainer, case: Case, seed: int | None = None) -> Callable[..., Any]:
@@ -550,7 +551,7 @@ class Remote:
         if explainer is not None:
             claims = explainer.claims if explainer.claims is not None or not explainer.loaded else None
             if claims is None and explainer.loaded:
-                claims = {key: explainer.claim(key) for key in (info.name, "reference")}
+                claims = {key: explainer.claim(key) for key in (info.name, "reference", "completeness")}
         from pytest_xai.engine.runner import module_of
 
         request = {
