@@ -136,7 +136,7 @@ def test_a_bad_budget_is_a_usage_error(pytester, value):
 
 
 def test_checks_sharing_an_explanation_share_an_xdist_worker(pytester):
-    """Under -n 2 every (case, explainer) is explained once: the four checks of each Gaussian case
+    """Under -n 2 every (case, explainer) is explained once: the checks of each Gaussian case
     land on one worker instead of recomputing its explanation on the other; plain tests still run."""
     pytest.importorskip("xdist")
     pytester.makepyfile(test_plain="import pytest\n@pytest.mark.parametrize('i', range(6))\ndef test_p(i):\n    pass\n")
@@ -151,10 +151,11 @@ def test_checks_sharing_an_explanation_share_an_xdist_worker(pytester):
         f"--xai-explainer={REF}:exact_shapley",
         f"--xai-report={report}",
     )
-    result.assert_outcomes(passed=6 + 4 * 5)
+    checks = len(cases.info("gaussian_linear_rho50").checks)
+    result.assert_outcomes(passed=6 + checks * 5)
     records = json.loads(report.read_text())["results"]
     computed = [r["case"] for r in records if not r["cached"]]
-    assert len(records) == 4 * 5 and sorted(computed) == sorted(set(computed)) and len(computed) == 5
+    assert len(records) == checks * 5 and sorted(computed) == sorted(set(computed)) and len(computed) == 5
 
 
 # ------------------------------------------------------------------ what made the cases faster

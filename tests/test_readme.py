@@ -94,7 +94,7 @@ def test_the_figures_script_reads_a_report(tmp_path):
     assert [r["row"] for r in figures["rows"]] == ["symmetry[cough_and_fever]", "ngt[chess_cnn_mate]"]
     text = script.render(figures)
     assert "gave 3 tests: 1 passed, 1 failed, 1 skipped" in text and "dummy" not in text
-    assert re.search(r"^overall\s+1/2, 0\.500, 0\.10s 10 ev/call$", text, re.MULTILINE), text
+    assert re.search(r"^overall\s+1/2, 0\.500, 10 ev, wall 0\.10s/call$", text, re.MULTILINE), text
 
 
 def _build_site(project: Path, site: Path) -> subprocess.CompletedProcess:
