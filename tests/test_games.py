@@ -143,3 +143,25 @@ def test_estimators_are_inferred_from_two_seeds_and_deterministic_explainers_are
     assert not score("convergence", degenerate.noise, estimator=None).passed  # stochastic: inferred, and wrong
     with pytest.raises(NotApplicable, match="no estimator"):
         score("unbiasedness", degenerate.permutation_sampling, estimator=False)
+
+
+# ------------------------------------------------------------------------------------- coverage
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_intervals_of_a_correct_estimator_cover_at_their_rate_and_overconfident_ones_do_not(name):
+    assert score("coverage", degenerate.permutation_sampling, name).passed
+    narrow = score("coverage", degenerate.overconfident, name)
+    assert not narrow.passed and "overconfident" in narrow.detail, narrow.detail
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_variances_overstated_as_in_shap_4767_cover_too_much(name):
+    assert score("coverage", replay.sampling_fixed, name).passed
+    wide = score("coverage", replay.sampling_variance_root, name)
+    assert not wide.passed and "overstated" in wide.detail, wide.detail
+
+
+def test_coverage_needs_reported_standard_errors():
+    with pytest.raises(NotApplicable, match="reports no standard errors"):
+        score("coverage", degenerate.shrunken)

@@ -73,6 +73,12 @@ def test_the_mutant_is_caught_and_its_fixed_counterpart_passes(outcomes, name):
         )
 
 
+def test_no_replay_is_left_uncaught():
+    """kernelshap#168 (exactness on the games) and shap#4767 (coverage of its reported variances)
+    were the last two; a replay added uncaught says why, and this test asks for the check."""
+    assert not [r.name for r in replay.REPLAYS if r.uncaught]
+
+
 def test_at_least_90_percent_are_caught():
     caught = [r for r in replay.REPLAYS if r.uncaught is None]
     assert len(caught) / len(replay.REPLAYS) >= 0.9, [r.name for r in replay.REPLAYS if r.uncaught]

@@ -30,7 +30,7 @@ NO_REFERENCE = {
     "model_randomisation": "compares the explainer on the trained and the randomised model: needs two calls",
     "data_randomisation": "compares the explainer on models trained on true and permuted labels: needs two calls",
     **dict.fromkeys(
-        ("convergence", "unbiasedness"),
+        ("convergence", "unbiasedness", "coverage"),
         "judges an estimator through its errors over several seeds and budgets, not one map: the wrong "
         "estimators (degenerate.ESTIMATORS) and the zoo's stochastic members run through it in tests/test_games.py",
     ),

@@ -255,11 +255,11 @@ class Judge:
         return reseed
 
     def reexplainer(self, explainer: Explainer, case: Case, seed: int | None = None) -> Callable[..., Any]:
-        """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None, budget=None)``: the
-        explainer on a variant of ``case`` (another model, a subset of rows, perturbed inputs, another
-        seed or budget), under the same time limit and validation as the first call
-        (:meth:`Runner.reexplain`); ``seed``: that of the explanation compared (a repeat's), else the
-        ordinary one."""
+        """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None, budget=None,
+        stderr=False)``: the explainer on a variant of ``case`` (another model, a subset of rows,
+        perturbed inputs, another seed or budget; with ``stderr``, ``(attributions, stderr)``), under
+        the same time limit and validation as the first call (:meth:`Runner.reexplain`); ``seed``:
+        that of the explanation compared (a repeat's), else the ordinary one."""
 
         def reexplain(
             model: Any = None,
@@ -268,6 +268,7 @@ class Judge:
             rows: list[int] | None = None,
             perturb: tuple[int, float] | None = None,
             budget: int | None = None,
+            stderr: bool = False,
         ) -> Any:
             try:
                 return self.runner.reexplain(
@@ -279,6 +280,7 @@ class Judge:
                     perturb=perturb,
                     seed=seed,
                     budget=budget,
+                    stderr=stderr,
                 )
             except ExplainerError as exc:
                 what = (
@@ -445,6 +447,7 @@ class Asking:
         perturb: tuple[int, float] | None = None,
         seed: int | None = None,
         budget: int | None = None,
+        stderr: bool = False,
     ) -> Any:
         from pytest_xai.engine.runner import variant_of
 
@@ -465,7 +468,7 @@ class Asking:
         )
         if answer.get("kind") != "ok" or "attributions" not in arrays:
             raise ExplainerError(str(answer.get("message", "the explainer gave no attributions")))
-        return arrays["attributions"]
+        return (arrays["attributions"], arrays.get("stderr")) if stderr else arrays["attributions"]
 
 
 @dataclass(frozen=True)
@@ -592,7 +595,7 @@ class Remote:
             if explainer is None:
                 return {"kind": "error", "message": f"check {name!r} re-runs the explainer: pass explainer="}, {}
             try:
-                attributions = self.runner.reexplain(
+                attributions, stderr = self.runner.reexplain(
                     explainer,
                     case,
                     variant=question.get("variant"),
@@ -601,10 +604,11 @@ class Remote:
                     perturb=question.get("perturb"),
                     seed=question.get("seed"),
                     budget=question.get("budget"),
+                    stderr=True,
                 )
             except ExplainerError as exc:
                 return {"kind": "error", "message": str(exc)}, {}
-            return {"kind": "ok"}, {"attributions": attributions}
+            return {"kind": "ok"}, {"attributions": attributions, "stderr": stderr}
 
         reply = self.runner.judge(case, request, answer)
         kind = reply.get("kind")

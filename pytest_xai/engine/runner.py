@@ -307,6 +307,7 @@ class Runner:
         perturb: tuple[int, float] | None = None,
         seed: int | None = None,
         budget: int | None = None,
+        stderr: bool = False,
     ) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation; raises ExplainerError.  ``model`` swaps in another model (sanity checks;
@@ -316,7 +317,8 @@ class Runner:
         ``other_seed`` gives the explainer another seed (True: the next one; k: the k-th after).
         ``seed`` is the seed of the explanation the check compares with (``--xai-repeat``: each
         repeat's own), by default the case's ordinary one.  ``budget`` replaces the call's budget of
-        model evaluations (the estimator checks call an explainer at several).
+        model evaluations (the estimator checks call an explainer at several); ``stderr=True``
+        returns ``(attributions, stderr)``, the standard errors the explainer reported (or None).
 
         The explanation of another model of the case, or of the case's model under another seed or
         budget, is memoised like ``explain`` (the two sanity checks share the floor models and the reseeded
@@ -332,7 +334,7 @@ class Runner:
         if rows is None and perturb is None and (variant is not None or ((other_seed or budget) and not swap)):
             key = (*self._key(explainer, case, seed), "reexplain", repr(variant), budget)
             if key in self.memo:
-                return _attributions(self.memo[key][1], swap)
+                return _attributions(self.memo[key][1], swap, stderr)
         given = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None}
         if self.limits is not None and where(case) is not None:  # its worker builds the variant itself
             inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in given.items()}
@@ -348,7 +350,7 @@ class Runner:
             outcome = self._call(explainer, changed, seed=seed, budget=budget)
         if key is not None:
             self.memo[key] = (case, outcome)
-        return _attributions(outcome, swap)
+        return _attributions(outcome, swap, stderr)
 
     def judge(self, case: Case | CaseRef, request: dict[str, Any], answer: Callable[..., Any]) -> dict[str, Any]:
         """Send one check ``request`` (:class:`pytest_xai.engine.judge.Remote`) to the judge's
@@ -435,7 +437,8 @@ class Runner:
         )
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
         evaluations = _count(reply.get("evaluations"))
-        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations)
+        stderr = contract.stderr_of(arrays, tuple(shape))
+        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations, stderr)
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu, evaluations=evaluations)
 
     def _in_process(self, explainer: Explainer, case: Case, seed: int, given: int | None = None) -> Explanation:
@@ -506,14 +509,17 @@ def _same_explanation(a: Any, b: Any) -> bool:
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
-def _attributions(outcome: Outcome, swap: bool) -> Any:
-    """A re-explanation's attributions; its skip or error raised as ExplainerError."""
+def _attributions(outcome: Outcome, swap: bool, stderr: bool = False) -> Any:
+    """A re-explanation's attributions (with ``stderr``: and its standard errors, or None); its skip
+    or error raised as ExplainerError."""
     if outcome.status == "skip":
         raise ExplainerError(
             f"declared the {'randomised model' if swap else 'variant'} not applicable: {outcome.message}"
         )
     if outcome.status != "ok" or outcome.explanation is None:
         raise outcome.error()
+    if stderr:
+        return outcome.explanation.attributions, outcome.explanation.stderr
     return outcome.explanation.attributions
 
 

@@ -230,6 +230,7 @@ class Worker:
             "attributions": result.attributions,
             "importance": result.importance,
             "interactions": result.interactions,
+            "stderr": result.stderr,
         }
         return {
             "kind": "ok",
@@ -296,7 +297,7 @@ def main(argv: list[str]) -> int:
         def ask(question: dict[str, Any], token: str = header["token"]) -> tuple[dict[str, Any], dict[str, Any]]:
             """A check's question to the plugin (``reexplain``), and its answer."""
             wire.write(reply_fd, wire.pack({**question, "kind": "reexplain", "token": token}))
-            return wire.read(request_fd, names=("attributions",))
+            return wire.read(request_fd, names=("attributions", "stderr"))
 
         try:
             if header["op"] == "init":

@@ -11,7 +11,7 @@ enumeration over every coalition in ``tests/test_games.py``.
 The subsets go up to every feature (a six-way term), so an estimator or a weighting that is exact
 only up to pairwise interactions (kernelshap#168, docs/bugs.md) is off here.  The features are
 few (d = 6) and the rows a handful, so an estimator can be called at several budgets and seeds:
-the statistical checks of :mod:`.checks` (convergence, unbiasedness) run here, with ``exactness``
+the statistical checks of :mod:`.checks` (convergence, unbiasedness, coverage) run here, with ``exactness``
 for the explainers that claim exact values.  Inputs are multiples of 1/64, so a model run in
 float32 (captum casts the inputs) sees them exactly.
 """
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, CaseInfo
-from pytest_xai.cases.games.checks import convergence, exactness, unbiasedness
+from pytest_xai.cases.games.checks import convergence, coverage, exactness, unbiasedness
 from pytest_xai.registry import Family
 
-__all__ = ["FAMILY", "closed_form_shapley", "convergence", "exactness", "unbiasedness"]
+__all__ = ["FAMILY", "closed_form_shapley", "convergence", "coverage", "exactness", "unbiasedness"]
 
 SOURCE = "Shapley 1953; Harsanyi 1963 (unanimity games)"
 FAMILY = Family("games", source=SOURCE, smoke=("gt_shapley", "games_products"))
@@ -43,6 +43,7 @@ _CHECKS: dict[str, dict[str, Any]] = {
     "exactness": {},
     "convergence": {"budget": ESTIMATOR_BUDGET},
     "unbiasedness": {"budget": 16 * ESTIMATOR_BUDGET},
+    "coverage": {"budget": 16 * ESTIMATOR_BUDGET},
 }
 
 

@@ -212,3 +212,63 @@ def unbiasedness(
         + ("" if passed else ": a bias the seeds do not average out"),
         {"max_ratio": max_ratio, "bias": math.sqrt(bias2) / scale, "standard_error": math.sqrt(se2) / scale},
     )
+
+
+# ------------------------------------------------------------------------------------ coverage
+
+
+@check(marker="xai_coverage", thresholds={"tolerance": 3.0})
+def coverage(
+    attributions,
+    case: Case,
+    *,
+    reexplain,
+    estimator: Any = None,
+    budget: int | None = None,
+    seeds: int = 8,
+    level: float = 0.5,
+    tolerance: float,
+) -> Score:
+    """The standard errors an estimator reports make intervals that cover the exact values at their rate.
+
+    An estimator that reports its uncertainty (``{"attributions": A, "stderr": S}``) claims that
+    A +- z S covers the exact value with probability ``level`` (z the normal quantile; Monte Carlo
+    means are near normal).  The explainer is called under ``seeds`` seeds at the case's
+    ``budget``; the share of the n x d x seeds values within their interval is compared with
+    ``level`` within a binomial tolerance of ``tolerance`` standard deviations counted over rows x
+    seeds only (the values of a row share their errors, e.g. through an efficiency correction, so
+    they do not count as independent trials: a conservative tolerance).  Pass when |covered - level|
+    <= tolerance sd (default 3; at level 0.5 and 8 x 8 rows x seeds, covered within 0.31..0.69).
+    Intervals too narrow (overconfident) cover too little; too wide ones (a variance overstated,
+    shap#4767's var / sqrt(N)) cover too much: both fail.  Level 0.5 is where both show (a 95 %
+    interval four times too wide still covers 100 %, near 95 %).  Not applicable to an explainer
+    that reports no stderr.
+    """
+    from statistics import NormalDist
+
+    truth = _truth(case)
+    _kind(estimator, attributions, reexplain)
+    K, B = int(seeds), _budget(case, budget)
+    calls = [reexplain(other_seed=k, budget=B, stderr=True) for k in range(K)]
+    if any(stderr is None for _, stderr in calls):
+        raise NotApplicable("the explainer reports no standard errors (return {'attributions': A, 'stderr': S})")
+    A = np.array([attributions_of(a) for a, _ in calls])
+    S = np.array([np.asarray(s, dtype=float) for _, s in calls])
+    half = NormalDist().inv_cdf(0.5 + level / 2)
+    floor = FLOAT_EXACT * max(float(np.abs(truth).max()), 1e-300)
+    inside = np.abs(A - truth) <= half * S + floor
+    covered = float(inside.mean())
+    units = K * len(truth)
+    sd = math.sqrt(level * (1 - level) / units)
+    passed = bool(abs(covered - level) <= tolerance * sd)
+    how = "too narrow: overconfident" if covered < level else "too wide: the variance is overstated"
+    return Score(
+        "coverage",
+        float(np.clip(1.0 - abs(covered - level) / (2 * tolerance * sd), 0.0, 1.0)),
+        passed,
+        tolerance,
+        f"intervals of +-{half:.3g} stderr cover {covered:.1%} of the exact values over {K} seeds at {B:,} model "
+        f"evaluations, stated {level:.0%} (binomial sd {sd:.3f} over {units} rows x seeds; within "
+        f"{tolerance:g} sd: {'yes' if passed else 'no'})" + ("" if passed else f": the intervals are {how}"),
+        {"tolerance": tolerance, "level": level, "covered": covered},
+    )

@@ -268,9 +268,8 @@ REPLAYS: tuple[Replay, ...] = (
         sampling_fixed,
         ("gt_shapley", "gaussian_nonlinear_additive_rho50"),
         ("completeness", "gaussian_nonlinear_additive_rho50"),
-        uncaught="the wrong variances only re-weight how the additivity gap is spread; the resulting bias is "
-        "below the sampling noise every check must admit for sampling explainers. Catching it needs the "
-        "explainer's reported variances (the contract has none) or a convergence check at growing budgets",
+        ("coverage", "games_products"),
+        ("coverage", "games_minima"),
     ),
     _e(
         "shap_tree_forest_additivity",
