@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported in the requests that need them: a worker starts wi
     from pytest_xai.case import Case
     from pytest_xai.engine.contract import Explainer
 
-ARRAYS = ("attributions", "importance", "interactions")
+ARRAYS = ("attributions", "importance", "interactions", "stderr")
 #: The spec of the judge's worker (:mod:`pytest_xai.engine.judge`): it builds cases, vets their
 #: models and runs the checks, and never loads an explainer.
 JUDGE = "pytest_xai:judge"

@@ -29,7 +29,7 @@ from pytest_xai.registry import Family
 __all__ = ["FAMILY", "closed_form_shapley", "convergence", "coverage", "exactness", "unbiasedness"]
 
 SOURCE = "Shapley 1953; Harsanyi 1963 (unanimity games)"
-FAMILY = Family("games", source=SOURCE, smoke=("gt_shapley", "games_products"))
+FAMILY = Family("games", source=SOURCE, smoke=("exactness", "games_products"))
 
 D, N_ROWS = 6, 8
 #: Model evaluations of the first of the three calls ``convergence`` makes (B, 4B, 16B): 14 a row,
@@ -38,8 +38,10 @@ D, N_ROWS = 6, 8
 #: ShapleyValueSampling spends d + 2 = 8 a permutation and stops at 25).  ``unbiasedness`` calls at
 #: 16B, where one call's error is small enough for a bias of a tenth of the values to show.
 ESTIMATOR_BUDGET = 14 * N_ROWS
+#: No gt_shapley here: its tolerance is for estimators that converged on smooth models, and a
+#: six-way dividend leaves captum's 25 permutations at a normalised error of 0.08; the estimator
+#: checks judge estimators by what they claim instead.
 _CHECKS: dict[str, dict[str, Any]] = {
-    "gt_shapley": {"convention": "interventional"},
     "exactness": {},
     "convergence": {"budget": ESTIMATOR_BUDGET},
     "unbiasedness": {"budget": 16 * ESTIMATOR_BUDGET},

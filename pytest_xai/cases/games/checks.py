@@ -110,7 +110,7 @@ def exactness(attributions, case: Case, *, exact: Any = True, max_error: float) 
 # --------------------------------------------------------------------------------- convergence
 
 
-@check(marker="xai_convergence", thresholds={"min_rate": 0.3})
+@check(marker="xai_convergence", thresholds={"min_rate": 0.25})
 def convergence(
     attributions,
     case: Case,
@@ -128,9 +128,10 @@ def convergence(
     budgets B, 4B and 16B (B = the case's ``budget``) under ``seeds`` seeds each; E(b) is the root
     mean square over the seeds of the relative error to the exact values, and the rate is
     log(E(B) / E(16B)) / log 16 (0.5 for Monte Carlo, more for an estimator that converges faster
-    or reaches the exact values).  Pass when rate >= min_rate (default 0.3: E falls at least 2.3 x
-    over 16 x budget; the reference estimators measure 0.45 to 0.6, or reach exact values), or the
-    values are exact at every budget.  An estimator that ignores its budget (rate 0) or carries a
+    or reaches the exact values).  Pass when rate >= min_rate (default 0.25: E at least halves over
+    16 x budget; permutation samplers measure 0.32 to 0.6 over 32 seed sets of 4, KernelSHAP reaches
+    the exact values at 16B, an estimator halved measures 0.09 to 0.14), or the values are exact at
+    every budget.  An estimator that ignores its budget (rate 0) or carries a
     bias the budget does not remove (its error stalls at the bias) fails.  For estimators only
     (see :mod:`pytest_xai.cases.games.checks`); KernelSHAP, only asymptotically unbiased, is judged
     here like any other.
@@ -179,11 +180,13 @@ def unbiasedness(
     is called under ``seeds`` seeds (K) at the case's ``budget``; with the mean M and the per-value
     sample variances s^2 over the seeds, ratio = ||M - phi||^2 / (sum s^2 / K): the squared bias of
     the mean over its expected value under no bias, ~1 for an unbiased estimator (an F-like
-    variable) and ~K for a bias much larger than the noise of one call.  Pass when ratio <=
-    max_ratio (default 4: the reference estimators measure 0.3 to 2; a 10 % bias at this budget
-    scores 10 to 40).  An estimator only asymptotically unbiased (``estimator = "consistent"``:
-    KernelSHAP, whose regression on sampled coalitions has a bias vanishing as O(1/budget), Covert &
-    Lee 2021) is not judged here (not applicable): ``convergence`` judges it.
+    variable) and growing as K ||bias||^2 / sum s^2 with a bias.  Pass when ratio <= max_ratio
+    (default 6: permutation samplers measure up to 3.9 over 16 seed sets of 8, the Banzhaf value
+    sampled instead of the Shapley value 21 to 117, an estimate halved 117 to 450).  An estimator
+    only asymptotically unbiased (``estimator = "consistent"``: KernelSHAP, whose regression on
+    sampled coalitions has a bias vanishing as O(1/budget), Covert & Lee 2021) is not judged here
+    (not applicable): ``convergence`` judges it.  Noise far larger than the values hides a bias
+    (seeded noise passes on ``games_minima``); ``convergence`` rejects it.
     """
     truth = _truth(case)
     if _kind(estimator, attributions, reexplain) == CONSISTENT:
