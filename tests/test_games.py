@@ -165,3 +165,23 @@ def test_variances_overstated_as_in_shap_4767_cover_too_much(name):
 def test_coverage_needs_reported_standard_errors():
     with pytest.raises(NotApplicable, match="reports no standard errors"):
         score("coverage", degenerate.shrunken)
+
+
+def test_through_the_plugin_the_calls_run_in_the_explainers_worker_with_their_budgets_and_stderr(pytester):
+    """The suite's own run: every call at another seed or budget goes through the explainer's worker
+    and its stderr comes back (a worker that dropped it made coverage an error)."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "games_products and coverage",
+        "--xai-explainer=pytest_xai.explainers.degenerate:permutation_sampling",
+        "--xai-explainer=pytest_xai.explainers.degenerate:overconfident",
+        f"--xai-report={report}",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    import json
+
+    verdicts = {(r["check"], r["explainer"]): r["outcome"] for r in json.loads(report.read_text())["results"]}
+    assert verdicts[("coverage", "overconfident")] == "failed", verdicts
