@@ -143,7 +143,7 @@ def test_zoo_member_fails_unless_declared(check, case, member):
 #: Checks that compare the attributions with a ground truth in the model's output units (part B):
 #: 100 x the truth is a wrong explanation of the same model there; their scale-freedom is that
 #: scaling the model output scales the truth and the explanation alike (relative MSE).
-OUTPUT_UNITS = {"units_mse", "units_shapley_mse", "token_values"}
+OUTPUT_UNITS = {"units_mse", "units_shapley_mse", "token_values", "exactness"}
 
 
 def test_scaling_the_reference_changes_no_verdict():
