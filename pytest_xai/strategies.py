@@ -9,7 +9,8 @@ Imported by users' tests (never by the plugin)::
     def test_my_explainer_is_efficient(game): ...
 
 Every strategy draws a :class:`pytest_xai.Case` whose ``truth`` says what any Shapley-consistent
-explainer must satisfy: ``"shapley"`` (exact interventional values, for additive models),
+explainer must satisfy: ``"shapley"`` (exact interventional values, for additive models and
+unanimity games with interactions of any order),
 ``"dummies"`` (features the model ignores), ``"symmetric"`` (feature pairs the model and the
 background treat alike) and ``"mirror"`` (the row permutation that swaps that pair's values).
 """
@@ -146,3 +147,43 @@ def games(*, max_features: int = 6, max_points: int = 4, max_background: int = 6
     _check_range("games features", 3, max_features, 3)
     _check_range("games points/background", 1, min(max_points, max_background), 1)
     return _game(max_features, max_points, max_background)
+
+
+@st.composite
+def _unanimity(draw, max_features, max_terms, max_points):
+    from pytest_xai.cases.games import closed_form_shapley
+
+    d = draw(st.integers(3, max_features))
+    subset = st.lists(st.integers(0, d - 1), min_size=1, max_size=d, unique=True).map(sorted)
+    high = draw(st.lists(st.integers(0, d - 1), min_size=3, max_size=d, unique=True).map(sorted))
+    subsets = [high] + draw(st.lists(subset, min_size=0, max_size=max_terms - 1))
+    coefficients = np.array(
+        draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 1.5]), min_size=len(subsets), max_size=len(subsets)))
+    )
+    kind = draw(st.sampled_from(["product", "minimum"]))
+    masks = np.zeros((len(subsets), d), dtype=bool)
+    for k, members in enumerate(subsets):
+        masks[k, members] = True
+    positive = st.floats(0.25, 2.0).map(lambda v: round(v, 3))
+    n = draw(st.integers(1, max_points))
+    inputs = np.array(draw(st.lists(st.lists(positive, min_size=d, max_size=d), min_size=n, max_size=n)))
+
+    def predict(X):
+        X = np.asarray(X, dtype=float)[:, None, :]
+        inside = np.where(masks[None], X, 1.0 if kind == "product" else np.inf)
+        return (inside.prod(axis=2) if kind == "product" else inside.min(axis=2)) @ coefficients
+
+    terms = " + ".join(f"{c:g} {kind[:3]}{tuple(m)}" for m, c in zip(subsets, coefficients))
+    shapley = closed_form_shapley(inputs, masks, coefficients, kind)
+    return _case(f"unanimity({terms})", predict, inputs, np.zeros((1, d)), {"shapley": shapley})
+
+
+def unanimity_games(*, max_features: int = 6, max_terms: int = 4, max_points: int = 3) -> st.SearchStrategy[Case]:
+    """f(x) = sum_T m_T g(x_T), g the product or the minimum over a subset T, with inputs > 0 and
+    the zero row as background: a sum of unanimity games (Harsanyi dividends a_T = m_T g(x_T)) whose
+    exact Shapley value is phi_i = sum_{T containing i} a_T / |T|
+    (:func:`pytest_xai.cases.games.closed_form_shapley`).  The first subset has three features or
+    more, so an explainer exact only up to pairwise interactions is caught."""
+    _check_range("unanimity_games features", 3, max_features, 3)
+    _check_range("unanimity_games terms/points", 1, min(max_terms, max_points), 1)
+    return _unanimity(max_features, max_terms, max_points)

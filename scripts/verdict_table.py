@@ -5,6 +5,7 @@
     python scripts/verdict_table.py --zoo-only --out=zoo.md   # only that section
     python scripts/verdict_table.py --sequences   # only the transformer and timeseries section, in place
     python scripts/verdict_table.py --llm         # only the llm family's section, in place
+    python scripts/estimator_rates.py             # the games family's estimator section, in place
 
 The table is generated from a real run (the JSON report), never typed by hand; each failure gets
 the one-line detail its check produced.  With ``--zoo`` a second real run puts every member of the

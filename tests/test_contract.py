@@ -45,9 +45,20 @@ def test_dict_output_with_importance_and_interactions(case):
     assert result.importance.tolist() == [1.0, 1.0] and result.interactions.shape == (2, 2)
 
 
+def test_dict_output_with_standard_errors(case):
+    def explain(inputs):
+        return {"attributions": np.zeros((4, 2)), "stderr": np.full((4, 2), 0.1)}
+
+    assert contract.run(load(explain), case).stderr.tolist() == [[0.1, 0.1]] * 4
+    assert contract.run(load(lambda inputs: np.zeros(inputs.shape)), case).stderr is None
+
+
 @pytest.mark.parametrize(
     "output, message",
     [
+        ({"attributions": np.zeros((4, 2)), "stderr": -np.ones((4, 2))}, "8 negative stderr value(s)"),
+        ({"attributions": np.zeros((4, 2)), "stderr": np.ones(2)}, "stderr of shape (2,), expected (4, 2)"),
+        ({"attributions": np.zeros((4, 2)), "stderr": np.full((4, 2), np.nan)}, "8 non-finite stderr"),
         ({"attributions": np.zeros((4, 2)), "interactions": np.eye(3)}, "interactions of shape (3, 3)"),
         ({"values": 1}, "expected 'attributions'"),
         (np.zeros((4, 2), dtype=complex), "dtype complex128"),

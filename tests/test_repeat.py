@@ -111,7 +111,7 @@ def test_smoke_gate_selects_one_registered_test_per_family(pytester):
         if cases.info(test.partition("[")[2].rpartition("-")[0]).build.__module__ in cases.MODULES
     }
     assert built_in == {f"{check}[{case}-exact_shapley]" for check, case in declared}
-    assert len(declared) == len({cases.info(case).family for _, case in declared}) == 14
+    assert len(declared) == len({cases.info(case).family for _, case in declared}) == 15
 
 
 USER_CASE = """

@@ -85,3 +85,9 @@ def test_random_violates_each_axiom(prop):
 def test_strategy_arguments_are_validated(kwargs):
     with pytest.raises(ValueError):
         strategies.games(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"max_features": 2}, {"max_terms": 0}, {"max_points": 0}])
+def test_unanimity_game_arguments_are_validated(kwargs):
+    with pytest.raises(ValueError):
+        strategies.unanimity_games(**kwargs)

@@ -30,6 +30,11 @@ NO_REFERENCE = {
     "model_randomisation": "compares the explainer on the trained and the randomised model: needs two calls",
     "data_randomisation": "compares the explainer on models trained on true and permuted labels: needs two calls",
     **dict.fromkeys(
+        ("convergence", "unbiasedness", "coverage"),
+        "judges an estimator through its errors over several seeds and budgets, not one map: the wrong "
+        "estimators (degenerate.ESTIMATORS) and the zoo's stochastic members run through it in tests/test_games.py",
+    ),
+    **dict.fromkeys(
         ("completeness", "determinism", "batch_invariance", "max_sensitivity"),
         "a ground-truth-free check that no built-in case declares; its zoo runs through the explainer "
         "(re-explained variants) in tests/test_generic_checks.py",
@@ -138,7 +143,7 @@ def test_zoo_member_fails_unless_declared(check, case, member):
 #: Checks that compare the attributions with a ground truth in the model's output units (part B):
 #: 100 x the truth is a wrong explanation of the same model there; their scale-freedom is that
 #: scaling the model output scales the truth and the explanation alike (relative MSE).
-OUTPUT_UNITS = {"units_mse", "units_shapley_mse", "token_values"}
+OUTPUT_UNITS = {"units_mse", "units_shapley_mse", "token_values", "exactness"}
 
 
 def test_scaling_the_reference_changes_no_verdict():

@@ -5,11 +5,15 @@ They read the case's ``predict``, ``inputs`` and ``background`` only, so they ru
 model (:func:`pytest_xai.make_case`).  Three of them re-run the explainer through ``reexplain``
 (supplied by the plugin, see :meth:`pytest_xai.engine.runner.Runner.reexplain`)::
 
-    reexplain(model=None, *, other_seed=False, rows=None, perturb=None) -> attributions
+    reexplain(model=None, *, other_seed=False, rows=None, perturb=None, budget=None) -> attributions
 
 ``rows`` explains ``case.inputs[rows]`` (and the matching per-row targets); ``perturb=(seed,
 radius)`` explains :func:`perturbed` inputs.  Both are recipes, not arrays, so a worker process
-rebuilds the same inputs from its own copy of the case (:func:`variant_inputs`).
+rebuilds the same inputs from its own copy of the case (:func:`variant_inputs`).  ``other_seed``
+is True (the next seed) or k (the k-th seed after the explanation's, 0 its own); ``budget`` gives
+the call another budget of model evaluations, and ``stderr=True`` returns ``(attributions,
+stderr)``, the standard errors the explainer reported or None (the estimator checks of
+:mod:`pytest_xai.cases.games.checks`).
 
 All differences are measured relative to the attributions' own scale: the mean over rows of
 ||A_r||_2 (:func:`relative_rows`), so multiplying the model output by 100 changes no verdict.
@@ -92,10 +96,11 @@ def reexplainer(explain: Any, case: Case, *, seed: int = 0):
         else contract.from_function(explain, spec=repr(explain), where="reexplainer")
     )
 
-    def reexplain(model=None, *, other_seed=False, rows=None, perturb=None):
+    def reexplain(model=None, *, other_seed=False, rows=None, perturb=None, budget=None, stderr=False):
         variant = case.with_model(model)
         variant = variant_inputs(variant, rows=rows, perturb=perturb)
-        return contract.run(explainer, variant, seed=seed + (1 if other_seed else 0)).attributions
+        explanation = contract.run(explainer, variant, seed=seed + int(other_seed), budget=budget)
+        return (explanation.attributions, explanation.stderr) if stderr else explanation.attributions
 
     return reexplain
 

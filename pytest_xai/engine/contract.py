@@ -8,7 +8,8 @@ asks for fixtures (``docs/design.md``, "Explainer contract")::
 
 It returns attributions shaped like ``inputs`` (numpy, torch tensor, list, or an object with
 ``.values`` such as ``shap.Explanation``), or a mapping with ``attributions`` and optionally
-``importance`` (global, one value per feature) and ``interactions`` (d x d).
+``importance`` (global, one value per feature), ``interactions`` (d x d) and ``stderr`` (the
+standard error of each attribution, for a sampling estimator: judged by ``coverage``).
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ class Explanation:
     importance: Floats | None = None
     interactions: Floats | None = None
     evaluations: int | None = None  # rows the model evaluated during the call (pytest_xai.engine.evaluations)
+    stderr: Floats | None = None  # the standard error of each attribution an estimator reports
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -427,12 +429,13 @@ def coerce_shaped(
 
     importance = interactions = None
     if isinstance(output, dict):
-        unknown = set(output) - {"attributions", "importance", "interactions"}
+        unknown = set(output) - {"attributions", "importance", "interactions", "stderr"}
         if unknown or "attributions" not in output:
             raise ExplainerError(
                 f"returned a dict with keys {sorted(output)}; expected 'attributions' and optionally "
-                f"'importance' and 'interactions'"
+                f"'importance', 'interactions' and 'stderr'"
             )
+        stderr_of(output, expected)  # validated here, read by run (and the runner) with the same function
         importance = output.get("importance")
         interactions = output.get("interactions")
         output = output["attributions"]
@@ -466,6 +469,23 @@ def coerce_shaped(
             )
         _finite(interactions, "interactions")
     return attributions, importance, interactions
+
+
+def stderr_of(output: Any, expected: tuple[int, ...]) -> Floats | None:
+    """The ``stderr`` an explainer returned beside its attributions (None without one), validated:
+    shaped like the inputs, finite and >= 0."""
+
+    if not isinstance(output, dict) or output.get("stderr") is None:
+        return None
+    stderr = _array(output["stderr"], "stderr")
+    if stderr.shape != tuple(expected):
+        raise ExplainerError(
+            f"returned stderr of shape {stderr.shape}, expected {tuple(expected)} (one per attribution)"
+        )
+    _finite(stderr, "stderr")
+    if (stderr < 0).any():
+        raise ExplainerError(f"returned {int((stderr < 0).sum())} negative stderr value(s); a standard error is >= 0")
+    return stderr
 
 
 def _array(value: Any, what: str) -> Floats:
@@ -553,4 +573,5 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
     attributions, importance, interactions = coerce(output, case)
     if importance is None:  # the README's contract: mean |attribution| over the explained rows
         importance = abs(attributions).mean(axis=0)
-    return Explanation(attributions, seconds, importance, interactions, tally.rows)
+    stderr = stderr_of(output, tuple(case.inputs.shape))
+    return Explanation(attributions, seconds, importance, interactions, tally.rows, stderr)

@@ -36,6 +36,12 @@ if TYPE_CHECKING:
     from pytest_xai.registry import CheckInfo
 
 
+#: What an explainer declares about itself that a check asks for by the same name: ``estimator``
+#: (True, "consistent" or False: whether it estimates Shapley values by sampling) and ``exact``
+#: (True: it claims exact values), read by :mod:`pytest_xai.cases.games.checks`.
+DECLARED = ("estimator", "exact")
+
+
 class MarkerError(ValueError):
     """A check's marker got a keyword that is none of its thresholds (a misspelling, usually)."""
 
@@ -227,9 +233,10 @@ class Judge:
         self, info: CheckInfo, params: dict[str, Any], explainer: Explainer | None, case: Case
     ) -> Callable[[int], Any] | None:
         """Add to ``params`` what the check asks for by name and the test does not pass: ``reexplain``,
-        ``claim`` (``explain.completeness = "background"``) and ``conditional`` (gt_shapley's
-        ``convention``; ``explain.reference = "baseline"``: judged against baseline Shapley values).
-        Returns how to re-explain under another seed (each ``--xai-repeat`` seed's own), or None."""
+        ``claim`` (``explain.completeness = "background"``), the declarations of :data:`DECLARED`
+        (``explain.estimator = True``) and ``conditional`` (gt_shapley's ``convention``;
+        ``explain.reference = "baseline"``: judged against baseline Shapley values).  Returns how to
+        re-explain under another seed (each ``--xai-repeat`` seed's own), or None."""
         wanted = inspect.signature(info.func).parameters
         reseed = None
         if "reexplain" in wanted and "reexplain" not in params:
@@ -239,6 +246,9 @@ class Judge:
             reseed = lambda seed: self.reexplainer(explainer, case, seed)
         if "claim" in wanted and "claim" not in params and explainer is not None:
             params["claim"] = explainer.claim("completeness")  # also what gt_shapley reads: Shapley values
+        for name in DECLARED:
+            if name in wanted and name not in params and explainer is not None:
+                params[name] = explainer.claim(name)
         game = explainer.declared("reference") if explainer is not None else None
         for key in ("conditional", "convention"):  # gt_shapley calls the game its convention
             if game is not None and key in wanted and key not in params:
@@ -246,21 +256,32 @@ class Judge:
         return reseed
 
     def reexplainer(self, explainer: Explainer, case: Case, seed: int | None = None) -> Callable[..., Any]:
-        """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None)``: the explainer on a
-        variant of ``case`` (another model, a subset of rows, perturbed inputs), under the same time
-        limit and validation as the first call (:meth:`Runner.reexplain`); ``seed``: that of the
-        explanation compared (a repeat's), else the ordinary one."""
+        """``reexplain(model=None, *, other_seed=False, rows=None, perturb=None, budget=None,
+        stderr=False)``: the explainer on a variant of ``case`` (another model, a subset of rows,
+        perturbed inputs, another seed or budget; with ``stderr``, ``(attributions, stderr)``), under
+        the same time limit and validation as the first call (:meth:`Runner.reexplain`); ``seed``:
+        that of the explanation compared (a repeat's), else the ordinary one."""
 
         def reexplain(
             model: Any = None,
             *,
-            other_seed: bool = False,
+            other_seed: bool | int = False,
             rows: list[int] | None = None,
             perturb: tuple[int, float] | None = None,
+            budget: int | None = None,
+            stderr: bool = False,
         ) -> Any:
             try:
                 return self.runner.reexplain(
-                    explainer, case, model, other_seed=other_seed, rows=rows, perturb=perturb, seed=seed
+                    explainer,
+                    case,
+                    model,
+                    other_seed=other_seed,
+                    rows=rows,
+                    perturb=perturb,
+                    seed=seed,
+                    budget=budget,
+                    stderr=stderr,
                 )
             except ExplainerError as exc:
                 what = (
@@ -422,10 +443,12 @@ class Asking:
         case: Case,
         model: Any = None,
         *,
-        other_seed: bool = False,
+        other_seed: bool | int = False,
         rows: list[int] | None = None,
         perturb: tuple[int, float] | None = None,
         seed: int | None = None,
+        budget: int | None = None,
+        stderr: bool = False,
     ) -> Any:
         from pytest_xai.engine.runner import variant_of
 
@@ -437,15 +460,16 @@ class Asking:
         answer, arrays = self.ask(
             {
                 "variant": variant,
-                "other_seed": bool(other_seed),
+                "other_seed": int(other_seed),
                 "rows": None if rows is None else [int(r) for r in rows],
                 "perturb": None if perturb is None else [int(perturb[0]), float(perturb[1])],
                 "seed": seed,
+                "budget": None if budget is None else int(budget),
             }
         )
         if answer.get("kind") != "ok" or "attributions" not in arrays:
             raise ExplainerError(str(answer.get("message", "the explainer gave no attributions")))
-        return arrays["attributions"]
+        return (arrays["attributions"], arrays.get("stderr")) if stderr else arrays["attributions"]
 
 
 @dataclass(frozen=True)
@@ -551,7 +575,7 @@ class Remote:
         if explainer is not None:
             claims = explainer.claims if explainer.claims is not None or not explainer.loaded else None
             if claims is None and explainer.loaded:
-                claims = {key: explainer.claim(key) for key in (info.name, "reference", "completeness")}
+                claims = {key: explainer.claim(key) for key in (info.name, "reference", "completeness", *DECLARED)}
         from pytest_xai.engine.runner import module_of
 
         request = {
@@ -572,18 +596,20 @@ class Remote:
             if explainer is None:
                 return {"kind": "error", "message": f"check {name!r} re-runs the explainer: pass explainer="}, {}
             try:
-                attributions = self.runner.reexplain(
+                attributions, stderr = self.runner.reexplain(
                     explainer,
                     case,
                     variant=question.get("variant"),
-                    other_seed=question.get("other_seed") is True,
+                    other_seed=int(question.get("other_seed") or 0),
                     rows=question.get("rows"),
                     perturb=question.get("perturb"),
                     seed=question.get("seed"),
+                    budget=question.get("budget"),
+                    stderr=True,
                 )
             except ExplainerError as exc:
                 return {"kind": "error", "message": str(exc)}, {}
-            return {"kind": "ok"}, {"attributions": attributions}
+            return {"kind": "ok"}, {"attributions": attributions, "stderr": stderr}
 
         reply = self.runner.judge(case, request, answer)
         kind = reply.get("kind")

@@ -304,38 +304,43 @@ class Runner:
         model: Any = None,
         *,
         variant: list[Any] | None = None,
-        other_seed: bool = False,
+        other_seed: bool | int = False,
         rows: list[int] | None = None,
         perturb: tuple[int, float] | None = None,
         seed: int | None = None,
+        budget: int | None = None,
+        stderr: bool = False,
     ) -> Any:
         """Attributions of ``explainer`` on a variant of ``case``, under the same limits and
         validation; raises ExplainerError.  ``model`` swaps in another model (sanity checks;
         ``Case.with_model``), or ``variant``, its path in the case (:func:`variant_of`: what the
         judge's worker sends, which holds the models); ``rows`` explains ``inputs[rows]`` and
         ``perturb`` = (seed, radius) perturbed inputs (:func:`pytest_xai.cases.generic.variant_inputs`);
-        ``other_seed`` gives the explainer another seed.  ``seed`` is the seed of the explanation the
-        check compares with (``--xai-repeat``: each repeat's own), by default the case's ordinary one.
+        ``other_seed`` gives the explainer another seed (True: the next one; k: the k-th after).
+        ``seed`` is the seed of the explanation the check compares with (``--xai-repeat``: each
+        repeat's own), by default the case's ordinary one.  ``budget`` replaces the call's budget of
+        model evaluations (the estimator checks call an explainer at several); ``stderr=True``
+        returns ``(attributions, stderr)``, the standard errors the explainer reported (or None).
 
-        The explanation of another model of the case, or of the case's model under the other seed,
-        is memoised like ``explain`` (the two sanity checks share the floor models and the reseeded
+        The explanation of another model of the case, or of the case's model under another seed or
+        budget, is memoised like ``explain`` (the two sanity checks share the floor models and the reseeded
         explanation); a call with the same seed and model, which ``determinism`` compares with the
         first, and calls on other inputs are made every time."""
-        seed = (self.seed_for(case) if seed is None else seed) + (1 if other_seed else 0)
+        seed = (self.seed_for(case) if seed is None else seed) + int(other_seed)
         if variant is None and model is not None and model is not case.model:
             variant = variant_of(_built(case), model)
         elif variant is not None:
             model = None  # found again by whoever builds the case
         swap = variant is not None or (model is not None and model is not case.model)
         key = None
-        if rows is None and perturb is None and (variant is not None or (other_seed and not swap)):
-            key = (*self._key(explainer, case, seed), "reexplain", repr(variant))
+        if rows is None and perturb is None and (variant is not None or ((other_seed or budget) and not swap)):
+            key = (*self._key(explainer, case, seed), "reexplain", repr(variant), budget)
             if key in self.memo:
-                return _attributions(self.memo[key][1], swap)
+                return _attributions(self.memo[key][1], swap, stderr)
         given = {k: v for k, v in (("rows", rows), ("perturb", perturb)) if v is not None}
         if self.limits is not None and where(case) is not None:  # its worker builds the variant itself
             inputs = {k: [int(x) for x in v] if k == "rows" else [int(v[0]), float(v[1])] for k, v in given.items()}
-            outcome = self._call(explainer, case, seed=seed, variant=variant, inputs=inputs or None)
+            outcome = self._call(explainer, case, seed=seed, variant=variant, inputs=inputs or None, budget=budget)
         else:  # in this process, or a hand-made case (the test's own object): the variant is made here
             from pytest_xai.cases.generic import variant_inputs
 
@@ -343,10 +348,11 @@ class Runner:
             if variant is not None and model is None:
                 model = resolve_variant(built, variant)
             changed = built.with_model(model) if swap else built
-            outcome = self._call(explainer, variant_inputs(changed, **given) if given else changed, seed=seed)
+            changed = variant_inputs(changed, **given) if given else changed
+            outcome = self._call(explainer, changed, seed=seed, budget=budget)
         if key is not None:
             self.memo[key] = (case, outcome)
-        return _attributions(outcome, swap)
+        return _attributions(outcome, swap, stderr)
 
     def judge(self, case: Case | CaseRef, request: dict[str, Any], answer: Callable[..., Any]) -> dict[str, Any]:
         """Send one check ``request`` (:class:`pytest_xai.engine.judge.Remote`) to the judge's
@@ -439,13 +445,14 @@ class Runner:
         case: Case | CaseRef,
         seed: int,
         variant: list[Any] | None,
-        inputs: dict[str, Any] | None,
-        budget: int | None,
+        inputs: dict[str, Any] | None = None,
+        budget: int | None = None,
     ) -> Outcome:
         from pytest_xai.engine import contract
 
         header, sent = self._addressed(case)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": budget, **header}
+        given = self.budget if budget is None else int(budget)
+        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": given, **header}
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
         if sent is not None:
@@ -464,10 +471,11 @@ class Runner:
         )
         seconds, cpu = _number(reply.get("seconds")), _number(reply.get("cpu_seconds"))
         evaluations = _count(reply.get("evaluations"))
-        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations)
+        stderr = contract.stderr_of(arrays, tuple(shape))
+        explanation = contract.Explanation(attributions, seconds or 0.0, importance, interactions, evaluations, stderr)
         return Outcome("ok", explanation, seconds=seconds, cpu_seconds=cpu, evaluations=evaluations)
 
-    def _in_process(self, explainer: Explainer, case: Case, seed: int, given: int | None) -> Explanation:
+    def _in_process(self, explainer: Explainer, case: Case, seed: int, given: int | None = None) -> Explanation:
         from pytest_xai import cases
         from pytest_xai.engine import budget, contract
         from pytest_xai.engine.wire import clip
@@ -486,7 +494,8 @@ class Runner:
                 if explainer.prepare is not None and explainer.spec not in self.prepared:
                     self.prepared.add(explainer.spec)
                     explainer.prepare()
-                return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, given))
+                wanted = self.budget if given is None else given
+                return contract.run(explainer, own, seed=seed, budget=budget.for_case(own, wanted))
             except (NotApplicable, ExplainerError):
                 raise
             except BaseException as exc:
@@ -534,14 +543,17 @@ def _same_explanation(a: Any, b: Any) -> bool:
     return all(same(getattr(a, f), getattr(b, f)) for f in ("attributions", "importance", "interactions"))
 
 
-def _attributions(outcome: Outcome, swap: bool) -> Any:
-    """A re-explanation's attributions; its skip or error raised as ExplainerError."""
+def _attributions(outcome: Outcome, swap: bool, stderr: bool = False) -> Any:
+    """A re-explanation's attributions (with ``stderr``: and its standard errors, or None); its skip
+    or error raised as ExplainerError."""
     if outcome.status == "skip":
         raise ExplainerError(
             f"declared the {'randomised model' if swap else 'variant'} not applicable: {outcome.message}"
         )
     if outcome.status != "ok" or outcome.explanation is None:
         raise outcome.error()
+    if stderr:
+        return outcome.explanation.attributions, outcome.explanation.stderr
     return outcome.explanation.attributions
 
 

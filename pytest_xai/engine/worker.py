@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported in the requests that need them: a worker starts wi
     from pytest_xai.case import Case
     from pytest_xai.engine.contract import Explainer
 
-ARRAYS = ("attributions", "importance", "interactions")
+ARRAYS = ("attributions", "importance", "interactions", "stderr")
 #: The spec of the judge's worker (:mod:`pytest_xai.engine.judge`): it builds cases, vets their
 #: models and runs the checks, and never loads an explainer.
 JUDGE = "pytest_xai:judge"
@@ -230,6 +230,7 @@ class Worker:
             "attributions": result.attributions,
             "importance": result.importance,
             "interactions": result.interactions,
+            "stderr": result.stderr,
         }
         return {
             "kind": "ok",
@@ -312,7 +313,7 @@ def main(argv: list[str]) -> int:
         def ask(question: dict[str, Any], token: str = header["token"]) -> tuple[dict[str, Any], dict[str, Any]]:
             """A check's question to the plugin (``reexplain``), and its answer."""
             wire.write(reply_fd, wire.pack({**question, "kind": "reexplain", "token": token}))
-            return wire.read(request_fd, names=("attributions",))
+            return wire.read(request_fd, names=("attributions", "stderr"))
 
         try:
             if header["op"] == "init":

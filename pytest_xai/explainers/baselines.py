@@ -99,3 +99,6 @@ def archdetect(inputs, predict, baseline, target):
             interactions[r, i, j] += np.abs(corners[0] - corners[1] - corners[2] + corners[3]) / 8.0
     interactions += interactions.transpose(0, 2, 1)
     return {"attributions": feature_occlusion(inputs, predict, baseline, target), "interactions": interactions}
+
+
+exact_shapley.exact = True  # type: ignore[attr-defined]  # judged by the exactness check (docs/reference.md)

@@ -251,3 +251,118 @@ one_row_in_ten = _corrupted("one_row_in_ten")
 
 #: member name -> explainer obeying the contract.
 ZOO: dict[str, Callable[..., np.ndarray]] = {name: globals()[name] for name in MEMBERS}
+
+
+# ------------------------------------------------------------ estimators, right and wrong
+#
+# Sampling estimators of interventional Shapley values that spend their budget like the reference
+# ones (:mod:`pytest_xai.engine.budget`), for the statistical checks of
+# :mod:`pytest_xai.cases.games.checks`: ``permutation_sampling`` is correct (Castro et al. 2009),
+# the others are wrong as an estimator can be while every single call looks plausible.  They are
+# not zoo members (the zoo corrupts a fixed map; these are judged through several calls).
+
+
+def _marginals(X, predict, background, target, orders) -> np.ndarray:
+    """Sum over ``orders`` of each feature's marginal contribution, averaged over the background
+    rows: an order is (n, d) int, one permutation per row, the features joining in turn, or (d,)
+    bool, one coalition every feature joins in turn."""
+    from pytest_xai.metrics import outputs
+
+    n, d = X.shape
+    rows, Z = np.arange(n), np.asarray(background, dtype=float).reshape(len(background), d)
+    t = None if target is None else np.repeat(np.broadcast_to(np.asarray(target), (n,)), len(Z))
+
+    def v(present):  # (n, d) bool -> (n,) mean over the background
+        mixed = np.where(present[:, None, :], X[:, None, :], Z[None])
+        return outputs(predict, mixed.reshape(-1, d), t).reshape(n, len(Z)).mean(axis=1)
+
+    total = np.zeros((n, d))
+    for order in orders:
+        if order.dtype == bool:
+            base = np.broadcast_to(order, (n, d)).copy()
+            for j in range(d):
+                base[:, j] = False
+                off = v(base)
+                base[:, j] = True
+                total[:, j] += v(base) - off
+                base[:, j] = order[j]
+            continue
+        present = np.zeros((n, d), dtype=bool)
+        previous = v(present)
+        for step in range(d):
+            present[rows, order[:, step]] = True
+            now = v(present)
+            total[rows, order[:, step]] += now - previous
+            previous = now
+    return total
+
+
+def _draws(inputs, background, budget: int, per_draw: int) -> int:
+    """Draws the budget pays for (at most 25, captum's default): each costs ``per_draw`` evaluations
+    per row and background row."""
+    from pytest_xai.engine import budget as budgets
+
+    return budgets.samples(
+        budget, len(inputs), preferred=25, minimum=1, per_sample=per_draw * len(background), method="sampling"
+    )
+
+
+def permutation_sampling(inputs, predict, background, target, seed, budget):
+    """Permutation sampling (Castro et al. 2009): uniform random orders, drawn for each row apart,
+    each feature's marginal contribution when it joins, averaged; unbiased, as many orders as the
+    budget pays for.  With two orders or more it reports the standard error of each mean (sample
+    sd / sqrt(orders))."""
+    X = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
+    (n, d), rng = X.shape, np.random.default_rng(seed)
+    k = _draws(X, background, budget, d + 1)
+    orders = rng.permuted(np.tile(np.arange(d), (k, n, 1)), axis=2)
+    draws = np.array([_marginals(X, predict, background, target, [order]) for order in orders])
+    attributions = draws.mean(axis=0).reshape(np.shape(inputs))
+    if k < 2:
+        return attributions
+    return {"attributions": attributions, "stderr": (draws.std(axis=0, ddof=1) / np.sqrt(k)).reshape(np.shape(inputs))}
+
+
+def _values(output) -> np.ndarray:
+    return np.asarray(output["attributions"] if isinstance(output, dict) else output)
+
+
+def uniform_coalitions(inputs, predict, background, target, seed, budget):
+    """Biased: marginal contributions to coalitions drawn uniformly (each feature in or out with
+    probability 1/2), not Shapley-weighted: it converges to the Banzhaf value, which gives a k-way
+    dividend 1/2^(k-1) instead of 1/k (equal for k <= 2, off from three-way interactions on)."""
+    X = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
+    d, rng = X.shape[1], np.random.default_rng(seed)
+    k = _draws(X, background, budget, 2 * d)
+    coalitions = [rng.random(d) < 0.5 for _ in range(k)]
+    return (_marginals(X, predict, background, target, coalitions) / k).reshape(np.shape(inputs))
+
+
+def shrunken(inputs, predict, background, target, seed, budget):
+    """Biased towards zero: permutation sampling halved, as a heavily penalised regression estimate is."""
+    return 0.5 * _values(permutation_sampling(inputs, predict, background, target, seed, budget))
+
+
+def budget_ignored(inputs, predict, background, target, seed):
+    """Permutation sampling with 4 orders a row whatever its budget: unbiased, but its error never falls."""
+    d = int(np.prod(np.shape(inputs)[1:]))
+    spent = 4 * (d + 1) * len(inputs) * len(background)
+    return _values(permutation_sampling(inputs, predict, background, target, seed, spent))
+
+
+def overconfident(inputs, predict, background, target, seed, budget):
+    """Permutation sampling reporting a quarter of its standard errors: intervals four times too narrow."""
+    out = permutation_sampling(inputs, predict, background, target, seed, budget)
+    return {**out, "stderr": out["stderr"] / 4} if isinstance(out, dict) else out
+
+
+permutation_sampling.estimator = uniform_coalitions.estimator = True  # type: ignore[attr-defined]
+shrunken.estimator = budget_ignored.estimator = overconfident.estimator = True  # type: ignore[attr-defined]
+#: The estimators above: the correct one first, then the wrong ones with the check each must fail.
+ESTIMATORS: dict[str, Callable[..., Any]] = {
+    "permutation_sampling": permutation_sampling,
+    "uniform_coalitions": uniform_coalitions,
+    "shrunken": shrunken,
+    "budget_ignored": budget_ignored,
+    "overconfident": overconfident,
+}

@@ -54,3 +54,8 @@ def lime_tabular(
         for feature, weight in pairs:
             out[row, feature] = weight
     return out
+
+
+# LIME samples, but what it estimates is its local surrogate's coefficients, not Shapley values:
+# the estimator checks (pytest_xai.cases.games.checks) do not judge it as an estimator of them.
+lime_tabular.estimator = False  # type: ignore[attr-defined]

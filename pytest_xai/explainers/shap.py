@@ -174,3 +174,9 @@ def _compile_numba() -> None:
 
 # the contract's prepare hook is a function attribute, which mypy does not model
 shap_exact.prepare = shap_permutation.prepare = shap_partition.prepare = _compile_numba  # type: ignore[attr-defined]
+# What each explainer claims, for the exactness and estimator checks (pytest_xai.cases.games.checks):
+# enumeration and interventional TreeSHAP are exact; permutation sampling is unbiased at any budget,
+# KernelSHAP's regression only asymptotically (Covert & Lee 2021).
+shap_exact.exact = shap_tree.exact = True  # type: ignore[attr-defined]
+shap_permutation.estimator = True  # type: ignore[attr-defined]
+shap_kernel.estimator = "consistent"  # type: ignore[attr-defined]

@@ -257,3 +257,6 @@ def lrp_alpha1beta0(inputs, model: torch.nn.Module, target=None) -> np.ndarray:
     from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
 
     return _lrp("lrp_alpha1beta0", inputs, model, target, Alpha1_Beta0_Rule)
+
+
+smoothgrad.estimator = False  # type: ignore[attr-defined]  # samples noise, but estimates no Shapley value

@@ -301,3 +301,11 @@ def captum_lime(
         output=output,
         pad_token_id=pad_token_id,
     )
+
+
+# What each sampling method estimates, for the estimator checks (pytest_xai.cases.games.checks):
+# permutation sampling is unbiased at any budget; KernelSHAP's regression only asymptotically
+# (Covert & Lee 2021); feature permutation and LIME estimate no Shapley value.
+shapley_value_sampling.estimator = True  # type: ignore[attr-defined]
+captum_kernel_shap.estimator = "consistent"  # type: ignore[attr-defined]
+feature_permutation.estimator = captum_lime.estimator = False  # type: ignore[attr-defined]

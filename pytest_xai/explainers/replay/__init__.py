@@ -258,12 +258,7 @@ REPLAYS: tuple[Replay, ...] = (
         kernel_shap,
         ("gt_shapley", "gaussian_piecewise_linear_rho50"),
         ("completeness", "gaussian_piecewise_linear_rho50"),
-        uncaught="the wrong weights are exact for interactions up to order two; beyond, the error is a relative MSE "
-        "of about 5e-4 (gaussian_piecewise_linear_rho50; 3e-3 for a six-way product), inside the tolerance "
-        "every Shapley check keeps for sampling noise (gt_shapley 0.05). Catching it needs an exactness "
-        "check for explainers that claim exact values on a case with interactions of order three or more "
-        "whose truth uses the explainer's own background: gt_shapley at max_error=1e-6 on a six-way "
-        "product does it (tests/test_replay.py); no built-in case is such a case yet",
+        ("exactness", "games_products"),
     ),
     _e(
         "shap_sampling_variance_sqrt",
@@ -273,9 +268,8 @@ REPLAYS: tuple[Replay, ...] = (
         sampling_fixed,
         ("gt_shapley", "gaussian_nonlinear_additive_rho50"),
         ("completeness", "gaussian_nonlinear_additive_rho50"),
-        uncaught="the wrong variances only re-weight how the additivity gap is spread; the resulting bias is "
-        "below the sampling noise every check must admit for sampling explainers. Catching it needs the "
-        "explainer's reported variances (the contract has none) or a convergence check at growing budgets",
+        ("coverage", "games_products"),
+        ("coverage", "games_minima"),
     ),
     _e(
         "shap_tree_forest_additivity",
@@ -570,12 +564,14 @@ def get_case(name: str) -> Case:
 def check_explainer(explain: Callable, check: str, case: Case, seed: int = 0) -> Score:
     """Run ``explain`` on ``case`` through the contract and score it with ``check`` in-process (the
     re-explaining checks get :func:`pytest_xai.cases.generic.reexplainer`; completeness the
-    explainer's own ``completeness`` claim)."""
+    explainer's own ``completeness`` claim, and the checks asking for ``exact`` or ``estimator``
+    what it declares, as the judge gives them)."""
     import inspect
 
     from pytest_xai import checks
     from pytest_xai.cases.generic import reexplainer
     from pytest_xai.engine import contract
+    from pytest_xai.engine.judge import DECLARED
 
     info = checks.CHECKS[check]
     explainer = contract.from_function(explain, spec=repr(explain), where="replay")
@@ -586,6 +582,9 @@ def check_explainer(explain: Callable, check: str, case: Case, seed: int = 0) ->
         params["reexplain"] = reexplainer(explain, case, seed=seed)
     if check == "completeness":
         params.setdefault("claim", getattr(explain, "completeness", None))
+    for name in DECLARED:
+        if name in wanted:
+            params.setdefault(name, getattr(explain, name, None))
     return info.func(explanation, case, **params)
 
 

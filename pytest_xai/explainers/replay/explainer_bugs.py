@@ -282,6 +282,8 @@ _CLAIMS: dict[str, tuple[Callable[..., Any], ...]] = {
 for _claim, _explainers in _CLAIMS.items():
     for _explain in _explainers:
         _explain.completeness = _claim  # type: ignore[attr-defined]
+# Kernel SHAP solved over every coalition claims exact values, as kernelshap's exact mode does.
+kernel_shap.exact = size_weighted_kernel_shap.exact = exact_shapley.exact = True  # type: ignore[attr-defined]
 
 
 def lime_key_zero(inputs, predict, background, target, feature_names, seed):
@@ -326,14 +328,16 @@ def _marginals(predict, x, Z, j, k, rng, target, shape) -> np.ndarray:
 def _sampling_shapley(inputs, predict, background, target, seed, *, variance_root: bool):
     """shap's SamplingExplainer scheme: permutation samples per feature, more where the first round
     varied most, then the additivity gap spread in proportion to each estimate's variance of the
-    mean (var / N; ``variance_root`` divides by sqrt(N), shap#4767)."""
+    mean (var / N; ``variance_root`` divides by sqrt(N), shap#4767).  The standard errors are
+    reported too, from the same variances: v - v^2 / sum(v), the variance of each value once the
+    gap is spread (the correction is a least-squares projection with those variances)."""
     X = np.asarray(inputs, dtype=float).reshape(len(inputs), -1)
     Z = np.asarray(background, dtype=float).reshape(len(background), -1)
     n, d = X.shape
     rng = np.random.default_rng(seed)
     shape = np.shape(inputs)[1:]
     targets = [None] * n if target is None else list(np.broadcast_to(np.asarray(target), (n,)))
-    out = np.zeros((n, d))
+    out, stderr = np.zeros((n, d)), np.zeros((n, d))
     for r in range(n):
         draws = [list(_marginals(predict, X[r], Z, j, 8, rng, targets[r], shape)) for j in range(d)]
         spread = np.array([np.var(draws[j]) for j in range(d)])
@@ -347,7 +351,8 @@ def _sampling_shapley(inputs, predict, background, target, seed, *, variance_roo
         f_z = _rows(predict, Z, targets[r], shape).mean()
         gap = float(f_x - f_z - phi.sum())
         out[r] = phi + (var / var.sum() * gap if var.sum() > 0 else gap / d)
-    return out.reshape(np.shape(inputs))
+        stderr[r] = np.sqrt(np.clip(var - var**2 / var.sum(), 0.0, None)) if var.sum() > 0 else 0.0
+    return {"attributions": out.reshape(np.shape(inputs)), "stderr": stderr.reshape(np.shape(inputs))}
 
 
 def sampling_variance_root(inputs, predict, background, target, seed):
@@ -361,6 +366,7 @@ def sampling_fixed(inputs, predict, background, target, seed):
 
 
 sampling_variance_root.completeness = sampling_fixed.completeness = "background"  # type: ignore[attr-defined]
+sampling_variance_root.estimator = sampling_fixed.estimator = True  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------------------------------------
