@@ -49,7 +49,7 @@ def test_the_ladder_reports_error_against_evaluations_in_the_table_json_and_html
         *(f"--xai-explainer={REF}:{e}" for e in ("exact_shapley", "shap_kernel", "random")),
         "--xai-convergence",
         "-m",
-        "xai_convergence",
+        "xai_ladder",
         "-k",
         "gaussian_linear_rho50",
         f"--xai-report={report}",
@@ -82,11 +82,11 @@ def test_the_ladder_reports_error_against_evaluations_in_the_table_json_and_html
 def test_the_ladder_is_collected_with_the_option_only(pytester):
     def ids(*args: str) -> list[str]:
         result = pytester.runpytest(*QUIET, f"--xai-explainer={REF}:exact_shapley", "--collect-only", "-q", *args)
-        return [line for line in result.stdout.lines if "convergence[" in line]
+        return [line for line in result.stdout.lines if "ladder[" in line]
 
     assert ids() == []
     assert len(ids("--xai-convergence", "--xai-no-suite")) == 3
-    assert len(ids("--xai-convergence", "-m", "xai_convergence")) == 3
+    assert len(ids("--xai-convergence", "-m", "xai_ladder")) == 3
 
 
 def test_the_chart_draws_the_rungs_it_can_read_and_escapes_the_rest():

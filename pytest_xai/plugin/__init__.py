@@ -87,7 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {"xai": "a pytest-xai test of an explainer", **CATEGORY_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config.addinivalue_line("markers", "xai_smoke: the fast gate, one representative suite test per family")
-    config.addinivalue_line("markers", "xai_convergence: the convergence ladder of --xai-convergence")
+    config.addinivalue_line("markers", "xai_ladder: the ladder of budgets of --xai-convergence")
     options = read_options(config)
     if options.explainers:
         _search_invocation_dir(config)
@@ -327,7 +327,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif getattr(metafunc.function, "xai_ladder", False):
         from pytest_xai import convergence
 
-        marks = [pytest.mark.xai, pytest.mark.xai_convergence]
+        marks = [pytest.mark.xai, pytest.mark.xai_ladder]
         params = [
             pytest.param(case, explainer, id=f"{case}-{explainer.name}", marks=marks)
             for case in convergence.CASES
@@ -462,7 +462,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             info = cases.info(_params(item)["xai_case_name"])
             explainer = _params(item)["xai_explainer"].name
             item.stash[xai_record] = Record(
-                explainer=explainer, case=info.name, family=info.family, row=f"convergence[{info.name}]"
+                explainer=explainer, case=info.name, family=info.family, row=f"ladder[{info.name}]"
             )
         elif _explainer_of(item) is not None:
             item.stash[xai_record] = Record(explainer=_params(item)["xai_explainer"].name, row=_row_of(item))

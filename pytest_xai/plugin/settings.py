@@ -107,7 +107,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run each explainer at a ladder of budgets of model evaluations on games with exact Shapley "
         "values and report its error against them per evaluation spent (table, JSON, HTML chart); "
-        "-m xai_convergence runs the ladder alone",
+        "-m xai_ladder runs the ladder alone",
     )
     parser.addini("xai_explainers", "explainers to test (module:function), one per line", type="linelist")
     parser.addini("xai_thresholds", "threshold overrides CHECK.PARAM=VALUE, one per line", type="linelist")
