@@ -42,7 +42,7 @@ ROWS = (
 
 
 OUTCOMES = ("passed", "failed", "skipped")  # pytest's order
-FIELDS = ("row", "explainer", "case", "category", "check", "status", "score", "seconds", "evaluations")
+FIELDS = ("row", "explainer", "case", "category", "check", "status", "score", "seconds", "cpu_seconds", "evaluations")
 
 
 def extract(report: dict) -> dict:
@@ -53,7 +53,7 @@ def extract(report: dict) -> dict:
         "created": report["created"],
         "explainers": [spec.rpartition(":")[2] for spec in report["options"]["explainers"]],
         "outcomes": {o: outcomes[o] for o in sorted(outcomes, key=lambda o: (OUTCOMES + (o,)).index(o))},
-        "rows": [{k: r[k] for k in FIELDS} for r in results if r["row"] in ROWS],
+        "rows": [{k: r.get(k) for k in FIELDS} for r in results if r["row"] in ROWS],
         "summary": report["summary"],
     }
 
