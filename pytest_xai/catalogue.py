@@ -136,81 +136,48 @@ def road(predict, inputs, attributions, background, *, target: Any = None, seed:
 
 
 def _prediction_gap(
-    predict, inputs, attributions, background, *, top: bool, k: int | None, sigma: float, n_samples: int, seed, target
-) -> np.ndarray:
+    predict,
+    inputs,
+    attributions,
+    background=None,
+    *,
+    top: bool,
+    k: int | None = None,
+    sigma: float = 0.1,
+    n_samples: int = 50,
+    seed: int = 0,
+    target: Any = None,
+) -> MetricResult:
     X = _flat(inputs, "inputs")
     n, d = X.shape
-    k = max(1, round(0.25 * d)) if k is None else k
+    chosen_k = max(1, round(0.25 * d)) if k is None else k
     A = np.abs(_flat(attributions, "attributions"))
     order = np.lexsort((np.random.default_rng(seed).random(A.shape), -A), axis=1)
     chosen = np.zeros((n, d), bool)
-    np.put_along_axis(chosen, order[:, :k], True, axis=1)
+    np.put_along_axis(chosen, order[:, :chosen_k], True, axis=1)
     moved = chosen if top else ~chosen
     spread = _flat(background, "background").std(axis=0) if background is not None else np.ones(d)
     noise = sigma * spread * np.random.default_rng([seed, 42]).standard_normal((n, n_samples, d))
     rows = X[:, None, :] + np.where(moved[:, None, :], noise, 0.0)
     fx = outputs(predict, X, target)
     t = None if target is None else np.repeat(np.broadcast_to(np.asarray(target), (n,)), n_samples)
-    return np.abs(fx[:, None] - outputs(predict, rows.reshape(-1, d), t).reshape(n, n_samples)).mean(axis=1)
+    values = np.abs(fx[:, None] - outputs(predict, rows.reshape(-1, d), t).reshape(n, n_samples)).mean(axis=1)
+    params = {"k": chosen_k, "sigma": sigma, "n_samples": n_samples, "seed": seed}
+    return _result("pgi" if top else "pgu", values, top, [], params)
 
 
-def pgi(
-    predict,
-    inputs,
-    attributions,
-    background=None,
-    *,
-    k: int | None = None,
-    sigma: float = 0.1,
-    n_samples: int = 50,
-    seed: int = 0,
-    target: Any = None,
-) -> MetricResult:
+def pgi(predict, inputs, attributions, background=None, **options: Any) -> MetricResult:
     """Prediction gap on important features (OpenXAI, Agarwal et al. 2022): per row, mean |f(x) - f(x')|
-    with Gaussian noise (``sigma`` times each feature's background spread) on the k features of largest
-    |attribution| (default a quarter of them, at least one); higher is better."""
-    values = _prediction_gap(
-        predict,
-        inputs,
-        attributions,
-        background,
-        top=True,
-        k=k,
-        sigma=sigma,
-        n_samples=n_samples,
-        seed=seed,
-        target=target,
-    )
-    return _result("pgi", values, True, [], {"k": k, "sigma": sigma, "n_samples": n_samples, "seed": seed})
+    with Gaussian noise (``sigma``, default 0.1, times each feature's background spread; ``n_samples``
+    50, ``seed``) on the ``k`` features of largest |attribution| (default a quarter of them, at least
+    one); higher is better."""
+    return _prediction_gap(predict, inputs, attributions, background, top=True, **options)
 
 
-def pgu(
-    predict,
-    inputs,
-    attributions,
-    background=None,
-    *,
-    k: int | None = None,
-    sigma: float = 0.1,
-    n_samples: int = 50,
-    seed: int = 0,
-    target: Any = None,
-) -> MetricResult:
+def pgu(predict, inputs, attributions, background=None, **options: Any) -> MetricResult:
     """Prediction gap on unimportant features (OpenXAI): as :func:`pgi` with the noise on every feature
     but the k of largest |attribution|; lower is better."""
-    values = _prediction_gap(
-        predict,
-        inputs,
-        attributions,
-        background,
-        top=False,
-        k=k,
-        sigma=sigma,
-        n_samples=n_samples,
-        seed=seed,
-        target=target,
-    )
-    return _result("pgu", values, False, [], {"k": k, "sigma": sigma, "n_samples": n_samples, "seed": seed})
+    return _prediction_gap(predict, inputs, attributions, background, top=False, **options)
 
 
 def sparseness(attributions: Any) -> np.ndarray:
