@@ -19,6 +19,21 @@ expectation over a reference: a baseline row, background rows or an imputer, as 
 Every curve is divided by one scale for the whole batch, the mean |f(x) - f(nothing)|, so that a
 score is free of the output's units and comparable with the correct map's score on the same case.
 
+Stability metrics, from an explanation at the inputs and at perturbed copies of them (``perturbed``
+and ``perturbed_attributions`` stacked (m, n, ...), m perturbations of the n rows); each is the max
+over the perturbations per row, lower is better:
+
+- :func:`local_lipschitz`: ||a(x) - a(x')||_2 / ||x - x'||_2 (Alvarez-Melis & Jaakkola 2018; Quantus
+  ``LocalLipschitzEstimate``);
+- :func:`relative_input_stability` and :func:`relative_output_stability` (RIS, ROS; Agarwal et al.
+  2022, "Rethinking stability for attribution-based explanations"; Quantus ``RelativeInputStability``,
+  ``RelativeOutputStability``): the relative change of the attributions, ||(a - a') / a||_2, over
+  the relative change of the input, max(||(x - x') / x||_2, eps_min), or over the change of the
+  model's outputs, max(||h(x) - h(x')||_2, eps_min).  A zero attribution or input is divided by
+  eps_min instead; an attribution near zero is divided by itself, as the paper writes it, so one
+  such feature can dominate a row.  ``keep`` ((m, n) booleans) restricts the max to the
+  perturbations that count (the paper's: those that keep the predicted label).
+
 Figures, not verdicts: :func:`sparseness` (Gini index of |a|, Chalasani et al. 2020) and
 :func:`complexity` (entropy of the |a| shares, Bhatt et al. 2020), as Quantus computes them.
 """
@@ -178,6 +193,56 @@ def pgu(predict, inputs, attributions, background=None, **options: Any) -> Metri
     """Prediction gap on unimportant features (OpenXAI): as :func:`pgi` with the noise on every feature
     but the k of largest |attribution|; lower is better."""
     return _prediction_gap(predict, inputs, attributions, background, top=False, **options)
+
+
+def _over_perturbations(ratios: np.ndarray, keep: Any) -> np.ndarray:
+    """Per row, the max of (m, n) ``ratios`` over the kept perturbations (NaN where none is kept)."""
+    kept = np.ones(ratios.shape, bool) if keep is None else np.asarray(keep, bool)
+    worst = np.where(kept, ratios, -np.inf).max(axis=0)
+    return np.where(kept.any(axis=0), worst, np.nan)
+
+
+def _stacked(arrays: Any) -> np.ndarray:
+    a = np.asarray(arrays, dtype=float)
+    return a.reshape(a.shape[0], a.shape[1], -1)
+
+
+def local_lipschitz(inputs, perturbed, attributions, perturbed_attributions, *, keep: Any = None) -> np.ndarray:
+    """Local Lipschitz estimate (Alvarez-Melis & Jaakkola 2018): per row, the max over perturbations
+    of ||a(x) - a(x')||_2 / ||x - x'||_2, in attribution units per input unit."""
+    X, A = _flat(inputs, "inputs"), _flat(attributions, "attributions")
+    moved, moved_A = _stacked(perturbed), _stacked(perturbed_attributions)
+    ratios = np.linalg.norm(moved_A - A, axis=2) / np.linalg.norm(moved - X, axis=2)
+    return _over_perturbations(ratios, keep)
+
+
+def _relative_change(moved: np.ndarray, base: np.ndarray, eps_min: float) -> np.ndarray:
+    """||(base - moved) / base||_2 over the last axis, a zero of ``base`` replaced by eps_min."""
+    return np.linalg.norm((base - moved) / np.where(base == 0, eps_min, base), axis=-1)
+
+
+def relative_input_stability(
+    inputs, perturbed, attributions, perturbed_attributions, *, eps_min: float = 1e-6, keep: Any = None
+) -> np.ndarray:
+    """Relative input stability (RIS, Agarwal et al. 2022): per row, the max over perturbations of
+    ||(a - a') / a||_2 / max(||(x - x') / x||_2, eps_min)."""
+    X, A = _flat(inputs, "inputs"), _flat(attributions, "attributions")
+    moved, moved_A = _stacked(perturbed), _stacked(perturbed_attributions)
+    change = _relative_change(moved_A, A, eps_min)
+    return _over_perturbations(change / np.maximum(_relative_change(moved, X, eps_min), eps_min), keep)
+
+
+def relative_output_stability(
+    outputs, perturbed_outputs, attributions, perturbed_attributions, *, eps_min: float = 1e-6, keep: Any = None
+) -> np.ndarray:
+    """Relative output stability (ROS, Agarwal et al. 2022): per row, the max over perturbations of
+    ||(a - a') / a||_2 / max(||h(x) - h(x')||_2, eps_min), h the model's outputs (n,) or logits (n, k)."""
+    A = _flat(attributions, "attributions")
+    moved_A = _stacked(perturbed_attributions)
+    h = np.asarray(outputs, dtype=float).reshape(len(A), -1)
+    moved_h = np.asarray(perturbed_outputs, dtype=float).reshape(len(moved_A), len(A), -1)
+    change = _relative_change(moved_A, A, eps_min)
+    return _over_perturbations(change / np.maximum(np.linalg.norm(moved_h - h, axis=2), eps_min), keep)
 
 
 def sparseness(attributions: Any) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""The metric catalogue (pytest_xai.catalogue): conformance with Quantus on the same draws, ROAD's
-imputation against a regression fitted by scikit-learn, and what the deletion and insertion checks
-fail (their zoo runs in tests/test_zoo.py, their calibration in tests/test_gaussian.py)."""
+"""The metric catalogue (pytest_xai.catalogue): conformance with Quantus on the same draws (the same
+perturbed inputs and maps for the stability metrics), a Quantus bug replayed, ROAD's imputation
+against a regression fitted by scikit-learn, and what the deletion and insertion checks fail (their
+zoo runs in tests/test_zoo.py, their calibration in tests/test_gaussian.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,115 @@ def _model(X):
 def draws():
     rng = np.random.default_rng(7)
     return rng.normal(size=(12, 6)).astype(np.float32), rng.normal(size=(12, 6)).astype(np.float32)
+
+
+def _gradient_times_input(X):
+    """A deterministic map of the rows (the gradient of _model times the input), zero on feature 5."""
+    X = np.asarray(X, dtype=float).reshape(len(X), -1)
+    grad = np.stack([np.full(len(X), 1.5), -np.ones(len(X)), 0.5 * X[:, 3], 0.5 * X[:, 2], 0.4 * X[:, 4]], axis=1)
+    return X * np.pad(grad, ((0, 0), (0, X.shape[1] - 5)))
+
+
+def _moved(X, m=3, seed=11):
+    """m perturbations of the rows, uniform within +-0.1 (what both libraries are fed)."""
+    rng = np.random.default_rng(seed)
+    return (X[None] + rng.uniform(-0.1, 0.1, size=(m, *X.shape))).astype(X.dtype)
+
+
+def _quantus_stability(name, X, moved, predict, **options):
+    """Quantus' ``name`` on rows X (as 1 x d images), fed the perturbations ``moved`` in order and
+    :func:`_gradient_times_input` as the explainer; the model's logits are (predict, -predict)."""
+    quantus = pytest.importorskip("quantus")
+    torch = pytest.importorskip("torch")
+    draws = iter(moved)
+
+    class TwoOutputs(torch.nn.Module):
+        def forward(self, x):
+            y = torch.as_tensor(predict(x.reshape(len(x), -1).detach().double().numpy()))
+            return torch.stack([y, -y], dim=1).float()
+
+    def explain(model, inputs, targets, **kwargs):
+        return _gradient_times_input(inputs).astype(np.float32)[:, None, :]
+
+    metric = getattr(quantus, name)(
+        nr_samples=len(moved),
+        perturb_func=lambda arr, indices, **kwargs: next(draws).reshape(arr.shape),
+        normalise=False,
+        abs=False,
+        disable_warnings=True,
+        display_progressbar=False,
+        **options,
+    )
+    values = metric(
+        model=TwoOutputs().eval(),
+        x_batch=X[:, None, :],
+        y_batch=np.zeros(len(X), dtype=int),
+        a_batch=explain(None, X, None),
+        explain_func=explain,
+        device="cpu",
+        channel_first=True,
+        softmax=False,
+    )
+    return np.asarray(values, dtype=float)
+
+
+def _logits(predict, X):
+    y = predict(np.asarray(X, dtype=float).reshape(len(X), -1))
+    return np.stack([y, -y], axis=-1)
+
+
+def test_the_local_lipschitz_estimate_is_quantus_on_the_same_draws(draws):
+    X = draws[0]
+    moved = _moved(X)
+    theirs = _quantus_stability("LocalLipschitzEstimate", X, moved, _model)
+    A, moved_A = _gradient_times_input(X), np.stack([_gradient_times_input(x) for x in moved])
+    np.testing.assert_allclose(theirs, catalogue.local_lipschitz(X, moved, A, moved_A), rtol=1e-5)
+
+
+def test_relative_input_stability_is_quantus_on_the_same_draws(draws):
+    X = draws[0]
+    moved = _moved(X)
+    theirs = _quantus_stability("RelativeInputStability", X, moved, _model, return_nan_when_prediction_changes=False)
+    A, moved_A = _gradient_times_input(X), np.stack([_gradient_times_input(x) for x in moved])
+    np.testing.assert_allclose(theirs, catalogue.relative_input_stability(X, moved, A, moved_A), rtol=1e-5)
+
+
+def test_relative_output_stability_is_quantus_on_the_same_draws(draws):
+    X = draws[0]
+    moved = _moved(X)
+    theirs = _quantus_stability("RelativeOutputStability", X, moved, _model, return_nan_when_prediction_changes=False)
+    A, moved_A = _gradient_times_input(X), np.stack([_gradient_times_input(x) for x in moved])
+    h, moved_h = _logits(_model, X), np.stack([_logits(_model, x) for x in moved])
+    np.testing.assert_allclose(theirs, catalogue.relative_output_stability(h, moved_h, A, moved_A), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["RelativeInputStability", "RelativeOutputStability"])
+def test_quantus_relative_stability_loses_a_row_when_one_perturbation_changes_its_label(draws, name):
+    """Quantus 0.6.0 RIS and ROS set a perturbation that changes the predicted label to NaN, then take
+    np.max over the perturbations: one such draw makes the whole row NaN, where Agarwal et al. (2022)
+    take the max over the perturbations that keep the label (and Quantus' own LocalLipschitzEstimate
+    uses nanmax).  Ours, told which perturbations keep the label, takes the max over those."""
+    X = draws[0]
+    moved = _moved(X)
+
+    def first(Z):  # the label is the sign of x0; three rows have |x0| < 0.1
+        return np.asarray(Z, dtype=float)[:, 0]
+
+    theirs = _quantus_stability(name, X, moved, first)
+    keep = np.sign(moved[..., 0]) == np.sign(X[None, :, 0])
+    lost = ~keep.all(axis=0)
+    assert lost.sum() == 3 and keep.any(axis=0).all()
+    A, moved_A = _gradient_times_input(X), np.stack([_gradient_times_input(x) for x in moved])
+    h, moved_h = _logits(first, X), np.stack([_logits(first, x) for x in moved])
+    if name == "RelativeInputStability":
+        ours = catalogue.relative_input_stability(X, moved, A, moved_A, keep=keep)
+        each = [catalogue.relative_input_stability(X, moved[k : k + 1], A, moved_A[k : k + 1]) for k in range(3)]
+    else:
+        ours = catalogue.relative_output_stability(h, moved_h, A, moved_A, keep=keep)
+        each = [catalogue.relative_output_stability(h, moved_h[k : k + 1], A, moved_A[k : k + 1]) for k in range(3)]
+    np.testing.assert_array_equal(np.isnan(theirs), lost)  # the bug: a row is lost to one changed label
+    np.testing.assert_allclose(theirs[~lost], ours[~lost], rtol=1e-5)
+    np.testing.assert_array_equal(ours, np.where(keep, np.stack(each), -np.inf).max(axis=0))
 
 
 def test_the_deletion_curve_is_quantus_pixel_flipping_on_the_same_rows(draws):
