@@ -131,6 +131,31 @@ def test_determinism_reports_the_spread_across_seeds(toy):
     assert result.passed and result.params["seed_spread"] > 1.0
 
 
+STABILITY = ("local_lipschitz", "relative_input_stability", "relative_output_stability")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", ["gaussian_linear_rho50", "gaussian_nonlinear_additive_rho50"])
+def test_stability_checks_pass_the_exact_values_and_fail_noise(name, seed):
+    """Re-explained at perturbed inputs under other seeds, the exact values score the reference's own
+    stability; seeded noise, 100 % noise on the values and shuffled rows move several times more."""
+    case = cases.get(name, seed=seed)
+    for check in STABILITY:
+        assert score(check, REF, case, seed=seed).passed, check
+        for member in ("noise", "noisy_100", "shuffled_rows"):
+            result = score(check, f"pytest_xai.explainers.degenerate:{member}", case, seed=seed)
+            assert not result.passed, f"{member} passes {check}[{name}] at seed {seed}: {result.detail}"
+
+
+@pytest.mark.parametrize("check", STABILITY)
+def test_stability_checks_fail_the_zoo_unless_declared_and_need_a_reference(toy, toy_without_reference, check):
+    for member in degenerate.MEMBERS:
+        result = score(check, f"pytest_xai.explainers.degenerate:{member}", toy)
+        assert checks.CHECKS[check].exemption(member, toy.name) or not result.passed, f"{member}: {result.detail}"
+    with pytest.raises(NotApplicable, match="judged against the reference"):
+        score(check, REF, toy_without_reference)
+
+
 def test_completeness_needs_a_claim_and_knows_the_baseline_form(toy):
     A = contract.run(contract.load(REF), toy).attributions
     with pytest.raises(NotApplicable, match="does not claim completeness"):

@@ -35,7 +35,15 @@ NO_REFERENCE = {
         "estimators (degenerate.ESTIMATORS) and the zoo's stochastic members run through it in tests/test_games.py",
     ),
     **dict.fromkeys(
-        ("completeness", "determinism", "batch_invariance", "max_sensitivity"),
+        (
+            "completeness",
+            "determinism",
+            "batch_invariance",
+            "max_sensitivity",
+            "local_lipschitz",
+            "relative_input_stability",
+            "relative_output_stability",
+        ),
         "a ground-truth-free check that no built-in case declares; its zoo runs through the explainer "
         "(re-explained variants) in tests/test_generic_checks.py",
     ),
