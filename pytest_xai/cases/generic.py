@@ -22,6 +22,7 @@ All differences are measured relative to the attributions' own scale: the mean o
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any
 
 import numpy as np
@@ -366,10 +367,7 @@ _SEED_FREE = (
     "a fixed or smooth function of the input, the same under every seed: stability is not correctness "
     "(faithfulness and completeness reject it)"
 )
-_RELATIVE = (
-    "the metric divides each change by the attribution itself, so scaling (by -3) changes nothing and a "
-    "per-row offset only shrinks the relative change"
-)
+_RELATIVE = "the metric divides each change by the attribution itself: scaling it by -3 changes nothing"
 _SHARED = {
     "constant": _SEED_FREE,
     "input_itself": _SEED_FREE,
@@ -382,10 +380,31 @@ _SHARED = {
 }
 
 
+_MOVED_REFERENCE: weakref.WeakKeyDictionary[Case, dict[tuple[int, float], np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def moved_reference(case: Case, perturb: tuple[int, float]) -> np.ndarray:
+    """The reference (:func:`pytest_xai.reference.for_case`) at the :func:`perturbed` inputs, once per
+    case and perturbation (the three stability checks share it)."""
+    from pytest_xai import reference
+
+    memo = _MOVED_REFERENCE.setdefault(case, {})
+    if perturb not in memo:
+        memo[perturb] = reference.for_case(variant_inputs(case, perturb=perturb), "interventional").values
+    return memo[perturb]
+
+
 def _labels(case: Case, inputs: Any) -> np.ndarray | None:
     """The predicted class per row of a classifier (argmax over its outputs); None for a regression."""
     out = np.asarray(case.predict(inputs))
     return out.argmax(axis=1) if out.ndim == 2 and out.shape[1] > 1 else None
+
+
+def _dust_to_zero(A: Any) -> np.ndarray:
+    """``A`` with the values below 1e-9 of its largest |value| set to 0: float dust of a value that is 0
+    in exact arithmetic (a dummy feature's), which RIS and ROS would divide by as if it were real."""
+    A = np.asarray(A, dtype=float)
+    return np.where(np.abs(A) <= 1e-9 * np.abs(A).max(), 0.0, A)
 
 
 def _stability_of(name: str, case: Case, moved: np.ndarray, A: Any, moved_A: np.ndarray, keep: Any) -> np.ndarray:
@@ -394,6 +413,7 @@ def _stability_of(name: str, case: Case, moved: np.ndarray, A: Any, moved_A: np.
     from pytest_xai import catalogue
 
     x = case.inputs
+    A, moved_A = _dust_to_zero(A), _dust_to_zero(moved_A)
     if name == "local_lipschitz":
         return catalogue.local_lipschitz(x, moved, A, moved_A, keep=keep)
     if name == "relative_input_stability":
@@ -426,7 +446,7 @@ def _relative_stability(name: str, attributions, case: Case, reexplain, radius, 
     draws = [(k, float(radius)) for k in range(int(n_perturb))]
     moved = np.stack([perturbed(case, *d) for d in draws])
     moved_A = np.stack([np.asarray(reexplain(perturb=d, other_seed=d[0] + 1), dtype=float) for d in draws])
-    moved_R = np.stack([reference.for_case(variant_inputs(case, perturb=d), "interventional").values for d in draws])
+    moved_R = np.stack([moved_reference(case, d) for d in draws])
     labels = _labels(case, case.inputs)
     keep = None if labels is None else np.stack([_labels(case, m) == labels for m in moved])
     ours = _stability_of(name, case, moved, A, moved_A, keep)
@@ -456,8 +476,9 @@ def local_lipschitz(
     is at most ``max_ratio`` (2) times the correct values' (Alvarez-Melis & Jaakkola 2018, "On the
     robustness of interpretability methods"; :func:`pytest_xai.catalogue.local_lipschitz`, Quantus
     ``LocalLipschitzEstimate``).  Seeds 0 and 1 on gaussian_linear_rho50 and
-    gaussian_nonlinear_additive_rho50: the exact values and KernelSHAP 1, 10 % noise 2.8 to 3.5,
-    -3 x the values 3, a per-row offset 8 or more, seeded noise 73 or more.
+    gaussian_nonlinear_additive_rho50: the exact values, KernelSHAP and shap's permutation explainer
+    (default budget) 1.0, 10 % noise 2.8 to 3.5, -3 x the values 3, a per-row offset 8 or more,
+    rows shuffled 24 or more, seeded noise 71 or more.
 
     Each of ``n_perturb`` (default 4) perturbations moves every input uniformly within +-``radius``
     (0.1) feature standard deviations (:func:`perturbed`, as ``max_sensitivity``), and the explainer
@@ -468,7 +489,10 @@ def local_lipschitz(
     (exact Shapley values of the background game, :func:`pytest_xai.reference.for_case`) at the same
     perturbed inputs, must be <= ``max_ratio``.  All-zero attributions fail (nothing is explained);
     without a reference the check does not apply.  The median, since one attribution near zero
-    makes a row's relative change arbitrarily large.  Tested in ``tests/test_generic_checks.py``.
+    makes a row's relative change arbitrarily large.  Stability is not correctness: a constant, a
+    sign flip, a swap of features, |values|, rows explained as nothing, and fixed or smooth functions
+    of the input move no more than the correct values and pass by construction (declared).  Tested
+    in ``tests/test_generic_checks.py``; opt-in (no built-in case declares it).
     """
     return _relative_stability("local_lipschitz", attributions, case, reexplain, radius, n_perturb, max_ratio)
 
@@ -476,7 +500,7 @@ def local_lipschitz(
 @check(
     marker="xai_relative_input_stability",
     thresholds={"max_ratio": 2.0},
-    passes_by_construction={**_SHARED, "scaled_negative": _RELATIVE, "row_offset": _RELATIVE},
+    passes_by_construction={**_SHARED, "scaled_negative": _RELATIVE},
 )
 def relative_input_stability(
     attributions, case: Case, *, reexplain, radius: float = 0.1, n_perturb: int = 4, max_ratio: float
@@ -486,21 +510,25 @@ def relative_input_stability(
     (Agarwal et al. 2022, "Rethinking stability for attribution-based explanations";
     :func:`pytest_xai.catalogue.relative_input_stability`, Quantus ``RelativeInputStability``) at most
     ``max_ratio`` (2) times the correct values', perturbed and judged as :func:`local_lipschitz`.  On
-    the cases above: KernelSHAP 0.08 to 0.15, 10 %
-    noise 1.0 to 1.3, 30 % 1.5 to 2.5, seeded noise 2.5 or more, rows shuffled 3.2 or more."""
+    the cases above (each has a dummy feature, whose exact value is 0 and stays 0): KernelSHAP and
+    shap's permutation explainer 1.0, 10 % noise 6.6 to 15, a per-row offset 5 or more, rows
+    shuffled 14 or more, seeded noise 16 or more.  Attributions below 1e-9 of the map's largest
+    count as 0 (float dust); an attribution exactly 0 at x and not at x' counts its change 1e6
+    times (the paper's eps_min), so a map with zeros where the reference has none fails."""
     return _relative_stability("relative_input_stability", attributions, case, reexplain, radius, n_perturb, max_ratio)
 
 
 @check(
     marker="xai_relative_output_stability",
     thresholds={"max_ratio": 2.0},
-    passes_by_construction={**_SHARED, "scaled_negative": _RELATIVE, "row_offset": _RELATIVE},
+    passes_by_construction={**_SHARED, "scaled_negative": _RELATIVE},
 )
 def relative_output_stability(
     attributions, case: Case, *, reexplain, radius: float = 0.1, n_perturb: int = 4, max_ratio: float
 ) -> Score:
     """As :func:`relative_input_stability`, over the change of the explained output instead:
     ||(a - a') / a||_2 / max(|f(x) - f(x')|, eps_min) (relative output stability, Agarwal et al. 2022;
-    Quantus ``RelativeOutputStability`` over the logits).  On the cases above: KernelSHAP 0.12 to
-    0.23, 10 % noise 1.3 to 1.7, 30 % 1.7 to 2.3, seeded noise 3.4 or more, rows shuffled 3.5 or more."""
+    Quantus ``RelativeOutputStability`` over the logits).  On the cases above: KernelSHAP and shap's
+    permutation explainer 1.0 to 1.02, 10 % noise 7.5 to 10, a per-row offset 3.3 or more, rows
+    shuffled 12 or more, seeded noise 20 or more."""
     return _relative_stability("relative_output_stability", attributions, case, reexplain, radius, n_perturb, max_ratio)
