@@ -53,3 +53,12 @@ def test_the_shipped_table_is_the_scripts_over_ten_seeds(quick):
     shipped = (ROOT / "docs" / "metrics.md").read_text()
     assert "13 gaussian cases x 10 seeds" in shipped
     assert _rows(shipped) == _rows(quick), "regenerate docs/metrics.md: python scripts/metrics_table.py"
+
+
+def test_the_stability_checks_are_measured_re_explained(script, quick):
+    """No gaussian case declares them; the table re-explains every answer at perturbed inputs."""
+    header = next(line for line in quick.splitlines() if line.startswith("| check |")).split(" | ")
+    for check in script.STABILITY:
+        row = next(line for line in quick.splitlines() if line.startswith(f"| `{check}` |")).split(" | ")
+        assert row[1:3] == ["0.00", "0.00"], row
+        assert row[header.index("noise")] == row[header.index("shuffled_rows")] == "1.00", row
