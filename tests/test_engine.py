@@ -946,6 +946,37 @@ def test_the_zygote_preloads_other_explainer_libraries_only_for_a_user_explainer
     assert "torch" in zygote and ("shap" in later) == user, zygote
 
 
+MODULES_RECORDER = """
+import os, sys
+
+def explain(inputs):
+    with open(os.environ["XAI_MODULES"], "a") as out:
+        out.write(" ".join(m for m in ("chess", "xgboost", "torch", "captum") if m in sys.modules) + "\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_the_zygote_imports_only_the_libraries_of_the_collected_cases(pytester, monkeypatch):
+    """Serially, the plugin tells the zygote the model libraries of the collected tests' cases: a run
+    of cough_and_fever (an XGBoost model) forks its workers with xgboost imported, without
+    python-chess, and without torch unless an explainer library brought it (captum, imported while
+    the zygote waits for a user's explainer); the case's torch twin is built only when asked for."""
+    pytester.makepyfile(recorder=MODULES_RECORDER)
+    modules = pytester.path / "modules.txt"
+    monkeypatch.setenv("XAI_MODULES", str(modules))
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-k",
+        "symmetry and cough_and_fever",
+        f"--xai-explainer={pytester.path / 'recorder.py'}:explain",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
+    assert "xgboost" in seen and "chess" not in seen, seen
+    assert "torch" not in seen or "captum" in seen, seen
+
+
 def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):
     """Only the plain ``popen`` workers of ``-n N`` are forked from the zygote; ``--tx popen`` spelled
     out with a python of the user's runs that python."""

@@ -162,6 +162,15 @@ class Runner:
             Zygote.address = zygote
             Zygote.shared(first, others)
 
+    def need(self, libraries: list[str]) -> None:
+        """Tell the zygote this process started which model libraries the run's cases need."""
+        if self.limits is not None:
+            from pytest_xai.engine.zygote import Zygote
+
+            zygote = Zygote.shared()
+            if zygote is not None:
+                zygote.need(libraries)
+
     def serve(self, first: tuple[str, ...] = (), others: bool = True) -> str | None:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
         if self.limits is None:

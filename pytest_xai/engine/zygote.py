@@ -18,6 +18,8 @@ op         descriptors                         reply
 fork       requests, replies, output           ``{"pid": N}``: an explainer worker reading requests
 become     stdin, stdout, stderr, lifeline     ``{"pid": N}``: a child running the client's ``-c``
 status     (none; ``"pid"`` in the request)    ``{"status": exit code, or null while it runs}``
+need       (none; ``"modules"``)               ``{"pending": [...]}``: the model libraries of the
+                                               run's cases replace :data:`LIBRARIES` before the fork
 =========  ==================================  =====================================================
 
 A request it cannot serve is answered ``{"error": why}`` and its descriptors closed.  Every wait
@@ -51,6 +53,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "fork": ("requests", "replies", "output"),
     "become": ("stdin", "stdout", "stderr", "lifeline"),
     "status": (),
+    "need": (),
 }
 #: Largest request a zygote reads: a ``become`` request carries an environment.
 REQUEST_BYTES = 1 << 18
@@ -141,9 +144,11 @@ class Server:
         before_fork: list[str],
         later: list[str],
         filters: list[Any],
+        awaiting: bool = False,
     ):
         self.owner, self.listener, self.clients = owner, listener, [owner]
         self.pending, self.later = list(before_fork), list(later)  # imported before the first fork; at leisure
+        self.awaiting = awaiting  # nothing imported at leisure until the run says what it needs
         self.filters = filters  # a fresh interpreter's warnings filters, restored in every child
         self.statuses: dict[int, int] = {}
         self.quiet_until = 0.0  # no later import before then: an xdist worker is about to ask
@@ -151,6 +156,7 @@ class Server:
             "fork": self.fork,
             "become": self.fork,
             "status": self.status,
+            "need": self.need,
         }
 
     @property
@@ -172,8 +178,11 @@ class Server:
                     return 0
 
     def idle(self) -> float | None:
-        """How long to wait for a request: until the next later import, or for ever when none is left."""
-        return max(0.0, self.quiet_until - time.monotonic()) if self.pending or self.later else None
+        """How long to wait for a request: until the next later import, or for ever when none is left
+        (or the run has yet to say which it needs)."""
+        if self.awaiting or not (self.pending or self.later):
+            return None
+        return max(0.0, self.quiet_until - time.monotonic())
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer what arrived on ``sock``; False once the owner has gone."""
@@ -235,6 +244,17 @@ class Server:
         self.reap()
         return {"status": self.statuses.pop(request["pid"], None)}
 
+    def need(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """``need``: the model libraries the run's cases are built with, in place of those of
+        :data:`LIBRARIES` still pending (a worker imports any other it needs itself)."""
+        _close(fds)
+        modules = request.get("modules")
+        if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
+            kept = [m for m in self.pending if m not in LIBRARIES]  # the run's explainer libraries
+            self.pending = kept + [m for m in modules if m not in kept and m not in sys.modules]
+        self.awaiting = False
+        return {"pending": self.pending}
+
     def fork(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """``fork`` and ``become``: a child, once this process holds one thread and the descriptors came."""
         threads, expected = len(os.listdir("/proc/self/task")), len(REQUESTS[request["op"]])
@@ -284,13 +304,19 @@ def _explainer_worker(fds: list[int]) -> int:
 
 
 def run(
-    sock_fd: int, modules: list[str], before_fork: list[str], later: list[str], listen_fd: int | None = None
+    sock_fd: int,
+    modules: list[str],
+    before_fork: list[str],
+    later: list[str],
+    listen_fd: int | None = None,
+    awaiting: bool = False,
 ) -> int:
     """Import ``modules`` once, then serve on ``sock_fd`` (and ``listen_fd``) until its owner has gone.
 
     ``later`` are imported after the first answer, one at a time while no request is waiting;
     ``before_fork`` too, first, and all of them before the first explainer worker is forked (an
-    xdist worker, which does not need them, is forked before).
+    xdist worker, which does not need them, is forked before).  ``awaiting``: neither until a
+    ``need`` request has said which model libraries the run needs (or a fork asks for all).
     """
     worker.die_with_parent()
     filters = list(warnings.filters)
@@ -303,16 +329,17 @@ def run(
     gc.enable()
     owner = socket.socket(fileno=sock_fd)
     listener = socket.socket(fileno=listen_fd) if listen_fd is not None else None
-    return Server(owner, listener, before_fork, later, filters).run()
+    return Server(owner, listener, before_fork, later, filters, awaiting).run()
 
 
 def main(argv: list[str]) -> int:
-    """``FD [--listen FD] NOW... -- BEFORE_FORK... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
+    """``FD [--listen FD | --await] NOW... -- BEFORE_FORK... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
     listen = int(argv[3]) if argv[2:3] == ["--listen"] else None
-    names = argv[4:] if listen is not None else argv[2:]
+    awaiting = argv[2:3] == ["--await"]
+    names = argv[4:] if listen is not None else argv[3:] if awaiting else argv[2:]
     one = names.index("--")
     two = names.index("--", one + 1)
-    return run(int(argv[1]), names[:one], names[one + 1 : two], names[two + 1 :], listen)
+    return run(int(argv[1]), names[:one], names[one + 1 : two], names[two + 1 :], listen, awaiting)
 
 
 # ------------------------------------------------------------------------------------- the clients
@@ -397,9 +424,10 @@ class Zygote:
         later: tuple[str, ...] | list[str] = (),
         listener: Any = None,
         before_fork: tuple[str, ...] | list[str] = (),
+        awaiting: bool = False,
     ):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listen = ["--listen", str(listener.fileno())] if listener is not None else []
+        listen = ["--listen", str(listener.fileno())] if listener is not None else ["--await"] if awaiting else []
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [
@@ -484,8 +512,9 @@ class Zygote:
         used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
         now = [m for m in installed if m not in PRELOAD_LATER]
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
-        if listener is None:
-            return cls(now + used, later)
+        if listener is None:  # the model libraries wait for the run to say which it needs (need)
+            light = [m for m in now if m not in LIBRARIES]
+            return cls(light, later, before_fork=used + [m for m in now if m in LIBRARIES], awaiting=True)
         # under -n N the xdist workers fork first and need neither the model nor the explainer
         # libraries: those are imported while the workers start, before the first worker that
         # builds a case (the judge's, an explainer's) is forked
@@ -522,6 +551,14 @@ class Zygote:
                 Zygote.address = None
             self.stop()
             return None
+
+    def need(self, modules: Sequence[str]) -> None:
+        """Tell the zygote this process started the model libraries the run's cases need: it imports
+        those before its first fork instead of all of :data:`LIBRARIES` (:meth:`Server.need`)."""
+        if self.proc is None:  # the controller's zygote serves other processes too
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._ask({"op": "need", "modules": list(modules)})
 
     @property
     def gone(self) -> bool:

@@ -291,14 +291,17 @@ class XaiState:
     # Hooks: this object is registered as a plugin in pytest_configure.
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Serially, the tests run in ``session.items`` order: note the next other case after each."""
-        if hasattr(self.config, "workerinput"):
+        """Serially, the tests run in ``session.items`` order: note the next other case after each,
+        and tell the zygote which model libraries the collected tests' cases need."""
+        if hasattr(self.config, "workerinput") or self.controller:
             return
         following = None
         for item in reversed(session.items):
             name = _case_name(item)
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
+        if self._runner is not None and any(_uses_xai(item) for item in session.items):
+            self._runner.need(_libraries(session.items))
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         """The case the workers build ahead during this test: serially the next other case; under
@@ -435,6 +438,29 @@ def record_of(node: pytest.Item) -> Record:
     if rec is None:
         rec = node.stash[xai_record] = Record()
     return rec
+
+
+def _uses_xai(item: pytest.Item) -> bool:
+    return any(name.startswith("xai_") for name in getattr(item, "fixturenames", ()))
+
+
+def _libraries(items: list[pytest.Item]) -> list[str]:
+    """The model libraries the cases of ``items`` are built with, in order; all of them
+    (:data:`pytest_xai.engine.zygote.LIBRARIES`) when a test's case is not known before it runs or
+    declares none (a user's case)."""
+    from pytest_xai import cases
+    from pytest_xai.engine.zygote import LIBRARIES
+
+    needed: dict[str, None] = {}
+    for item in items:
+        if not _uses_xai(item):
+            continue
+        name = _case_name(item)
+        info = cases.registered(name) if name is not None else None
+        if info is None or info.libraries is None:
+            return list(LIBRARIES)
+        needed.update(dict.fromkeys(info.libraries))
+    return list(needed)
 
 
 def _case_name(item: pytest.Item) -> str | None:
