@@ -144,11 +144,11 @@ class Server:
         before_fork: list[str],
         later: list[str],
         filters: list[Any],
-        awaiting: bool = False,
+        held: list[str] = (),  # type: ignore[assignment]  # a default never written to
     ):
         self.owner, self.listener, self.clients = owner, listener, [owner]
         self.pending, self.later = list(before_fork), list(later)  # imported before the first fork; at leisure
-        self.awaiting = awaiting  # nothing imported at leisure until the run says what it needs
+        self.held = list(held)  # imported before the first fork only, unless a need request drops them
         self.filters = filters  # a fresh interpreter's warnings filters, restored in every child
         self.statuses: dict[int, int] = {}
         self.quiet_until = 0.0  # no later import before then: an xdist worker is about to ask
@@ -172,15 +172,15 @@ class Server:
         while True:
             ready = select.select(self.sockets, [], [], self.idle())[0]
             if not ready and time.monotonic() >= self.quiet_until:
-                preload((self.pending or self.later).pop(0))
+                preload((self.pending or self.later).pop(0))  # idle() waits for ever when neither is due
             for sock in ready:
                 if not self.serve(sock):
                     return 0
 
     def idle(self) -> float | None:
-        """How long to wait for a request: until the next later import, or for ever when none is left
-        (or the run has yet to say which it needs)."""
-        if self.awaiting or not (self.pending or self.later):
+        """How long to wait for a request: until the next import, or for ever when none is due (the
+        later ones wait while libraries are held: an import under way would delay the fork)."""
+        if not (self.pending or (self.later and not self.held)):  # later ones: once the run said its needs
             return None
         return max(0.0, self.quiet_until - time.monotonic())
 
@@ -252,7 +252,7 @@ class Server:
         if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
             kept = [m for m in self.pending if m not in LIBRARIES]  # the run's explainer libraries
             self.pending = kept + [m for m in modules if m not in kept and m not in sys.modules]
-        self.awaiting = False
+            self.held = []
         return {"pending": self.pending}
 
     def fork(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -262,8 +262,8 @@ class Server:
             _close(fds)
             why = f"holds {threads} threads" if threads != 1 else f"received {len(fds)} descriptors, not {expected}"
             return {"error": f"the zygote {why}"}
-        while request["op"] == "fork" and self.pending:
-            preload(self.pending.pop(0))
+        while request["op"] == "fork" and (self.pending or self.held):
+            preload((self.pending or self.held).pop(0))
         sys.stdout.flush()
         gc.freeze()  # what the zygote imported is never collected: a child's collections skip it, pages stay shared
         pid = os.fork()
@@ -309,14 +309,14 @@ def run(
     before_fork: list[str],
     later: list[str],
     listen_fd: int | None = None,
-    awaiting: bool = False,
+    held: list[str] = (),  # type: ignore[assignment]  # a default never written to
 ) -> int:
     """Import ``modules`` once, then serve on ``sock_fd`` (and ``listen_fd``) until its owner has gone.
 
     ``later`` are imported after the first answer, one at a time while no request is waiting;
     ``before_fork`` too, first, and all of them before the first explainer worker is forked (an
-    xdist worker, which does not need them, is forked before).  ``awaiting``: neither until a
-    ``need`` request has said which model libraries the run needs (or a fork asks for all).
+    xdist worker, which does not need them, is forked before).  ``held`` only before the first
+    fork, unless a ``need`` request says which model libraries the run needs; ``later`` wait for it.
     """
     worker.die_with_parent()
     filters = list(warnings.filters)
@@ -329,17 +329,18 @@ def run(
     gc.enable()
     owner = socket.socket(fileno=sock_fd)
     listener = socket.socket(fileno=listen_fd) if listen_fd is not None else None
-    return Server(owner, listener, before_fork, later, filters, awaiting).run()
+    return Server(owner, listener, before_fork, later, filters, held).run()
 
 
 def main(argv: list[str]) -> int:
-    """``FD [--listen FD | --await] NOW... -- BEFORE_FORK... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
+    """``FD [--listen FD] NOW... -- BEFORE_FORK... -- HELD... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
     listen = int(argv[3]) if argv[2:3] == ["--listen"] else None
-    awaiting = argv[2:3] == ["--await"]
-    names = argv[4:] if listen is not None else argv[3:] if awaiting else argv[2:]
+    names = argv[4:] if listen is not None else argv[2:]
     one = names.index("--")
     two = names.index("--", one + 1)
-    return run(int(argv[1]), names[:one], names[one + 1 : two], names[two + 1 :], listen, awaiting)
+    three = names.index("--", two + 1)
+    groups = names[:one], names[one + 1 : two], names[two + 1 : three], names[three + 1 :]
+    return run(int(argv[1]), groups[0], groups[1], groups[3], listen, groups[2])
 
 
 # ------------------------------------------------------------------------------------- the clients
@@ -424,10 +425,10 @@ class Zygote:
         later: tuple[str, ...] | list[str] = (),
         listener: Any = None,
         before_fork: tuple[str, ...] | list[str] = (),
-        awaiting: bool = False,
+        held: tuple[str, ...] | list[str] = (),
     ):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listen = ["--listen", str(listener.fileno())] if listener is not None else ["--await"] if awaiting else []
+        listen = ["--listen", str(listener.fileno())] if listener is not None else []
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [
@@ -439,6 +440,8 @@ class Zygote:
                     *modules,
                     "--",
                     *before_fork,
+                    "--",
+                    *held,
                     "--",
                     *later,
                 ],
@@ -464,19 +467,24 @@ class Zygote:
         return f"{self.path}#{self.pid}"
 
     @classmethod
-    def shared(cls, first: tuple[str, ...] = (), others: bool = True) -> Zygote | None:
+    def shared(
+        cls, first: tuple[str, ...] = (), others: bool = True, expected: Sequence[str] | None = None
+    ) -> Zygote | None:
         """The zygote of this process, started on first use (None where it cannot work).
 
         In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
         one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed:
         the explainer libraries in ``first`` before its first fork, the others (when ``others``)
-        while it waits.  The plugin starts it at configure, so its imports overlap collection and
-        the plugin's own building of the cases.
+        while it waits, once the run has said which model libraries it needs (:meth:`need`); of
+        those, the ``expected`` ones (what the same command needed last time) at once.  The plugin
+        starts it at configure, so its imports overlap collection.
         """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
         if cls._shared is None or (cls._shared.proc is not None and cls._shared.proc.poll() is not None):
-            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first, others=others)
+            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(
+                first, others=others, expected=expected
+            )
         return cls._shared
 
     @classmethod
@@ -505,21 +513,27 @@ class Zygote:
             cls._shared.stop()
 
     @classmethod
-    def _start(cls, first: tuple[str, ...], listener: Any = None, others: bool = True) -> Zygote:
+    def _start(
+        cls,
+        first: tuple[str, ...],
+        listener: Any = None,
+        others: bool = True,
+        expected: Sequence[str] | None = None,
+    ) -> Zygote:
         import importlib.util
 
         installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
         used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
         now = [m for m in installed if m not in PRELOAD_LATER]
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
-        if listener is None:  # the model libraries wait for the run to say which it needs (need)
-            light = [m for m in now if m not in LIBRARIES]
-            return cls(light, later, before_fork=used + [m for m in now if m in LIBRARIES], awaiting=True)
+        light, models = [m for m in now if m not in LIBRARIES], [m for m in now if m in LIBRARIES]
+        if listener is None:  # the model libraries are held until the run says which it needs
+            soon = list(expected or ())
+            return cls(light, later, before_fork=used + soon, held=[m for m in models if m not in soon])
         # under -n N the xdist workers fork first and need neither the model nor the explainer
         # libraries: those are imported while the workers start, before the first worker that
         # builds a case (the judge's, an explainer's) is forked
-        light = [m for m in now if m not in LIBRARIES]
-        return cls(light, later, listener, before_fork=[m for m in now if m in LIBRARIES] + used)
+        return cls(light, later, listener, before_fork=models + used)
 
     @classmethod
     def _connect(cls, address: str) -> Zygote | None:
