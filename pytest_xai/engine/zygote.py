@@ -455,6 +455,7 @@ class Zygote:
         finally:
             theirs.close()
         self.ready = False
+        self.unread = 0  # replies to requests sent without waiting (need), read before the next
         self.pid: int | None = self.proc.pid
         self.path: str | None = None
         if listener is not None:  # only the zygote's copy listens: once it has gone, nothing connects
@@ -547,12 +548,16 @@ class Zygote:
             return None
         client = cls.__new__(cls)
         client.sock, client.proc, client.ready, client.pid, client.path = sock, None, False, pid, None
+        client.unread = 0
         return client
 
     def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), bound: float = STATUS_ANSWER) -> dict[str, Any]:
         if not self.ready:
             answer(self.sock, self.pid, FIRST_ANSWER)
             self.ready = True
+        while self.unread:  # the zygote answers in order, once its imports under way are done
+            answer(self.sock, self.pid, FIRST_ANSWER)
+            self.unread -= 1
         return ask(self.sock, self.pid, request, fds, bound)
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
@@ -568,11 +573,14 @@ class Zygote:
 
     def need(self, modules: Sequence[str]) -> None:
         """Tell the zygote this process started the model libraries the run's cases need: it imports
-        those before its first fork instead of all of :data:`LIBRARIES` (:meth:`Server.need`)."""
+        those before its first fork instead of all of :data:`LIBRARIES` (:meth:`Server.need`).  The
+        reply is read with the next request's, so that this process does not wait for an import
+        under way (it waits at the first fork, where its own work can fill the wait)."""
         if self.proc is None:  # the controller's zygote serves other processes too
             return
-        with contextlib.suppress(OSError, ValueError):
-            self._ask({"op": "need", "modules": list(modules)})
+        with contextlib.suppress(OSError):
+            _send(self.sock, {"op": "need", "modules": list(modules)})
+            self.unread += 1
 
     @property
     def gone(self) -> bool:
