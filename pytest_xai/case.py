@@ -5,6 +5,7 @@ No numpy at import time: the plugin imports this module on every pytest run.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,38 @@ class Variants(Protocol):
     def __call__(self, case: Case) -> None: ...
 
 
+class Later:
+    """A field value built on first read, once for every copy of the case: a case's torch twin
+    given as ``torch_model=Later(build)`` imports torch only when an explainer or a check asks for
+    it, so that a worker that needs no twin starts without torch (docs/design.md, "Fixed cost")."""
+
+    __slots__ = ("build", "built", "value")
+
+    def __init__(self, build: Callable[[], Any]):
+        self.build, self.value, self.built = build, None, False
+
+    def get(self) -> Any:
+        if not self.built:
+            self.value, self.built = self.build(), True
+        return self.value
+
+
+class _Deferred:
+    """A :class:`Case` field that may hold a :class:`Later`: read, it gives the built value."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, case: Any, owner: type | None = None) -> Any:
+        if case is None:  # the dataclass asks for the field's default
+            return None
+        value = case.__dict__.get(self.name)
+        return value.get() if isinstance(value, Later) else value
+
+    def __set__(self, case: Any, value: Any) -> None:
+        case.__dict__[self.name] = value
+
+
 @dataclass(frozen=True)
 class CaseInfo:
     """What is known about a case without building it (used at collection time).
@@ -53,6 +86,9 @@ class CaseInfo:
     build: Callable[..., Case] | None
     description: str = ""
     smoke: tuple[str, ...] = ()  # the checks of this case in the fast gate (-m xai_smoke)
+    #: The model libraries the builder imports (``("xgboost",)``), for the zygote to import once
+    #: before its first fork; None when unknown (a user's case): then all of them.
+    libraries: tuple[str, ...] | None = None
 
 
 @dataclass(eq=False)
@@ -62,7 +98,8 @@ class Case:
     The fields named like the explainer contract (``inputs``, ``predict``, ``model``, ``target``,
     ``background``, ``baseline``, ``feature_names``) are what an explainer may ask for. ``truth``
     holds ground-truth arrays keyed by name (e.g. ``"shapley"`` for exact interventional values
-    against ``background``); ``torch_model`` is a differentiable twin of ``model`` when one exists.
+    against ``background``); ``torch_model`` is a differentiable twin of ``model`` when one exists
+    (given as a :class:`Later`, it is built on first read).
     ``target`` is one class index, one per explained row (Quantus' convention), or None (regression).
     Build one from your own model and data with :func:`pytest_xai.make_case`.
 
@@ -81,7 +118,7 @@ class Case:
     target: Any = None
     background: Any = None
     baseline: Any = None
-    torch_model: Any = None
+    torch_model: Any = _Deferred()  # may be given as a Later
     truth: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     draw: Draw | None = None
@@ -99,6 +136,19 @@ class Case:
     @property
     def name(self) -> str:
         return self.info.name
+
+    def but(self, **fields: Any) -> Case:
+        """A copy with ``fields`` changed; a :class:`Later` twin stays unbuilt (``dataclasses.replace``
+        reads every field, so it would build it)."""
+        other = copy.copy(self)
+        for name, value in fields.items():
+            setattr(other, name, value)
+        return other
+
+    def built_twin(self) -> Any:
+        """``torch_model`` if it exists already, without building a :class:`Later` one (None then)."""
+        value = self.__dict__.get("torch_model")
+        return None if isinstance(value, Later) and not value.built else self.torch_model
 
     def with_model(self, model: Any) -> Case:
         """This case with ``model`` in place of its own (itself for its own model or None)."""

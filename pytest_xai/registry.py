@@ -76,8 +76,9 @@ def _origin(func: Callable[..., Any] | None) -> str:
 class Family:
     """A family of cases: its ``name`` (the ``family`` of its cases in every report), the ``source``
     it follows (paper or benchmark), ``smoke``, the ``(check, case)`` of its one test in the fast
-    gate (``-m xai_smoke``, ``docs/ci.md``), and ``header``, a function returning a line for pytest's
-    header (e.g. a shipped model's measured accuracy), called once a run that has explainers.
+    gate (``-m xai_smoke``, ``docs/ci.md``), ``header``, a function returning a line for pytest's
+    header (e.g. a shipped model's measured accuracy), called once a run that has explainers, and
+    ``libraries``, the model libraries its cases' builders import (a case may name its own).
 
     ``module`` is the module that declared it (the family's origin).
     """
@@ -89,6 +90,7 @@ class Family:
         source: str = "",
         smoke: tuple[str, str] | None = None,
         header: Callable[[], str] | None = None,
+        libraries: tuple[str, ...] = (),
     ):
         if not (isinstance(name, str) and name.isidentifier()):
             raise ValueError(f"Family({name!r}): the name must be an identifier, e.g. 'units'")
@@ -100,6 +102,7 @@ class Family:
                 f"in the fast gate, e.g. ('symmetry', 'cough_and_fever')"
             )
         self.name, self.source, self.smoke, self.header = name, source, smoke, header
+        self.libraries = tuple(libraries)
         self.module: str = sys._getframe(1).f_globals.get("__name__", "?")
         _claim(FAMILIES, "family", name, self, self.module, "the first argument of Family")
 
@@ -114,12 +117,21 @@ class Family:
         checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...] = (),
         name: str | None = None,
         smoke: bool | list[str] | tuple[str, ...] = False,
+        libraries: tuple[str, ...] | None = None,
     ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
         """Register a builder as a case of this family (:func:`register_case` with the family's
         name); ``source`` says where in the family's source the case comes from (a section, a test),
-        appended to it."""
+        appended to it; ``libraries`` replaces the family's."""
         full = f"{self.source}, {source}" if self.source and source else self.source or source
-        return _register(family=self.name, category=category, source=full, checks=checks, name=name, smoke=smoke)
+        return _register(
+            family=self.name,
+            category=category,
+            source=full,
+            checks=checks,
+            name=name,
+            smoke=smoke,
+            libraries=self.libraries if libraries is None else tuple(libraries),
+        )
 
 
 #: The checks calibrated on a user case's reference (:mod:`pytest_xai.reference`): a case declaring
@@ -179,6 +191,7 @@ def _register(
     checks: Mapping[str, Mapping[str, Any]] | list[str] | tuple[str, ...],
     name: str | None,
     smoke: bool | list[str] | tuple[str, ...],
+    libraries: tuple[str, ...] | None = None,
 ) -> Callable[[Callable[..., Case]], Callable[..., Case]]:
     if category not in CATEGORIES:
         raise ValueError(f"category must be one of {CATEGORIES}, got {category!r}")
@@ -219,6 +232,7 @@ def _register(
                 build=build,
                 description=doc[0] if doc else "",
                 smoke=in_smoke,
+                libraries=libraries,
             ),
             _origin(build),
             "register_case(name=...)",

@@ -708,6 +708,56 @@ def test_a_call_names_the_next_case_and_its_worker_builds_it_once_it_has_replied
     assert len(serving.cases) == 1
 
 
+def test_every_wait_for_a_worker_is_one_the_plugins_background_work_can_fill():
+    """Sending the vetting to the judge's worker waits for the zygote to fork it (its imports first,
+    seconds on a first test): it is inside ``Runner.waiting`` like the calls, so the plugin's own
+    work queued for the first wait (importing ahead) runs then, not after the explainer's reply."""
+    import contextlib
+
+    import numpy as np
+
+    from pytest_xai import cases
+    from pytest_xai.cache import Cache
+    from pytest_xai.engine import contract
+    from pytest_xai.engine.isolate import Limits
+    from pytest_xai.engine.runner import Runner
+
+    case = cases.get("units_boolean_and", cache=Cache(None))
+    inside: list[bool] = []
+    waits = [0]
+
+    class Pool:  # records whether each operation ran while the test thread was waiting
+        def explain(self, spec, request, case=None, watch=None):
+            inside.append(waits[0] > 0)
+            return {"kind": "ok", "seconds": 0.0}, {"attributions": np.zeros(cases.get(request["case"]).inputs.shape)}
+
+        def call(self, spec, request, case=None, blob=b"", answer=None):
+            inside.append(waits[0] > 0)
+            shape = list(cases.get(request["case"]).inputs.shape)
+            return {"kind": "ok", "shape": shape, "target": None, "budget": 1000, "warnings": []}, {}
+
+        def send(self, spec, request, case=None):
+            inside.append(waits[0] > 0)
+            return None, request
+
+        def receive(self, spec, worker, sent, request, case=None):
+            return self.call(spec, request)
+
+    @contextlib.contextmanager
+    def waiting():
+        waits[0] += 1
+        try:
+            yield
+        finally:
+            waits[0] -= 1
+
+    runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=Cache(None), data_dir=None)
+    runner._pool = Pool()  # type: ignore[assignment]
+    runner.waiting = waiting
+    runner.explain(contract.load(f"{REF}:exact_shapley", option="test"), case)
+    assert inside and all(inside), inside
+
+
 def test_the_garbage_collector_is_on_again_after_a_session(pytester):
     """It is off while the plugin's process imports the cases' libraries, and on again from the first
     wait for a worker, or at the end of a session that waited for none."""
@@ -944,6 +994,85 @@ def test_the_zygote_preloads_other_explainer_libraries_only_for_a_user_explainer
     zygote = args.read_text().split()
     later = zygote[len(zygote) - zygote[::-1].index("--") :]  # NOW... -- BEFORE_FORK... -- LATER...
     assert "torch" in zygote and ("shap" in later) == user, zygote
+
+
+MODULES_RECORDER = """
+import os, sys
+
+def explain(inputs):
+    with open(os.environ["XAI_MODULES"], "a") as out:
+        out.write(" ".join(m for m in ("chess", "xgboost", "torch", "captum") if m in sys.modules) + "\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_the_zygote_imports_only_the_libraries_of_the_collected_cases(pytester, monkeypatch):
+    """Serially, the plugin tells the zygote the model libraries of the collected tests' cases: a run
+    of cough_and_fever (an XGBoost model) forks its workers with xgboost imported, without
+    python-chess, and without torch unless an explainer library brought it (captum, imported while
+    the zygote waits for a user's explainer); the case's torch twin is built only when asked for."""
+    pytester.makepyfile(recorder=MODULES_RECORDER)
+    modules = pytester.path / "modules.txt"
+    monkeypatch.setenv("XAI_MODULES", str(modules))
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-k",
+        "symmetry and cough_and_fever",
+        f"--xai-explainer={pytester.path / 'recorder.py'}:explain",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
+    assert "xgboost" in seen and "chess" not in seen, seen
+    assert "torch" not in seen or "captum" in seen, seen
+
+
+ZYGOTE_GROUPS = """
+import os
+
+def explain(inputs):  # in a fork of the zygote: its command line, NOW -- BEFORE_FORK -- HELD -- LATER
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
+        args = cmdline.read().decode().split("\\0")[:-1]
+    with open(os.environ["XAI_ZYGOTE_ARGS"], "a") as out:
+        out.write(" ".join(args[args.index("pytest_xai.engine.zygote") + 2 :]) + "\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_the_same_command_again_imports_its_model_libraries_without_waiting_for_collection(pytester, monkeypatch):
+    """The first run holds the model libraries until collection says which it needs; the same
+    command run again (pytest's cache) starts a zygote that imports those at once."""
+    pytester.makepyfile(recorder=ZYGOTE_GROUPS)
+    args = pytester.path / "zygote.txt"
+    monkeypatch.setenv("XAI_ZYGOTE_ARGS", str(args))
+    command = ("-p", "no:randomly", "-k", "symmetry and cough_and_fever", "--xai-explainer=recorder.py:explain")
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(*command)
+        assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    groups = []
+    for line in args.read_text().splitlines():
+        words = line.split()
+        one, two, three = (i for i, word in enumerate(words) if word == "--")
+        groups.append((words[one + 1 : two], words[two + 1 : three]))
+    (first_before, first_held), (again_before, again_held) = groups
+    assert "xgboost" in first_held and "xgboost" not in first_before, groups
+    assert "xgboost" in again_before and "xgboost" not in again_held and "chess" in again_held, groups
+
+
+def test_held_libraries_wait_for_the_runs_needs_and_the_later_ones_for_them():
+    """The zygote's server: held libraries are imported only before a fork, a ``need`` request
+    replaces them (and any pending model library) by what the run needs, and the explainer
+    libraries imported at leisure wait until then (an import under way delays the next fork)."""
+    from pytest_xai.engine.zygote import Server
+
+    server = Server(None, None, ["captum.attr", "sklearn.tree"], ["shap"], [], held=["torch", "chess"])  # type: ignore[arg-type]
+    assert server.idle() == 0.0  # the expected ones at once
+    server.pending.clear()
+    assert server.idle() is None  # shap waits: torch and chess are held
+    server.pending[:] = ["captum.attr", "sklearn.tree"]
+    needed = {"op": "need", "modules": ["sys", "a_model_library"]}  # sys is imported already
+    assert server.need(needed, []) == {"pending": ["captum.attr", "a_model_library"]}
+    assert server.held == [] and server.idle() == 0.0
 
 
 def test_a_tx_the_user_wrote_is_left_as_written(pytester, monkeypatch):

@@ -171,9 +171,7 @@ def _build(name: str, seed: int, cache: Any, data_dir: Any) -> Case:
             f"return pytest_xai.make_case(...)"
         )
     if case.info is not case_info:
-        import dataclasses
-
-        case = dataclasses.replace(case, info=case_info)
+        case = case.but(info=case_info)
     return case
 
 

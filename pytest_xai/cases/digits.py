@@ -47,7 +47,12 @@ from pytest_xai.case import Case
 from pytest_xai.registry import Family
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test mnist (Covert et al. 2020), on load_digits"
-FAMILY = Family("digits", source=SOURCE, smoke=("dummy", "digits_function_dummy"))
+FAMILY = Family(
+    "digits",
+    source=SOURCE,
+    smoke=("dummy", "digits_function_dummy"),
+    libraries=("sklearn.datasets", "sklearn.model_selection", "sklearn.neural_network", "torch"),
+)
 PAD, SIDE = 2, 12
 N_BACKGROUND, N_EXPLAINED = 20, 10
 MLP = {

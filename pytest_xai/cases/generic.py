@@ -21,7 +21,6 @@ All differences are measured relative to the attributions' own scale: the mean o
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from typing import Any
 
@@ -79,10 +78,10 @@ def variant_inputs(case: Case, *, rows: Any = None, perturb: Any = None) -> Case
         target = case.target
         if target is not None and np.ndim(target) == 1:
             target = np.asarray(target)[rows]
-        return dataclasses.replace(case, inputs=np.asarray(case.inputs)[rows], target=target)
+        return case.but(inputs=np.asarray(case.inputs)[rows], target=target)
     if perturb is not None:
         seed, radius = perturb
-        return dataclasses.replace(case, inputs=perturbed(case, int(seed), float(radius)))
+        return case.but(inputs=perturbed(case, int(seed), float(radius)))
     return case
 
 

@@ -54,7 +54,9 @@ from pytest_xai.registry import Family
 from pytest_xai.stats import pearson_rows, spearman_rows
 
 SOURCE = "Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS), §3-4"
-FAMILY = Family("sanity", source=SOURCE, smoke=("model_randomisation", "sanity_digits_mlp"))
+FAMILY = Family(
+    "sanity", source=SOURCE, smoke=("model_randomisation", "sanity_digits_mlp"), libraries=("sklearn.datasets", "torch")
+)
 
 #: Images explained per digit.  A verdict compares means over the images of per-image |Spearman|,
 #: whose sd is 0.09-0.17 on shap_kernel and saliency: over 20 images the sd of a mean is <= 0.04,

@@ -35,7 +35,12 @@ from pytest_xai.checks import attributions_of, check, flat, importance_of, truth
 from pytest_xai.registry import Family
 
 SOURCE = "Belaid et al. 2022, Compare-xAI, test stress_nb_features (IMDB, shap's example), synthetic corpus"
-FAMILY = Family("stress", source=SOURCE, smoke=("stress_rank", "stress_nb_features"))
+FAMILY = Family(
+    "stress",
+    source=SOURCE,
+    smoke=("stress_rank", "stress_nb_features"),
+    libraries=("sklearn.feature_extraction.text", "sklearn.linear_model", "torch"),
+)
 N_DOCS, MEAN_LENGTH, VOCABULARY, ZIPF = 2000, 150, 2000, 1.1
 N_HELD_OUT = N_BACKGROUND = 100
 N_EXPLAINED = 20  # of the held-out documents (docs/reference.md, "Budget of model evaluations")

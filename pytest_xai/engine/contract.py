@@ -553,7 +553,7 @@ def run(explainer: Explainer, case: Case, *, seed: int = 0, budget: int | None =
 
     kwargs = arguments(explainer, case, seed, budget)
     try:
-        with evaluations.counting(kwargs, also=(case.torch_model,)) as (given, tally):
+        with evaluations.counting(kwargs, also=(case.built_twin(),)) as (given, tally):  # a Later one: unreachable
             start = time.perf_counter()
             output = explainer.func(**given)
             seconds = time.perf_counter() - start

@@ -151,16 +151,32 @@ class Runner:
             self._pool = Pool(self.limits)
         return self._pool
 
-    def start(self, zygote: str | None = None, first: tuple[str, ...] = (), others: bool = True) -> None:
+    def start(
+        self,
+        zygote: str | None = None,
+        first: tuple[str, ...] = (),
+        others: bool = True,
+        expected: list[str] | None = None,
+    ) -> None:
         """Start the process workers are forked from, in the background (calls need it later):
         the one listening at ``zygote`` if given (the xdist controller's), else a new one that
         imports the explainer libraries ``first`` before its first fork (and, with ``others``, the
-        other explainer libraries while it waits: the run has explainers whose libraries are unknown)."""
+        other explainer libraries while it waits: the run has explainers whose libraries are
+        unknown), and the ``expected`` model libraries at once (:meth:`need` says the others)."""
         if self.limits is not None:
             from pytest_xai.engine.zygote import Zygote
 
             Zygote.address = zygote
-            Zygote.shared(first, others)
+            Zygote.shared(first, others, expected)
+
+    def need(self, libraries: list[str]) -> None:
+        """Tell the zygote this process started which model libraries the run's cases need."""
+        if self.limits is not None:
+            from pytest_xai.engine.zygote import Zygote
+
+            zygote = Zygote.shared()
+            if zygote is not None:
+                zygote.need(libraries)
 
     def serve(self, first: tuple[str, ...] = (), others: bool = True) -> str | None:
         """In the controller of ``pytest -n N``: start the zygote its workers share; its address."""
@@ -213,7 +229,8 @@ class Runner:
         header, sent = self._addressed(case)
         request = {"op": "vet", "budget": self.budget, **header}
         try:
-            self.vetting[key] = (request, sent, *self.pool.send(JUDGE, request, case=sent))
+            with self.waiting():  # the first send waits for the zygote to fork the judge's worker
+                self.vetting[key] = (request, sent, *self.pool.send(JUDGE, request, case=sent))
         except ExplainerError:
             return  # vet() makes the call again and reports what went wrong
 

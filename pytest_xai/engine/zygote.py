@@ -18,6 +18,8 @@ op         descriptors                         reply
 fork       requests, replies, output           ``{"pid": N}``: an explainer worker reading requests
 become     stdin, stdout, stderr, lifeline     ``{"pid": N}``: a child running the client's ``-c``
 status     (none; ``"pid"`` in the request)    ``{"status": exit code, or null while it runs}``
+need       (none; ``"modules"``)               ``{"pending": [...]}``: the model libraries of the
+                                               run's cases replace :data:`LIBRARIES` before the fork
 =========  ==================================  =====================================================
 
 A request it cannot serve is answered ``{"error": why}`` and its descriptors closed.  Every wait
@@ -51,6 +53,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
     "fork": ("requests", "replies", "output"),
     "become": ("stdin", "stdout", "stderr", "lifeline"),
     "status": (),
+    "need": (),
 }
 #: Largest request a zygote reads: a ``become`` request carries an environment.
 REQUEST_BYTES = 1 << 18
@@ -141,9 +144,11 @@ class Server:
         before_fork: list[str],
         later: list[str],
         filters: list[Any],
+        held: list[str] = (),  # type: ignore[assignment]  # a default never written to
     ):
         self.owner, self.listener, self.clients = owner, listener, [owner]
         self.pending, self.later = list(before_fork), list(later)  # imported before the first fork; at leisure
+        self.held = list(held)  # imported before the first fork only, unless a need request drops them
         self.filters = filters  # a fresh interpreter's warnings filters, restored in every child
         self.statuses: dict[int, int] = {}
         self.quiet_until = 0.0  # no later import before then: an xdist worker is about to ask
@@ -151,6 +156,7 @@ class Server:
             "fork": self.fork,
             "become": self.fork,
             "status": self.status,
+            "need": self.need,
         }
 
     @property
@@ -166,14 +172,17 @@ class Server:
         while True:
             ready = select.select(self.sockets, [], [], self.idle())[0]
             if not ready and time.monotonic() >= self.quiet_until:
-                preload((self.pending or self.later).pop(0))
+                preload((self.pending or self.later).pop(0))  # idle() waits for ever when neither is due
             for sock in ready:
                 if not self.serve(sock):
                     return 0
 
     def idle(self) -> float | None:
-        """How long to wait for a request: until the next later import, or for ever when none is left."""
-        return max(0.0, self.quiet_until - time.monotonic()) if self.pending or self.later else None
+        """How long to wait for a request: until the next import, or for ever when none is due (the
+        later ones wait while libraries are held: an import under way would delay the fork)."""
+        if not (self.pending or (self.later and not self.held)):  # later ones: once the run said its needs
+            return None
+        return max(0.0, self.quiet_until - time.monotonic())
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer what arrived on ``sock``; False once the owner has gone."""
@@ -235,6 +244,17 @@ class Server:
         self.reap()
         return {"status": self.statuses.pop(request["pid"], None)}
 
+    def need(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """``need``: the model libraries the run's cases are built with, in place of those of
+        :data:`LIBRARIES` still pending (a worker imports any other it needs itself)."""
+        _close(fds)
+        modules = request.get("modules")
+        if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
+            kept = [m for m in self.pending if m not in LIBRARIES]  # the run's explainer libraries
+            self.pending = kept + [m for m in modules if m not in kept and m not in sys.modules]
+            self.held = []
+        return {"pending": self.pending}
+
     def fork(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """``fork`` and ``become``: a child, once this process holds one thread and the descriptors came."""
         threads, expected = len(os.listdir("/proc/self/task")), len(REQUESTS[request["op"]])
@@ -242,8 +262,8 @@ class Server:
             _close(fds)
             why = f"holds {threads} threads" if threads != 1 else f"received {len(fds)} descriptors, not {expected}"
             return {"error": f"the zygote {why}"}
-        while request["op"] == "fork" and self.pending:
-            preload(self.pending.pop(0))
+        while request["op"] == "fork" and (self.pending or self.held):
+            preload((self.pending or self.held).pop(0))
         sys.stdout.flush()
         gc.freeze()  # what the zygote imported is never collected: a child's collections skip it, pages stay shared
         pid = os.fork()
@@ -284,13 +304,19 @@ def _explainer_worker(fds: list[int]) -> int:
 
 
 def run(
-    sock_fd: int, modules: list[str], before_fork: list[str], later: list[str], listen_fd: int | None = None
+    sock_fd: int,
+    modules: list[str],
+    before_fork: list[str],
+    later: list[str],
+    listen_fd: int | None = None,
+    held: list[str] = (),  # type: ignore[assignment]  # a default never written to
 ) -> int:
     """Import ``modules`` once, then serve on ``sock_fd`` (and ``listen_fd``) until its owner has gone.
 
     ``later`` are imported after the first answer, one at a time while no request is waiting;
     ``before_fork`` too, first, and all of them before the first explainer worker is forked (an
-    xdist worker, which does not need them, is forked before).
+    xdist worker, which does not need them, is forked before).  ``held`` only before the first
+    fork, unless a ``need`` request says which model libraries the run needs; ``later`` wait for it.
     """
     worker.die_with_parent()
     filters = list(warnings.filters)
@@ -303,16 +329,18 @@ def run(
     gc.enable()
     owner = socket.socket(fileno=sock_fd)
     listener = socket.socket(fileno=listen_fd) if listen_fd is not None else None
-    return Server(owner, listener, before_fork, later, filters).run()
+    return Server(owner, listener, before_fork, later, filters, held).run()
 
 
 def main(argv: list[str]) -> int:
-    """``FD [--listen FD] NOW... -- BEFORE_FORK... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
+    """``FD [--listen FD] NOW... -- BEFORE_FORK... -- HELD... -- LATER...`` (:meth:`Zygote.__init__` writes it)."""
     listen = int(argv[3]) if argv[2:3] == ["--listen"] else None
     names = argv[4:] if listen is not None else argv[2:]
     one = names.index("--")
     two = names.index("--", one + 1)
-    return run(int(argv[1]), names[:one], names[one + 1 : two], names[two + 1 :], listen)
+    three = names.index("--", two + 1)
+    groups = names[:one], names[one + 1 : two], names[two + 1 : three], names[three + 1 :]
+    return run(int(argv[1]), groups[0], groups[1], groups[3], listen, groups[2])
 
 
 # ------------------------------------------------------------------------------------- the clients
@@ -397,6 +425,7 @@ class Zygote:
         later: tuple[str, ...] | list[str] = (),
         listener: Any = None,
         before_fork: tuple[str, ...] | list[str] = (),
+        held: tuple[str, ...] | list[str] = (),
     ):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listen = ["--listen", str(listener.fileno())] if listener is not None else []
@@ -412,6 +441,8 @@ class Zygote:
                     "--",
                     *before_fork,
                     "--",
+                    *held,
+                    "--",
                     *later,
                 ],
                 pass_fds=(theirs.fileno(), *([listener.fileno()] if listener is not None else [])),
@@ -424,6 +455,7 @@ class Zygote:
         finally:
             theirs.close()
         self.ready = False
+        self.unread = 0  # replies to requests sent without waiting (need), read before the next
         self.pid: int | None = self.proc.pid
         self.path: str | None = None
         if listener is not None:  # only the zygote's copy listens: once it has gone, nothing connects
@@ -436,19 +468,24 @@ class Zygote:
         return f"{self.path}#{self.pid}"
 
     @classmethod
-    def shared(cls, first: tuple[str, ...] = (), others: bool = True) -> Zygote | None:
+    def shared(
+        cls, first: tuple[str, ...] = (), others: bool = True, expected: Sequence[str] | None = None
+    ) -> Zygote | None:
         """The zygote of this process, started on first use (None where it cannot work).
 
         In an xdist worker it is the controller's (:attr:`address`) while that one answers.  A new
         one preloads the libraries of :data:`PRELOAD` and :data:`PRELOAD_LATER` that are installed:
         the explainer libraries in ``first`` before its first fork, the others (when ``others``)
-        while it waits.  The plugin starts it at configure, so its imports overlap collection and
-        the plugin's own building of the cases.
+        while it waits, once the run has said which model libraries it needs (:meth:`need`); of
+        those, the ``expected`` ones (what the same command needed last time) at once.  The plugin
+        starts it at configure, so its imports overlap collection.
         """
         if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
             return None
         if cls._shared is None or (cls._shared.proc is not None and cls._shared.proc.poll() is not None):
-            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(first, others=others)
+            cls._shared = (cls._connect(cls.address) if cls.address else None) or cls._start(
+                first, others=others, expected=expected
+            )
         return cls._shared
 
     @classmethod
@@ -477,20 +514,27 @@ class Zygote:
             cls._shared.stop()
 
     @classmethod
-    def _start(cls, first: tuple[str, ...], listener: Any = None, others: bool = True) -> Zygote:
+    def _start(
+        cls,
+        first: tuple[str, ...],
+        listener: Any = None,
+        others: bool = True,
+        expected: Sequence[str] | None = None,
+    ) -> Zygote:
         import importlib.util
 
         installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
         used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
         now = [m for m in installed if m not in PRELOAD_LATER]
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
-        if listener is None:
-            return cls(now + used, later)
+        light, models = [m for m in now if m not in LIBRARIES], [m for m in now if m in LIBRARIES]
+        if listener is None:  # the model libraries are held until the run says which it needs
+            soon = list(expected or ())
+            return cls(light, later, before_fork=used + soon, held=[m for m in models if m not in soon])
         # under -n N the xdist workers fork first and need neither the model nor the explainer
         # libraries: those are imported while the workers start, before the first worker that
         # builds a case (the judge's, an explainer's) is forked
-        light = [m for m in now if m not in LIBRARIES]
-        return cls(light, later, listener, before_fork=[m for m in now if m in LIBRARIES] + used)
+        return cls(light, later, listener, before_fork=models + used)
 
     @classmethod
     def _connect(cls, address: str) -> Zygote | None:
@@ -504,12 +548,16 @@ class Zygote:
             return None
         client = cls.__new__(cls)
         client.sock, client.proc, client.ready, client.pid, client.path = sock, None, False, pid, None
+        client.unread = 0
         return client
 
     def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), bound: float = STATUS_ANSWER) -> dict[str, Any]:
         if not self.ready:
             answer(self.sock, self.pid, FIRST_ANSWER)
             self.ready = True
+        while self.unread:  # the zygote answers in order, once its imports under way are done
+            answer(self.sock, self.pid, FIRST_ANSWER)
+            self.unread -= 1
         return ask(self.sock, self.pid, request, fds, bound)
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
@@ -522,6 +570,17 @@ class Zygote:
                 Zygote.address = None
             self.stop()
             return None
+
+    def need(self, modules: Sequence[str]) -> None:
+        """Tell the zygote this process started the model libraries the run's cases need: it imports
+        those before its first fork instead of all of :data:`LIBRARIES` (:meth:`Server.need`).  The
+        reply is read with the next request's, so that this process does not wait for an import
+        under way (it waits at the first fork, where its own work can fill the wait)."""
+        if self.proc is None:  # the controller's zygote serves other processes too
+            return
+        with contextlib.suppress(OSError):
+            _send(self.sock, {"op": "need", "modules": list(modules)})
+            self.unread += 1
 
     @property
     def gone(self) -> bool:

@@ -154,7 +154,9 @@ def _start_engine(config: pytest.Config, state: XaiState) -> None:
     first = tuple(filter(None, map(explainers_module.library_of, reference)))
     others = len(reference) < len(explainers)  # a user's explainer may import any explainer library
     if _runs_tests_here(config):
-        state.runner.start(getattr(config, "workerinput", {}).get("xai_zygote"), first, others)
+        state.runner.start(
+            getattr(config, "workerinput", {}).get("xai_zygote"), first, others, state.expected_libraries()
+        )
         if state.options.timeout:  # calls in workers: the first wait freezes the heap (XaiState.freeze)
             state.pause_gc()
     elif not _runs_explainers_here(config):  # xdist's controller: one zygote for all its workers

@@ -22,6 +22,7 @@ xai_state = pytest.StashKey["XaiState"]()
 xai_ci = pytest.StashKey[Any]()  # the XaiCi of pytest_xai.plugin.ci
 xai_repeats = pytest.StashKey[Any]()  # the seeds' explanations of --xai-repeat (pytest_xai.engine.judge.Repeats)
 COSTS_KEY = "xai/suite_costs"  # pytest's cache: seconds per (case, explainer) of the last runs
+LIBRARIES_KEY = "xai/libraries"  # pytest's cache: the model libraries the last command's cases needed
 xai_record = pytest.StashKey[Record]()  # what a test has recorded so far (pytest_runtest_makereport sends it)
 #: Modules another plugin imports at the end of every session, by plugin name.  pytest-xai depends
 #: on hypothesis, whose pytest plugin imports hypothesis in ``pytest_terminal_summary``: 0.4-1 s at
@@ -291,14 +292,37 @@ class XaiState:
     # Hooks: this object is registered as a plugin in pytest_configure.
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Serially, the tests run in ``session.items`` order: note the next other case after each."""
-        if hasattr(self.config, "workerinput"):
+        """Serially, the tests run in ``session.items`` order: note the next other case after each,
+        and tell the zygote which model libraries the collected tests' cases need."""
+        if hasattr(self.config, "workerinput") or self.controller:
             return
         following = None
         for item in reversed(session.items):
             name = _case_name(item)
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
+        if self._runner is not None and any(_uses_xai(item) for item in session.items):
+            libraries = _libraries(session.items)
+            self._runner.need(libraries)
+            if getattr(self.config, "cache", None) is not None:
+                self.config.cache.set(LIBRARIES_KEY, {"command": self._command(), "libraries": libraries})
+
+    def expected_libraries(self) -> list[str] | None:
+        """The model libraries the same command's cases needed last time (pytest's cache), which
+        the zygote imports at once instead of waiting for collection to say; None when unknown."""
+        if hasattr(self.config, "workerinput") or getattr(self.config, "cache", None) is None:
+            return None
+        last = self.config.cache.get(LIBRARIES_KEY, None)
+        if not isinstance(last, dict) or last.get("command") != self._command():
+            return None
+        libraries = last.get("libraries")
+        return libraries if isinstance(libraries, list) and all(isinstance(m, str) for m in libraries) else None
+
+    def _command(self) -> list[str]:
+        """The directory and arguments of this run, less ``--basetemp`` (a scratch folder, which
+        pytester numbers anew each run)."""
+        params = self.config.invocation_params
+        return [str(params.dir), *(str(a) for a in params.args if not str(a).startswith("--basetemp"))]
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         """The case the workers build ahead during this test: serially the next other case; under
@@ -435,6 +459,29 @@ def record_of(node: pytest.Item) -> Record:
     if rec is None:
         rec = node.stash[xai_record] = Record()
     return rec
+
+
+def _uses_xai(item: pytest.Item) -> bool:
+    return any(name.startswith("xai_") for name in getattr(item, "fixturenames", ()))
+
+
+def _libraries(items: list[pytest.Item]) -> list[str]:
+    """The model libraries the cases of ``items`` are built with, in order; all of them
+    (:data:`pytest_xai.engine.zygote.LIBRARIES`) when a test's case is not known before it runs or
+    declares none (a user's case)."""
+    from pytest_xai import cases
+    from pytest_xai.engine.zygote import LIBRARIES
+
+    needed: dict[str, None] = {}
+    for item in items:
+        if not _uses_xai(item):
+            continue
+        name = _case_name(item)
+        info = cases.registered(name) if name is not None else None
+        if info is None or info.libraries is None:
+            return list(LIBRARIES)
+        needed.update(dict.fromkeys(info.libraries))
+    return list(needed)
 
 
 def _case_name(item: pytest.Item) -> str | None:

@@ -99,7 +99,7 @@ __all__ = [
 ]
 
 SOURCE = "Mamalakis, Ebert-Uphoff & Barnes 2022, Environ. Data Sci. 1:e8"
-FAMILY = Family("additive", source=SOURCE, smoke=("additive_correlation", "additive_mlp"))
+FAMILY = Family("additive", source=SOURCE, smoke=("additive_correlation", "additive_mlp"), libraries=("torch",))
 MAX_BACKGROUND = 100
 #: Rows explained: the check's statistic is the mean per-row correlation, whose spread across rows
 #: is 0.06-0.11 (KernelSHAP, Integrated Gradients), so the mean of 20 rows is known to about +-0.02

@@ -180,7 +180,7 @@ __all__ = [
 ]
 
 SOURCE = "Mücke & Pfahler 2022, 'Check Mate', LWDA (CEUR-WS Vol-3341)"
-FAMILY = Family("chess", source=SOURCE, smoke=("ngt", "chess_oracle_check"), header=report_header)
+FAMILY = Family("chess", source=SOURCE, smoke=("ngt", "chess_oracle_check"), header=report_header, libraries=("chess",))
 #: Positions each case explains: the first 16 of its class.  ``ngt`` passes on the mean distance over
 #: positions.  Its thresholds were calibrated at 32 positions a class, where the sd of that mean is
 #: ~0.02 (~0.11 a position); at 16 it is ~0.03, a seventeenth of the 0.5 margin between the
@@ -267,19 +267,19 @@ def chess_oracle_mate(info, *, seed, cache, data_dir=None) -> Case:
     return _oracle_case(info, 2, seed, cache, data_dir)
 
 
-@FAMILY.case(category="fidelity", source="§2.1 mask0, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask0, CNN §3", checks=_NGT, libraries=("chess", "torch"))
 def chess_cnn_no_check(info, *, seed, cache, data_dir=None) -> Case:
     """No-check positions, the shipped CNN; NGT = enemy-controlled squares (mask0)."""
     return _cnn_case(info, 0, seed, cache, data_dir)
 
 
-@FAMILY.case(category="fidelity", source="§2.1 mask1, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask1, CNN §3", checks=_NGT, libraries=("chess", "torch"))
 def chess_cnn_check(info, *, seed, cache, data_dir=None) -> Case:
     """Check positions, the shipped CNN; NGT = from/to squares of legal moves (mask1)."""
     return _cnn_case(info, 1, seed, cache, data_dir)
 
 
-@FAMILY.case(category="fidelity", source="§2.1 mask2, CNN §3", checks=_NGT)
+@FAMILY.case(category="fidelity", source="§2.1 mask2, CNN §3", checks=_NGT, libraries=("chess", "torch"))
 def chess_cnn_mate(info, *, seed, cache, data_dir=None) -> Case:
     """Checkmate positions, the shipped CNN; NGT = pieces essential to the mate (mask2)."""
     return _cnn_case(info, 2, seed, cache, data_dir)

@@ -113,7 +113,12 @@ N_EXPLAINED = 50
 MAX_BACKGROUND = 100
 MIN_ROUTED = 0.95
 SLACK = "Slack et al. 2020, Fooling LIME and SHAP; Compare-xAI fooling_perturbation_alg (test 2.9; CX-2, CX-12)"
-FAMILY = Family("fooling", source=SLACK, smoke=("fooling", "compas_shap_scaffold"))
+FAMILY = Family(
+    "fooling",
+    source=SLACK,
+    smoke=("fooling", "compas_shap_scaffold"),
+    libraries=("sklearn.cluster", "sklearn.ensemble", "sklearn.model_selection", "sklearn.preprocessing"),
+)
 
 
 class AttackIneffective(RuntimeError):

@@ -29,7 +29,7 @@ from pytest_xai.registry import Family
 __all__ = ["FAMILY", "closed_form_shapley", "convergence", "coverage", "exactness", "unbiasedness"]
 
 SOURCE = "Shapley 1953; Harsanyi 1963 (unanimity games)"
-FAMILY = Family("games", source=SOURCE, smoke=("exactness", "games_products"))
+FAMILY = Family("games", source=SOURCE, smoke=("exactness", "games_products"), libraries=("torch",))
 
 D, N_ROWS = 6, 8
 #: Model evaluations of the first of the three calls ``convergence`` makes (B, 4B, 16B): 14 a row,

@@ -105,7 +105,9 @@ __all__ = [
 ]
 
 SOURCE = "Liu, Khandagale, White & Neiswanger 2021 (XAI-Bench), §4, App. D/F"
-FAMILY = Family("gaussian", source=SOURCE, smoke=("gt_shapley", "gaussian_linear_rho50"))
+FAMILY = Family(
+    "gaussian", source=SOURCE, smoke=("gt_shapley", "gaussian_linear_rho50"), libraries=("scipy.stats",)
+)  # its checks' t-test
 RHOS = (0.0, 0.25, 0.5, 0.75, 0.99)  # the paper's correlation sweep (§5.1)
 D = 5  # XAI-Bench default number of features
 CASE_CHECKS = {
@@ -254,7 +256,12 @@ def _trained_case(
     )
 
 
-@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
+@FAMILY.case(
+    category="fidelity",
+    source="§5 trained models",
+    checks=CASE_CHECKS,
+    libraries=("scipy.stats", "sklearn.linear_model"),
+)
 def gaussian_linear_regression_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn LinearRegression trained on noisy linear labels (w = [0..4]), Gaussian rho = 0.5."""
     from sklearn.linear_model import LinearRegression
@@ -262,7 +269,9 @@ def gaussian_linear_regression_rho50(info: CaseInfo, *, seed: int, cache: Any) -
     return _trained_case(info, Linear(paper_weights()), LinearRegression, seed, cache, weights=paper_weights())
 
 
-@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
+@FAMILY.case(
+    category="fidelity", source="§5 trained models", checks=CASE_CHECKS, libraries=("scipy.stats", "sklearn.tree")
+)
 def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn DecisionTreeRegressor (depth 6) trained on the piecewise-constant label, rho = 0.5."""
     from sklearn.tree import DecisionTreeRegressor
@@ -272,7 +281,12 @@ def gaussian_piecewise_constant_tree_rho50(info: CaseInfo, *, seed: int, cache: 
     )
 
 
-@FAMILY.case(category="fidelity", source="§5 trained models", checks=CASE_CHECKS)
+@FAMILY.case(
+    category="fidelity",
+    source="§5 trained models",
+    checks=CASE_CHECKS,
+    libraries=("scipy.stats", "sklearn.neural_network"),
+)
 def gaussian_nonlinear_additive_mlp_rho50(info: CaseInfo, *, seed: int, cache: Any) -> Case:
     """sklearn MLPRegressor (16, 16) trained on the nonlinear additive label, rho = 0.5."""
     from sklearn.neural_network import MLPRegressor

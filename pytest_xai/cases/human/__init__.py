@@ -140,11 +140,13 @@ __all__ = [
 ]
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
-FAMILY = Family("human", source=SOURCE, smoke=("human_precision", "human_shapes_oracle"))
+FAMILY = Family("human", source=SOURCE, smoke=("human_precision", "human_shapes_oracle"))  # the text cases: none
 CASE_CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
 
 
-@FAMILY.case(category="fidelity", source="synthetic shapes analogue (docs/human.md)", checks=CASE_CHECKS)
+@FAMILY.case(
+    category="fidelity", source="synthetic shapes analogue (docs/human.md)", checks=CASE_CHECKS, libraries=("torch",)
+)
 def human_shapes_oracle(info, *, seed, cache) -> Case:
     """Crosses on textured 32x32 canvases, matched-filter oracle; human masks from 10 simulated
     annotators (truth ``weighted_mask``) and the object (``segmentation``)."""
@@ -250,6 +252,7 @@ def human_text_lexicon(info, *, seed, cache) -> Case:
     category="fidelity",
     source="synthetic 20 Newsgroups analogue (docs/human.md), TF-IDF + logistic regression",
     checks=CASE_CHECKS,
+    libraries=("sklearn.feature_extraction.text", "sklearn.linear_model", "sklearn.pipeline"),
 )
 def human_text_tfidf(info, *, seed, cache) -> Case:
     """sci.med documents explained for TF-IDF + logistic regression trained on 400 synthetic

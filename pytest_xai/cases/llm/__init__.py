@@ -37,7 +37,9 @@ from pytest_xai.registry import Family
 from pytest_xai.tokens import CONTINUATION
 
 SOURCE = "causal language models with known deciding tokens (docs/sequences.md, 'Language models')"
-FAMILY = Family("llm", source=SOURCE, smoke=("token_mask_precision", "llm_copy"))
+FAMILY = Family(
+    "llm", source=SOURCE, smoke=("token_mask_precision", "llm_copy"), libraries=("torch", "tokenizers", "transformers")
+)
 WORDS = ("red", "blue", "cat", "dog", "sun", "rain", "tree", "car", "box", "cup")
 KEYS = tuple(f"k{i}" for i in range(6))
 VALUES = tuple(f"v{i}" for i in range(6))

@@ -14,7 +14,7 @@ from math import gcd
 import numpy as np
 
 from pytest_xai import shapley
-from pytest_xai.case import Case, CaseInfo
+from pytest_xai.case import Case, CaseInfo, Later
 from pytest_xai.cases.tabular.checks import (
     correlated,
     dummy,
@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 COMPARE_XAI = "Belaid et al. 2022, Compare-xAI"
-FAMILY = Family("tabular", source=COMPARE_XAI, smoke=("symmetry", "cough_and_fever"))
+FAMILY = Family(
+    "tabular", source=COMPARE_XAI, smoke=("symmetry", "cough_and_fever"), libraries=("xgboost",)
+)  # the torch twins are built on first use (Later)
 MAX_BACKGROUND = 100
 
 
@@ -109,23 +111,29 @@ def _predict_xgboost(model):
     return predict
 
 
-def torch_twin(formula):
+def torch_twin(formula) -> Later:
     """A parameter-free torch module computing ``formula`` (column arithmetic that works on numpy
     arrays and torch tensors alike), so gradient explainers run on these cases; None without torch.
+    Built on first read (:class:`pytest_xai.case.Later`): an explainer that needs no twin never
+    imports torch.
 
     On every data point the twin equals the case's model; between points it is the polynomial
     extension of the stated function (what Integrated Gradients integrates along its path).
     """
-    try:
-        import torch
-    except ImportError:
-        return None
 
-    class Formula(torch.nn.Module):
-        def forward(self, x):
-            return formula(x)
+    def build():
+        try:
+            import torch
+        except ImportError:
+            return None
 
-    return Formula().eval()
+        class Formula(torch.nn.Module):
+            def forward(self, x):
+                return formula(x)
+
+        return Formula().eval()
+
+    return Later(build)
 
 
 def _tabular_case(info, cache, X, formula, n_estimators, max_depth, feature_names, **fields) -> Case:
@@ -191,6 +199,7 @@ def _b_squared(X):
     category="fidelity",
     source="test counterexample_dummy_axiom (Sundararajan & Najmi 2020)",
     checks={"dummy": {"features": (0,)}},
+    libraries=(),
 )
 def counterexample_dummy_axiom(info, *, seed, cache) -> Case:
     """f(a, b) = b^2 on a 6x6 grid: a is a dummy and must get zero attribution."""
@@ -278,6 +287,7 @@ def x0_plus_x1_non_uniform_stat_indep(info, *, seed, cache) -> Case:
     category="fragility",
     source="test correlated_features (Kumar et al. 2020)",
     checks={"correlated": {"used": 1, "twin": 2}},
+    libraries=(),
 )
 def correlated_features(info, *, seed, cache) -> Case:
     """f(a, b, c) = a + b on 6 points (a_k, k, k), k = 0..5: c is an exact copy of b but unused.

@@ -37,7 +37,7 @@ from pytest_xai.metrics import importance_order, outputs, precision_at_truth_siz
 from pytest_xai.registry import Family
 
 SOURCE = "Ismail et al. 2020 (NeurIPS), Schlegel et al. 2019; synthetic series, docs/sequences.md"
-FAMILY = Family("timeseries", source=SOURCE, smoke=("window_precision", "timeseries_shape"))
+FAMILY = Family("timeseries", source=SOURCE, smoke=("window_precision", "timeseries_shape"), libraries=("torch",))
 T = 128
 N_EXPLAINED = 16
 SEGMENT = 4  # time steps per feature group

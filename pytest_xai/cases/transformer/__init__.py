@@ -42,7 +42,9 @@ from pytest_xai.metrics import precision_at_truth_size
 from pytest_xai.registry import Family
 
 SOURCE = "token ids with a padding token, truth by construction (docs/sequences.md)"
-FAMILY = Family("transformer", source=SOURCE, smoke=("token_mask_precision", "transformer_lexicon"))
+FAMILY = Family(
+    "transformer", source=SOURCE, smoke=("token_mask_precision", "transformer_lexicon"), libraries=("torch",)
+)
 PAD = 0
 LENGTH = 10  # positions per row: short rows end in padding
 N_EXPLAINED = 16

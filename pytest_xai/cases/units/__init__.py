@@ -96,7 +96,7 @@ __all__ = [
 ]
 
 SOURCE = "Lee et al. 2025, XAI-Units (arXiv 2506.01059)"
-FAMILY = Family("units", source=SOURCE, smoke=("units_mse", "units_weighted_features"))
+FAMILY = Family("units", source=SOURCE, smoke=("units_mse", "units_weighted_features"), libraries=("torch",))
 
 # Layout of the shattered-gradients case: points first, then one block of perturbed copies per draw.
 SHATTERED_LAYOUT = {"n_points": 40, "n_perturbations": 10, "dummies": (5,)}
