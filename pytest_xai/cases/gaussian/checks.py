@@ -231,6 +231,22 @@ def _truth_score(name: str, case: Case, conditional: str) -> float:
     return scores[name, conditional]
 
 
+#: Random orders whose mean score is the floor a share of the margin is measured from (:func:`_random_score`).
+RANDOM_ORDERS = 8
+
+
+def _random_score(name: str, case: Case, conditional: str) -> float:
+    """Mean metric of a random order: uniform random maps, :data:`RANDOM_ORDERS` of them (seeded), what
+    an explainer that knows nothing scores on average; memoised."""
+    scores = _TRUTH_SCORES.setdefault(case, {})
+    if (name, conditional, "random") not in scores:
+        rng = np.random.default_rng([int(case.meta.get("seed", 0)), 43])
+        shape = np.shape(case.inputs)
+        draws = [_metric(name, case, rng.random(shape), conditional).mean for _ in range(RANDOM_ORDERS)]
+        scores[name, conditional, "random"] = float(np.mean(draws))
+    return scores[name, conditional, "random"]
+
+
 #: Draws of an estimated reference within its error that :func:`_spread` scores.
 DRAWS = 16
 _SPREADS: weakref.WeakKeyDictionary[Case, dict] = weakref.WeakKeyDictionary()
@@ -262,14 +278,16 @@ def _relative_verdict(
     max_gap: float,
     what: str,
     bar: tuple[str, float] | None = None,
+    share: float | None = None,
 ) -> Score:
     """Pass when the mean metric is within ``max_gap`` of what the exact Shapley values of the case
-    score (in the metric's direction; doing better than them passes).  Undefined points are excluded
-    and counted; all undefined fails.  A case without exact Shapley values (a user's own model) is
-    calibrated the same way on its computed reference (:mod:`pytest_xai.reference`), the gap widened,
-    when the reference is estimated, by how far its own error moves the score it is compared with
-    (:func:`_spread`); where no reference can be had, it is held to the absolute ``bar`` = (threshold
-    name, value) instead, and the detail says why."""
+    score (in the metric's direction; doing better than them passes); with ``share``, where the
+    reference is exact, within that share of their margin over a random order (:func:`_random_score`).
+    Undefined points are excluded and counted; all undefined fails.  A case without exact Shapley
+    values (a user's own model) is calibrated the same way on its computed reference
+    (:mod:`pytest_xai.reference`), the gap widened, when the reference is estimated, by how far its
+    own error moves the score it is compared with (:func:`_spread`); where no reference can be had,
+    it is held to the absolute ``bar`` = (threshold name, value) instead, and the detail says why."""
     try:
         _, found = _truth(case, conditional)
     except NotApplicable as exc:
@@ -286,7 +304,14 @@ def _relative_verdict(
     result = _metric(name, case, attributions, conditional)
     truth = _truth_score(name, case, conditional)
     widen = 0.0 if found is None or found.se is None else _spread(name, case, conditional, found.values, found.se)
+    exact = found is None or found.se is None
     params: dict[str, Any] = {"conditional": conditional, "max_gap": max_gap, "truth_score": truth}
+    gap, threshold, of_margin = max_gap, max_gap, ""
+    if share is not None and exact:
+        threshold = params["max_share"] = share
+        params["random_score"] = floor = _random_score(name, case, conditional)
+        gap = share * max(truth - floor, 0.0)
+        of_margin = f" ({share:g} of their margin {truth - floor:.3f} over a random order)"
     if found is not None:
         params["reference"] = found.summary()
     if not result.defined.any():
@@ -294,8 +319,7 @@ def _relative_verdict(
         return Score(name, 0.0, False, max_gap, f"{what} is undefined for every point ({reason})", params)
     m, higher = result.mean, result.higher_is_better
     params["mean"] = m
-    gap = truth - m if higher else m - truth
-    passed = bool(gap <= max_gap + widen)
+    passed = bool((truth - m if higher else m - truth) <= gap + widen)
     vals = np.where(result.defined, result.values, np.inf if higher else -np.inf)
     row = int(np.argmin(vals) if higher else np.argmax(vals))
     undefined = (
@@ -306,9 +330,9 @@ def _relative_verdict(
         name,
         float(np.clip(m if higher else 1.0 - m, 0.0, 1.0)),
         passed,
-        max_gap,
+        threshold,
         f"mean {what} {m:.3f}, {_what(found, conditional)} score {truth:.3f}: "
-        f"{'within' if passed else 'more than'} {max_gap + widen:.3g} of them{undefined}{extra}",
+        f"{'within' if passed else 'more than'} {gap + widen:.3g}{of_margin} of them{undefined}{extra}",
         params,
         {"row": row, result.name: float(result.values[row])},
     )
@@ -365,7 +389,7 @@ def faithfulness(
 @check(
     marker="xai_monotonicity",
     reference=_shapley_reference,
-    thresholds={"max_gap": 0.05, "min_score": 0.6},
+    thresholds={"max_share": 0.06, "max_gap": 0.05, "min_score": 0.6},
     passes_by_construction={
         "sign_flipped": _SAME_ORDER,
         "scaled_negative": _SAME_ORDER,
@@ -373,46 +397,47 @@ def faithfulness(
         "noisy_10": "may pass or fail: independent noise of 10 % of the RMS reorders the small attributions and "
         "trails the truth by up to 0.09 (fails 6 of 13 cases, seed 0), more than KernelSHAP's own "
         "error at the default budget (at most 0.036, passes 13 of 13), which the tolerance is for",
-        **dict.fromkeys(
-            [
-                "input_itself@gaussian_piecewise_linear_rho50",
-                "input_minus_mean@gaussian_piecewise_linear_rho50",
-                "noisy_30@gaussian_piecewise_linear_rho50",
-            ],
-            "the exact Shapley values of this non-additive label are barely monotone (0.67; noise 0.52): "
-            "ordering by |x_i| or by the truth plus 30 % noise scores 0.62 to 0.65, within the 0.05 "
-            "the other cases need",
-        ),
+        "noisy_30@gaussian_piecewise_linear_rho50": "may pass: where the exact values are barely monotone (0.67, a "
+        "random order 0.51) the order of 30 % noise trails them by 0.003 to 0.055 (zoo seeds 0-2)",
     },
 )
 def monotonicity(
-    attributions, case: Case, *, conditional: str = "interventional", max_gap: float, min_score: float = 0.6
+    attributions,
+    case: Case,
+    *,
+    conditional: str = "interventional",
+    max_share: float,
+    max_gap: float,
+    min_score: float = 0.6,
 ) -> Score:
     """Adding features in decreasing |w| gives non-increasing marginal gains (monotonicity, XAI-Bench eq. 3).
 
     Mean over points of the fraction of non-increasing steps (Liu et al. 2021, eq. 3; Luss et al.
     2019).  Ties in |w| are broken in a seeded random order, never by feature index (which gave a
     zero map 0.73 to 0.78 on the piecewise-constant cases, whose dummies come last), and a row whose
-    |w| are all equal is undefined: it orders nothing.  Calibrated on the case itself: pass when the
-    mean is at least that of the exact Shapley values of the case minus max_gap (default 0.05); an
-    absolute threshold cannot work, since the exact values score 0.67 on the non-additive
-    piecewise-linear label and 0.97 on the piecewise-constant one.  On the 13 gaussian cases (seed 0)
-    exact values against the 100-row background trail the truth by at most 0.036 (rho = 0.99; at other
-    seeds by more on 3 % of the case-seeds, so it is scored in the better of the two games, as
-    infidelity is), and
-    the closest zoo member not declared by 0.07 (shuffled rows at rho = 0.99).  Noise: KernelSHAP at
-    the default budget trails by at most 0.036 (rho = 0.99) and passes all 13; LIME, whose weights are
-    not Shapley values, fails 11 of 13; independent noise of 10 % of the RMS on every value
-    (``noisy_10``) reorders the small attributions, trails by up to 0.09 and fails 6 of 13 (seed 0):
-    the tolerance admits an estimator's error, not that much independent noise, and ``noisy_10`` is
-    declared as allowed to pass, not promised to.  Passes by construction ``sign_flipped``,
-    ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of |w|), and on the
-    piecewise-linear case, where nothing is monotone, the input (centred or not) and 30 % noise.  On
-    a case without exact Shapley values the mean must be >= min_score (default 0.6; it reads only
-    the order of |w|, so it is the weakest of the three).
+    |w| are all equal is undefined: it orders nothing.  Calibrated on the case itself, in the better
+    of the case's game and its background rows' (as infidelity is: exact values against the 100-row
+    background trail the truth by up to 0.2 of the margin below in the true game, 0 in their own): pass
+    when the mean trails that of the exact values by at most max_share (default 0.06) of their
+    margin over a random order (the mean of :data:`RANDOM_ORDERS` uniform random maps).  A share, not
+    a fixed gap: the exact values score 0.67 on the non-additive piecewise-linear label and 0.97 on
+    the piecewise-constant one, a margin of 0.15 to 0.21 over a random order there and 0.30 to 0.43
+    on the other cases, and the fixed gap of 0.05 it replaces was a third of the first and passed the
+    input itself (0.625 against 0.670), whose |x| order is close to |phi|'s when the two pieces'
+    weights average to 2 on every feature.  Seeds 0-9 there (``tests/test_gaussian.py``): the input
+    itself trails by 0.099 of the margin or more in its better game, shap's permutation explainer
+    at the default budget (the one estimator that is not exact on these 5 features) by 0.038 at
+    most, KernelSHAP by 0; 0.06 sits between.  Noise: LIME, whose weights are not Shapley values,
+    fails; independent noise of 10 % of the RMS on every value (``noisy_10``) reorders the small
+    attributions and is declared as allowed to pass, not promised to.  Passes by construction
+    ``sign_flipped``, ``scaled_negative`` and ``abs_of_exact`` (the metric reads only the order of
+    |w|), and 30 % noise may on the piecewise-linear case.  Against an estimated reference (a user's
+    model) the margin is the estimate's, shrunk by its error, so the gap is max_gap (default 0.05)
+    widened by that error; without a reference the mean must be >= min_score (default 0.6; it reads
+    only the order of |w|, so it is the weakest of the three).
     """
     return _in_either_game(
-        "monotonicity", "monotonicity", attributions, case, conditional, max_gap, ("min_score", min_score)
+        "monotonicity", "monotonicity", attributions, case, conditional, max_gap, ("min_score", min_score), max_share
     )
 
 
@@ -460,7 +485,14 @@ def infidelity(
 
 
 def _in_either_game(
-    name: str, what: str, attributions: Any, case: Case, conditional: str, max_gap: float, bar: tuple[str, float]
+    name: str,
+    what: str,
+    attributions: Any,
+    case: Case,
+    conditional: str,
+    max_gap: float,
+    bar: tuple[str, float],
+    share: float | None = None,
 ) -> Score:
     """:func:`_relative_verdict` in the case's conditional and, where it fails for the interventional
     one on a case with a known distribution, in the game of its own background rows too
@@ -470,7 +502,7 @@ def _in_either_game(
 
     def verdict(game: str) -> Score:
         where = "against the background rows" if game == BACKGROUND else game
-        return _relative_verdict(name, attributions, case, game, max_gap, f"{what} ({where})", bar)
+        return _relative_verdict(name, attributions, case, game, max_gap, f"{what} ({where})", bar, share)
 
     first = verdict(conditional)
     if first.passed or not (
