@@ -260,3 +260,36 @@ def complexity(attributions: Any) -> np.ndarray:
     a = np.abs(_flat(attributions, "attributions"))
     share = a / np.where(a.sum(axis=1, keepdims=True) > 0, a.sum(axis=1, keepdims=True), 1.0)
     return -(share * np.log(share + 1e-12)).sum(axis=1)
+
+
+# ------------------------------------------------------------------------- IROF: groups removed
+
+
+def group_removal_curve(
+    predict, inputs, attributions, groups, reference, *, target: Any = None, seed: int = 0
+) -> np.ndarray:
+    """(n, G + 1) outputs as the G groups of ``groups`` (ids shaped like one input: superpixels, as
+    captum's ``feature_mask``) are removed in decreasing mean attribution, one group a step, absent
+    features taken from ``reference``; ties broken at random (seeded)."""
+    X = _flat(inputs, "inputs")
+    ids = np.unique(np.asarray(groups).reshape(-1), return_inverse=True)[1].reshape(-1)
+    if ids.size != X.shape[1]:
+        raise ValueError(f"groups has {ids.size} entries for {X.shape[1]} features")
+    members = np.eye(ids.max() + 1)[ids]  # (d, G): which group each feature is in
+    means = _flat(attributions, "attributions") @ members / members.sum(axis=0)
+    order = relevance_order(means, seed)
+    masks = _present(order, np.arange(len(members.T) + 1))[:, :, ids]
+    return expected_outputs(predict, X, masks, reference, seed=seed, target=target)
+
+
+def irof(predict, inputs, attributions, groups, reference, *, target: Any = None, seed: int = 0) -> MetricResult:
+    """Iterative Removal Of Features (Rieger & Hansen 2020; Quantus ``IROF``): the groups removed most
+    relevant first (:func:`group_removal_curve`), the area over the curve of the share of the output
+    change left, (f(x_k) - f(nothing)) / (f(x) - f(nothing)), over k = 1..G; higher is better.  A row
+    whose output does not move when everything is removed is undefined."""
+    curve = group_removal_curve(predict, inputs, attributions, groups, reference, target=target, seed=seed)
+    span = curve[:, 0] - curve[:, -1]
+    still = np.abs(span) <= 1e-9 * max(float(np.abs(span).mean()), 1e-300)
+    share = (curve[:, 1:] - curve[:, -1:]) / np.where(still, 1.0, span)[:, None]
+    reason = "removing every group does not move the output"
+    return _result("irof", 1.0 - share.mean(axis=1), True, [(still, reason)], {"seed": seed})

@@ -210,3 +210,42 @@ def test_the_curve_checks_pass_values_against_the_background_and_fail_a_swap(nam
         truth = case.truth["shapley_interventional"]
         swapped = degenerate.apply("swapped", truth, case.inputs, outputs(case.predict, case.inputs, case.target))
         assert not info.func(swapped, case, **params).passed
+
+
+def test_irof_is_quantus_irof_on_its_own_superpixels(monkeypatch):
+    """Quantus IROF segments each image with SLIC; ours takes the groups: given Quantus' segments, the
+    curve is the same (same order, same removals, to float32 precision).  Quantus 0.6 then integrates
+    f(x_k) / f(x) over the G removals with the trapezoid rule, which leaves the first step out, and
+    does not divide by G: its score is G - trapz(curve), ours the mean of 1 - curve (f(baseline) = 0
+    here, so both normalise the same way)."""
+    quantus = pytest.importorskip("quantus")
+    torch = pytest.importorskip("torch")
+    from quantus.helpers.utils import get_superpixel_segments
+
+    monkeypatch.setattr(np, "trapz", np.trapezoid, raising=False)  # Quantus 0.6 calls np.trapz, gone in numpy 2.4
+    rng = np.random.default_rng(11)
+    weights = rng.normal(size=(1, 16, 16))
+
+    class Linear(torch.nn.Module):  # f(0) = 0: the class score and its negation
+        def forward(self, x):
+            y = (x.double() * torch.as_tensor(weights)).flatten(1).sum(1) + 0.3 * torch.tanh(x.double().flatten(1)).sum(
+                1
+            )
+            return torch.stack([y, -y], dim=1).float()
+
+    metric = quantus.IROF(perturb_baseline=0.0, normalise=False, disable_warnings=True, display_progressbar=False)
+    for i in range(4):
+        x = rng.uniform(size=(1, 1, 16, 16)).astype(np.float32)
+        a = rng.normal(size=(1, 1, 16, 16)).astype(np.float32)
+        groups = get_superpixel_segments(np.moveaxis(x[0], 0, -1).astype("double"), "slic")[None]
+        theirs = metric(
+            model=Linear().eval(), x_batch=x, y_batch=np.zeros(1, int), a_batch=a, device="cpu", softmax=False
+        )
+        predict = lambda rows: Linear()(torch.as_tensor(rows, dtype=torch.float32).reshape(-1, 1, 16, 16)).numpy()
+        ours = catalogue.irof(predict, x, a, groups, np.zeros(256), target=0)
+        curve = catalogue.group_removal_curve(predict, x, a, groups, np.zeros(256), target=0)
+        share = curve[:, 1:] / curve[:, :1]
+        G = share.shape[1]
+        assert G == len(np.unique(groups)) > 10
+        np.testing.assert_allclose(theirs, G - np.trapezoid(share, axis=1), rtol=1e-4)
+        np.testing.assert_allclose(ours.values, 1 - share.mean(axis=1), rtol=1e-9)
