@@ -15,6 +15,8 @@ The family's anatomy (specification in ``docs/human.md``), one room per module:
 - :mod:`.agreement`: the **metrics** (vectorised over the batch: :func:`select`, :func:`rescale`,
   :func:`agreement`, :func:`mae`) and the checks ``human_precision``, ``human_recall`` and
   ``human_mae`` (marker ``xai_human``);
+- :mod:`.removal`: the check ``irof`` (marker ``xai_irof``): superpixels removed in the order an
+  explanation gives lower the class score as fast as removing the object first;
 - :mod:`.draw`: the picture of a worst example;
 - this module: the cases, registered here.
 
@@ -58,6 +60,7 @@ from pytest_xai.cases.human.formats import (
     parse_imdb,
     parse_newsgroups,
 )
+from pytest_xai.cases.human.removal import irof
 from pytest_xai.cases.human.shapes import (
     GATE,
     RADII,
@@ -124,6 +127,7 @@ __all__ = [
     "human_shapes_oracle",
     "human_text_lexicon",
     "human_text_tfidf",
+    "irof",
     "load_images",
     "load_texts",
     "mae",
@@ -145,7 +149,10 @@ CASE_CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall":
 
 
 @FAMILY.case(
-    category="fidelity", source="synthetic shapes analogue (docs/human.md)", checks=CASE_CHECKS, libraries=("torch",)
+    category="fidelity",
+    source="synthetic shapes analogue (docs/human.md)",
+    checks={**CASE_CHECKS, "irof": {}},
+    libraries=("torch",),
 )
 def human_shapes_oracle(info, *, seed, cache) -> Case:
     """Crosses on textured 32x32 canvases, matched-filter oracle; human masks from 10 simulated
