@@ -12,11 +12,14 @@ expectation over a reference: a baseline row, background rows or an imputer, as 
   ones by noisy linear imputation, here the conditional mean of a Gaussian fitted to the background
   plus noise of its conditional spread, so that the imputation does not betray which features were
   removed; the score is the mean gap between least- and most-relevant-first removal, higher is better;
+- :func:`irof`: Iterative Removal Of Features (Rieger & Hansen 2020; Quantus ``IROF``): groups of
+  features (superpixels) removed most relevant first, the area over the curve of the share of a
+  class score left, each row divided by its own f(x) - f(nothing), higher is better;
 - :func:`pgi` and :func:`pgu`: prediction gap on important / unimportant features (OpenXAI, Agarwal et
   al. 2022): Gaussian noise on the k features of largest |attribution| (PGI, higher is better) or on
   the others (PGU, lower is better).
 
-Every curve is divided by one scale for the whole batch, the mean |f(x) - f(nothing)|, so that a
+Every curve but IROF's is divided by one scale for the whole batch, the mean |f(x) - f(nothing)|, so that a
 score is free of the output's units and comparable with the correct map's score on the same case.
 
 Stability metrics, from an explanation at the inputs and at perturbed copies of them (``perturbed``
@@ -285,11 +288,13 @@ def group_removal_curve(
 def irof(predict, inputs, attributions, groups, reference, *, target: Any = None, seed: int = 0) -> MetricResult:
     """Iterative Removal Of Features (Rieger & Hansen 2020; Quantus ``IROF``): the groups removed most
     relevant first (:func:`group_removal_curve`), the area over the curve of the share of the output
-    change left, (f(x_k) - f(nothing)) / (f(x) - f(nothing)), over k = 1..G; higher is better.  A row
-    whose output does not move when everything is removed is undefined."""
+    left, (f(x_k) - f(nothing)) / (f(x) - f(nothing)), over k = 1..G; higher is better.  It reads a
+    class score that removal lowers, as the paper's does: a row whose output is not above its value
+    with everything removed is undefined (there, removing its most relevant groups first moves the
+    output away from that value, and the share left exceeds 1)."""
     curve = group_removal_curve(predict, inputs, attributions, groups, reference, target=target, seed=seed)
     span = curve[:, 0] - curve[:, -1]
-    still = np.abs(span) <= 1e-9 * max(float(np.abs(span).mean()), 1e-300)
-    share = (curve[:, 1:] - curve[:, -1:]) / np.where(still, 1.0, span)[:, None]
-    reason = "removing every group does not move the output"
-    return _result("irof", 1.0 - share.mean(axis=1), True, [(still, reason)], {"seed": seed})
+    below = span <= 1e-9 * max(float(np.abs(span).mean()), 1e-300)
+    share = (curve[:, 1:] - curve[:, -1:]) / np.where(below, 1.0, span)[:, None]
+    reason = "the output is not above its value with every group removed"
+    return _result("irof", 1.0 - share.mean(axis=1), True, [(below, reason)], {"seed": seed})

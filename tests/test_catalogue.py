@@ -224,9 +224,9 @@ def test_irof_is_quantus_irof_on_its_own_superpixels(monkeypatch):
 
     monkeypatch.setattr(np, "trapz", np.trapezoid, raising=False)  # Quantus 0.6 calls np.trapz, gone in numpy 2.4
     rng = np.random.default_rng(11)
-    weights = rng.normal(size=(1, 16, 16))
+    weights = np.abs(rng.normal(size=(1, 16, 16)))
 
-    class Linear(torch.nn.Module):  # f(0) = 0: the class score and its negation
+    class Linear(torch.nn.Module):  # f(0) = 0 < f(x): a class score, and its negation
         def forward(self, x):
             y = (x.double() * torch.as_tensor(weights)).flatten(1).sum(1) + 0.3 * torch.tanh(x.double().flatten(1)).sum(
                 1
@@ -287,3 +287,20 @@ def test_pgi_and_pgu_are_the_closed_form_of_a_linear_model_within_monte_carlo_er
         replay = metric_bugs.pgi_as_pgu(f, X, A, k=k, sigma=sigma, n_samples=draws)
         expected, spread = _gap_of_linear(w, np.ones(d), important, sigma)
         assert abs(((replay - expected) / (spread / np.sqrt(draws))).mean()) * np.sqrt(n) > 10
+
+
+def test_irof_reads_only_rows_whose_output_removal_lowers():
+    """IROF's share of the output left assumes a class score above its value with everything removed;
+    on a regression half the rows lie below it, where the truth's order drives the output away and
+    scored 0.11 against its sign flip's 1.09 (gaussian_linear_rho0, each feature a group).  Those
+    rows are undefined and counted; on the others the truth beats its sign flip and noise."""
+    from pytest_xai.metrics import outputs
+
+    case = cases.get("gaussian_linear_rho0")
+    phi, X, groups = case.truth["shapley_interventional"], case.inputs, np.arange(case.inputs.shape[1])
+    truth = catalogue.irof(case.predict, X, phi, groups, case.background)
+    below = outputs(case.predict, X) <= outputs(case.predict, case.background).mean()
+    np.testing.assert_array_equal(~truth.defined, below)
+    assert 0.3 < below.mean() < 0.7 and "not above" in truth.reasons[int(np.flatnonzero(below)[0])]
+    for other in (-phi, np.random.default_rng(0).standard_normal(phi.shape)):
+        assert catalogue.irof(case.predict, X, other, groups, case.background).mean < truth.mean
