@@ -110,6 +110,20 @@ def test_our_monotonicity_inserts_the_input_not_the_baseline():
     assert good.mean > 0.9 and bad.mean < 0.1, (good.summary(), bad.summary())
 
 
+def test_our_irof_takes_the_area_over_the_curve():
+    """Quantus#113 (IROF returned the area under the curve: the order reversed) is not ours:
+    catalogue.irof, each feature its own group, passes the probe its replay fails."""
+    from pytest_xai import catalogue
+
+    probe = replay.PROBES["irof_prefers_truth"]
+
+    def ours(predict, inputs, attributions, baseline):
+        return catalogue.irof(predict, inputs, attributions, np.arange(np.shape(inputs)[1]), baseline).values
+
+    assert probe(ours).passed, probe(ours).detail
+    assert not probe(replay.irof_auc).passed
+
+
 def test_our_faithfulness_rewards_the_important_features_not_the_others():
     """OpenXAI#28 (PGI computed PGU) is not ours: perturbing a map's important features (our
     faithfulness's single removals) rates the exact values above their reversed order."""
