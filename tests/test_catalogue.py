@@ -1,7 +1,9 @@
-"""The metric catalogue (pytest_xai.catalogue): conformance with Quantus on the same draws (the same
-perturbed inputs and maps for the stability metrics), a Quantus bug replayed, ROAD's imputation
-against a regression fitted by scikit-learn, and what the deletion and insertion checks fail (their
-zoo runs in tests/test_zoo.py, their calibration in tests/test_gaussian.py)."""
+"""The metric catalogue (pytest_xai.catalogue): conformance with Quantus on the same draws (pixel
+flipping, IROF on Quantus' own superpixels, sparseness, complexity; the same perturbed inputs and
+maps for the stability metrics), Quantus bugs replayed, PGI and PGU against the closed form of a
+linear model, ROAD's imputation against a regression fitted by scikit-learn, and what the deletion
+and insertion checks fail (their zoo runs in tests/test_zoo.py, their calibration in
+tests/test_gaussian.py)."""
 
 from __future__ import annotations
 
