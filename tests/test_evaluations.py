@@ -448,7 +448,7 @@ def test_every_verdict_carries_the_same_evaluations_in_every_run_serial_or_n2(py
     pytest.importorskip("xdist")
     specs = [f"--xai-explainer={REF}:{name}" for name in CALLERS]
     runs = {}
-    for label, extra in (("first", ()), ("second", ()), ("n2", ("-n", "2"))):
+    for label, extra in (("first", ()), ("n2", ("-n", "2"))):  # two runs, two process layouts
         out, xml = pytester.path / f"{label}.json", pytester.path / f"{label}.xml"
         result = pytester.runpytest_subprocess(*QUIET, *ONE, *specs, f"--xai-report={out}", f"--junitxml={xml}", *extra)
         assert result.ret in (0, 1), result.stdout.str()
@@ -457,7 +457,7 @@ def test_every_verdict_carries_the_same_evaluations_in_every_run_serial_or_n2(py
         assert "xai_evaluations" in junit
     assert set(runs["first"]) == set(CALLERS)
     assert all(isinstance(v, int) and v > 0 for v in runs["first"].values()), runs["first"]
-    assert runs["first"] == runs["second"] == runs["n2"]
+    assert runs["first"] == runs["n2"]
     exact = compact(runs["n2"]["exact_shapley"])
     result.stdout.fnmatch_lines([f"symmetry[[]cough_and_fever[]]*PASS 1.000 {exact} ev, CPU *s, wall *s*"])
 

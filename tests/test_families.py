@@ -40,6 +40,26 @@ def test_every_built_in_family_is_declared_once_with_a_smoke_test_that_exists():
     assert len({case for _, case in pairs[: len(built_in)]}) == len(built_in)
 
 
+def test_every_built_in_case_names_the_model_libraries_the_zygote_imports_for_it():
+    """``CaseInfo.libraries`` (the family's, or the case's own) tells the zygote what to import before
+    its first fork; a built-in case always says (None, a user's case, means all of them), and each
+    name is a module that exists."""
+    import importlib.util
+
+    from pytest_xai.engine.zygote import LIBRARIES
+
+    for info in cases.infos():
+        if info.family == "user":
+            continue
+        assert info.libraries is not None, info.name
+        for module in info.libraries:
+            assert importlib.util.find_spec(module) is not None, (info.name, module)
+    libraries = {info.name: info.libraries for info in cases.infos()}
+    assert libraries["cough_and_fever"] == ("xgboost",)  # its torch twin is built on first read
+    assert libraries["counterexample_dummy_axiom"] == () and libraries["gaussian_linear_rho0"] == ("scipy.stats",)
+    assert set().union(*libraries.values()) >= set(LIBRARIES)  # each is some built-in case's
+
+
 def test_header_lines_come_from_the_declarations():
     from pytest_xai.cases import chess
 
