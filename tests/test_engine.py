@@ -1059,16 +1059,15 @@ def test_the_same_command_again_imports_its_model_libraries_without_waiting_for_
     assert "xgboost" in again_before and "xgboost" not in again_held and "chess" in again_held, groups
 
 
-def test_held_libraries_wait_for_the_runs_needs_and_the_later_ones_for_them():
-    """The zygote's server: held libraries are imported only before a fork, a ``need`` request
-    replaces them (and any pending model library) by what the run needs, and the explainer
-    libraries imported at leisure wait until then (an import under way delays the next fork)."""
+def test_held_libraries_wait_for_the_runs_needs():
+    """The zygote's server: held libraries are imported only before a fork (never while it waits),
+    and a ``need`` request replaces them (and any pending model library) by what the run needs."""
     from pytest_xai.engine.zygote import Server
 
-    server = Server(None, None, ["captum.attr", "sklearn.tree"], ["shap"], [], held=["torch", "chess"])  # type: ignore[arg-type]
+    server = Server(None, None, ["captum.attr", "sklearn.tree"], [], [], held=["torch", "chess"])  # type: ignore[arg-type]
     assert server.idle() == 0.0  # the expected ones at once
     server.pending.clear()
-    assert server.idle() is None  # shap waits: torch and chess are held
+    assert server.idle() is None  # torch and chess wait for a fork or a need
     server.pending[:] = ["captum.attr", "sklearn.tree"]
     needed = {"op": "need", "modules": ["sys", "a_model_library"]}  # sys is imported already
     assert server.need(needed, []) == {"pending": ["captum.attr", "a_model_library"]}

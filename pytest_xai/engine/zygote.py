@@ -172,17 +172,15 @@ class Server:
         while True:
             ready = select.select(self.sockets, [], [], self.idle())[0]
             if not ready and time.monotonic() >= self.quiet_until:
-                preload((self.pending or self.later).pop(0))  # idle() waits for ever when neither is due
+                preload((self.pending or self.later).pop(0))
             for sock in ready:
                 if not self.serve(sock):
                     return 0
 
     def idle(self) -> float | None:
-        """How long to wait for a request: until the next import, or for ever when none is due (the
-        later ones wait while libraries are held: an import under way would delay the fork)."""
-        if not (self.pending or (self.later and not self.held)):  # later ones: once the run said its needs
-            return None
-        return max(0.0, self.quiet_until - time.monotonic())
+        """How long to wait for a request: until the next import, or for ever when none is left (the
+        held ones are imported only before a fork)."""
+        return max(0.0, self.quiet_until - time.monotonic()) if self.pending or self.later else None
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer what arrived on ``sock``; False once the owner has gone."""
@@ -316,7 +314,7 @@ def run(
     ``later`` are imported after the first answer, one at a time while no request is waiting;
     ``before_fork`` too, first, and all of them before the first explainer worker is forked (an
     xdist worker, which does not need them, is forked before).  ``held`` only before the first
-    fork, unless a ``need`` request says which model libraries the run needs; ``later`` wait for it.
+    fork, unless a ``need`` request says which model libraries the run needs.
     """
     worker.die_with_parent()
     filters = list(warnings.filters)

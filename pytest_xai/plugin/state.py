@@ -301,7 +301,11 @@ class XaiState:
             name = _case_name(item)
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
-        if self._runner is not None and any(_uses_xai(item) for item in session.items):
+        if (
+            self._runner is not None
+            and not self.config.getoption("collectonly", False)  # no zygote then
+            and any(_uses_xai(item) for item in session.items)
+        ):
             libraries = _libraries(session.items)
             self._runner.need(libraries)
             if getattr(self.config, "cache", None) is not None:
