@@ -78,7 +78,8 @@ class Family:
     it follows (paper or benchmark), ``smoke``, the ``(check, case)`` of its one test in the fast
     gate (``-m xai_smoke``, ``docs/ci.md``), ``header``, a function returning a line for pytest's
     header (e.g. a shipped model's measured accuracy), called once a run that has explainers, and
-    ``libraries``, the model libraries its cases' builders import (a case may name its own).
+    ``libraries``, the model libraries its cases' builders import (a case may name its own; None,
+    unknown, has the zygote import all it knows).
 
     ``module`` is the module that declared it (the family's origin).
     """
@@ -90,7 +91,7 @@ class Family:
         source: str = "",
         smoke: tuple[str, str] | None = None,
         header: Callable[[], str] | None = None,
-        libraries: tuple[str, ...] = (),
+        libraries: tuple[str, ...] | None = None,
     ):
         if not (isinstance(name, str) and name.isidentifier()):
             raise ValueError(f"Family({name!r}): the name must be an identifier, e.g. 'units'")
@@ -102,7 +103,7 @@ class Family:
                 f"in the fast gate, e.g. ('symmetry', 'cough_and_fever')"
             )
         self.name, self.source, self.smoke, self.header = name, source, smoke, header
-        self.libraries = tuple(libraries)
+        self.libraries = None if libraries is None else tuple(libraries)
         self.module: str = sys._getframe(1).f_globals.get("__name__", "?")
         _claim(FAMILIES, "family", name, self, self.module, "the first argument of Family")
 

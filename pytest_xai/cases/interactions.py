@@ -37,7 +37,7 @@ from pytest_xai.registry import Family
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
 SOURCE = "Belaid et al. 2022, Compare-xAI (Tsang et al. 2020, Archipelago)"
-FAMILY = Family("interactions", source=SOURCE, smoke=("interaction_detection", "detect_interaction0"))
+FAMILY = Family("interactions", source=SOURCE, smoke=("interaction_detection", "detect_interaction0"), libraries=())
 P = 40
 _AND_20 = (range(20), +1)
 _AND_10_30 = (range(10, 30), +1)

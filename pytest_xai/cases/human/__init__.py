@@ -144,7 +144,7 @@ __all__ = [
 ]
 
 SOURCE = "Mohseni & Ragan 2018, arXiv 1801.05075 (v2 2020 with Block), human-attention benchmark"
-FAMILY = Family("human", source=SOURCE, smoke=("human_precision", "human_shapes_oracle"))  # the text cases: none
+FAMILY = Family("human", source=SOURCE, smoke=("human_precision", "human_shapes_oracle"), libraries=())
 CASE_CHECKS: dict[str, dict[str, Any]] = {"human_precision": {}, "human_recall": {}, "human_mae": {}}
 
 
