@@ -119,22 +119,28 @@ class NoisyLinearImputer:
         n, m, d = masks.shape
         rng = np.random.default_rng([seed, 41])
         out = np.empty((n, m, 1, d))
+        solved: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # per mask: the gain and the spread
         for i in range(n):
             for j in range(m):
                 kept = masks[i, j]
                 row = inputs[i].copy()
                 gone = ~kept
                 if gone.any():
-                    S = self.cov
-                    if kept.any():
-                        gain = np.linalg.solve(S[np.ix_(kept, kept)], S[np.ix_(kept, gone)]).T
-                        row[gone] = self.mean[gone] + gain @ (inputs[i, kept] - self.mean[kept])
-                        spread = np.diag(S[np.ix_(gone, gone)] - gain @ S[np.ix_(kept, gone)])
-                    else:
-                        row[gone], spread = self.mean[gone], np.diag(S)[gone]
+                    if kept.tobytes() not in solved:
+                        solved[kept.tobytes()] = self._conditional(kept)
+                    gain, spread = solved[kept.tobytes()]
+                    row[gone] = self.mean[gone] + gain @ (inputs[i, kept] - self.mean[kept])
                     row[gone] += self.noise * np.sqrt(np.maximum(spread, 0.0)) * rng.standard_normal(gone.sum())
                 out[i, j, 0] = row
         return out
+
+    def _conditional(self, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gain of the absent features' conditional mean on the present ones, and its variances."""
+        S, gone = self.cov, ~kept
+        if not kept.any():
+            return np.zeros((gone.sum(), 0)), np.diag(S)[gone]
+        gain = np.linalg.solve(S[np.ix_(kept, kept)], S[np.ix_(kept, gone)]).T
+        return gain, np.diag(S[np.ix_(gone, gone)] - gain @ S[np.ix_(kept, gone)])
 
 
 def road(predict, inputs, attributions, background, *, target: Any = None, seed: int = 0) -> MetricResult:

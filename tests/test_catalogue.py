@@ -306,3 +306,24 @@ def test_irof_reads_only_rows_whose_output_removal_lowers():
     assert 0.3 < below.mean() < 0.7 and "not above" in truth.reasons[int(np.flatnonzero(below)[0])]
     for other in (-phi, np.random.default_rng(0).standard_normal(phi.shape)):
         assert catalogue.irof(case.predict, X, other, groups, case.background).mean < truth.mean
+
+
+@pytest.mark.parametrize("name", ["road", "pgi", "pgu"])
+def test_road_pgi_and_pgu_are_checks_that_pass_the_exact_values_and_fail_noise_and_zeros(name):
+    """Calibrated as deletion is: the exact values pass, seeded noise and an all-zero map fail
+    (two cases, seeds 0 and 1; their zoo runs in tests/test_zoo.py)."""
+    from pytest_xai.explainers import degenerate
+
+    info = checks.CHECKS[name]
+    assert info.marker == f"xai_{name}"
+    for case_name in ("gaussian_linear_rho50", "gaussian_nonlinear_additive_rho50"):
+        for seed in (0, 1):
+            case = cases.get(case_name, seed=seed)
+            params = {**info.thresholds, "conditional": "interventional"}
+            truth = case.truth["shapley_interventional"]
+            assert info.func(truth, case, **params).passed
+            for member in ("noise", "zeros"):
+                wrong = degenerate.apply(member, truth, case.inputs, case.predict(case.inputs), seed=seed)
+                score = info.func(wrong, case, **params)
+                assert not score.passed, member
+                assert "margin -" not in score.detail  # PGU's margin over a random order is in its direction

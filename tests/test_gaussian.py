@@ -257,7 +257,17 @@ def test_rho_sweep_is_one_case_per_paper_value():
 def test_label_cases_are_complete_deterministic_and_exact(name):
     info = cases.info(name)
     assert info.family == "gaussian" and info.category == "fidelity"
-    assert set(info.checks) == {"gt_shapley", "faithfulness", "monotonicity", "infidelity", "deletion", "insertion"}
+    assert set(info.checks) == {
+        "gt_shapley",
+        "faithfulness",
+        "monotonicity",
+        "infidelity",
+        "deletion",
+        "insertion",
+        "road",
+        "pgi",
+        "pgu",
+    }
     case = cases.get(name)
     again = info.build(info, seed=0, cache=Cache(None))
     np.testing.assert_array_equal(case.inputs, again.inputs)

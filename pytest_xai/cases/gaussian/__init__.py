@@ -16,7 +16,7 @@ The family's anatomy, one room per module:
   Shapley values, observational and interventional;
 - :mod:`.datasets`: one dataset definition drawn with a seed (:func:`make_dataset`);
 - :mod:`.checks`: ``gt_shapley``, ``faithfulness``, ``monotonicity`` and ``infidelity``, and the catalogue's
-  ``deletion`` and ``insertion`` curves (:mod:`pytest_xai.catalogue`);
+  ``deletion``, ``insertion`` and ``road`` curves and ``pgi`` and ``pgu`` (:mod:`pytest_xai.catalogue`);
 - this module: the cases, registered here.  The model of a case is the standardised noise-free
   label function, or a model trained on noisy labels.
 """
@@ -30,7 +30,17 @@ from typing import Any
 import numpy as np
 
 from pytest_xai.case import Case, CaseInfo
-from pytest_xai.cases.gaussian.checks import deletion, faithfulness, gt_shapley, infidelity, insertion, monotonicity
+from pytest_xai.cases.gaussian.checks import (
+    deletion,
+    faithfulness,
+    gt_shapley,
+    infidelity,
+    insertion,
+    monotonicity,
+    pgi,
+    pgu,
+    road,
+)
 from pytest_xai.cases.gaussian.datasets import N_BACKGROUND, N_EXPLAINED, N_TRAIN, Dataset, make_dataset
 from pytest_xai.cases.gaussian.distributions import (
     CONDITIONALS,
@@ -101,6 +111,9 @@ __all__ = [
     "monotonicity",
     "monte_carlo_shapley",
     "paper_weights",
+    "pgi",
+    "pgu",
+    "road",
     "standardise",
 ]
 
@@ -117,6 +130,9 @@ CASE_CHECKS = {
     "infidelity": {"conditional": "interventional"},
     "deletion": {"conditional": "interventional"},
     "insertion": {"conditional": "interventional"},
+    "road": {"conditional": "interventional"},
+    "pgi": {"conditional": "interventional"},
+    "pgu": {"conditional": "interventional"},
 }
 
 

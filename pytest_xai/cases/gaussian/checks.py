@@ -220,6 +220,16 @@ def _metric(name: str, case: Case, attributions: Any, conditional: str) -> metri
 
         metric = catalogue.deletion if name == "deletion" else catalogue.insertion
         return metric(case.predict, case.inputs, A, reference, target=case.target)
+    if name == "road":  # imputes from a Gaussian fitted to the background rows, whatever the game
+        from pytest_xai import catalogue
+
+        return catalogue.road(case.predict, case.inputs, A, case.background, target=case.target)
+    if name in ("pgi", "pgu"):  # OpenXAI's noise: sigma 0.1 of each feature's background spread, k = d / 4
+        from pytest_xai import catalogue
+
+        gap = catalogue.pgi if name == "pgi" else catalogue.pgu
+        seed = int(case.meta.get("seed", 0))
+        return gap(case.predict, case.inputs, A, case.background, target=case.target, seed=seed)
     raise KeyError(name)
 
 
@@ -310,8 +320,9 @@ def _relative_verdict(
     if share is not None and exact:
         threshold = params["max_share"] = share
         params["random_score"] = floor = _random_score(name, case, conditional)
-        gap = share * max(truth - floor, 0.0)
-        of_margin = f" ({share:g} of their margin {truth - floor:.3f} over a random order)"
+        margin = truth - floor if result.higher_is_better else floor - truth
+        gap = share * max(margin, 0.0)
+        of_margin = f" ({share:g} of their margin {margin:.3f} over a random order)"
     if found is not None:
         params["reference"] = found.summary()
     if not result.defined.any():
@@ -491,7 +502,7 @@ def _in_either_game(
     case: Case,
     conditional: str,
     max_gap: float,
-    bar: tuple[str, float],
+    bar: tuple[str, float] | None,
     share: float | None = None,
 ) -> Score:
     """:func:`_relative_verdict` in the case's conditional and, where it fails for the interventional
@@ -567,3 +578,103 @@ def insertion(
     return _in_either_game(
         "insertion", "insertion AOPC", attributions, case, conditional, max_gap, ("min_score", min_score)
     )
+
+
+_ROAD_INPUT = (
+    "may pass: on a linear label of standardised features the input's order is often phi's (phi_i = w_i x_i), "
+    "and ROAD reads only the order; it fails the input on 39 of 130 case-seeds (seeds 0-9), faithfulness catches it"
+)
+
+
+@check(
+    marker="xai_road",
+    reference=_shapley_reference,
+    thresholds={"max_share": 0.1, "max_gap": 0.02},
+    passes_by_construction={
+        "noisy_10": _SMALL_NOISE,
+        "noisy_30": "may pass: 30 % noise reorders only close attributions, within 0.35 of the margin (fails 13 of "
+        "130 case-seeds); gt_shapley rejects it",
+        "noisy_100": "may pass: it fails 119 of 130 case-seeds; on multinomial_linear the order of the largest "
+        "attributions survives it",
+        "row_offset": _ORDER_ONLY,
+        "input_itself": _ROAD_INPUT,
+        "input_minus_mean": _ROAD_INPUT,
+        "shuffled_rows@gaussian_linear_rho99": "may pass: at rho = 0.99 the imputation recovers a removed feature "
+        "from its neighbour, and every order scores close to the truth",
+    },
+)
+def road(attributions, case: Case, *, conditional: str = "interventional", max_share: float, max_gap: float) -> Score:
+    """Removing the most relevant features first, imputed so that the removal does not betray itself,
+    costs as much more than removing the least relevant first as in the correct values' order: ROAD
+    (Rong et al. 2022, noisy linear imputation from a Gaussian fitted to the background rows),
+    :func:`pytest_xai.catalogue.road`.
+
+    Calibrated as monotonicity is, in the better of the two games: pass when the mean trails the exact
+    values' by at most max_share (default 0.1) of their margin over a random order.  A share, not a
+    gap: at rho = 0.99 every order scores within 0.02 of the truth.  Seeds 0-9 on the 13 gaussian
+    cases (130 case-seeds): correct values 0 of the margin below their game's truth, random noise
+    0.19 or more, |phi| 0.35, two swapped top features 0.47, zeros 0.53, a sign flip 1.75.  It reads
+    only the order: passes by construction a per-row offset and small noise; the input itself may
+    pass (declared).  Against an estimated reference the gap is max_gap (0.02) widened by its
+    error; without a reference there is no bar and the check does not apply."""
+    return _in_either_game("road", "ROAD gap", attributions, case, conditional, max_gap, None, max_share)
+
+
+#: Why PGI and PGU pass some corrupted maps.
+_TOP_K = (
+    "PGI and PGU read only which k features have the largest |w| (OpenXAI's k = d / 4, one of the five "
+    "here): a map with the truth's magnitudes picks the truth's features; gt_shapley and faithfulness see sign"
+)
+_SAME_TOP = (
+    "may pass: with k = 1 of 5 only each row's top |w| feature counts, which a swap of two close features, "
+    "noise that lifts no other above it, a per-row offset or another row's map (where one feature dominates "
+    "every row) keeps; gt_shapley and faithfulness reject it"
+)
+_STEPS = (
+    "may pass: on a piecewise-constant label noise of 0.1 of a feature's spread rarely crosses a step, so "
+    "every choice of k features moves the output about as little: no margin over a random order"
+)
+_PG_DECLARED = {
+    "sign_flipped": _TOP_K,
+    "scaled_negative": _TOP_K,
+    "abs_of_exact": _TOP_K,
+    **dict.fromkeys(("row_offset", "swapped", "shuffled_rows", "noisy_10", "noisy_30"), _SAME_TOP),
+    **{
+        f"{member}@gaussian_piecewise_constant*": _STEPS
+        for member in ("zeros", "constant", "noise", "output_copied", "one_row_in_ten", "noisy_100")
+    },
+}
+
+
+@check(
+    marker="xai_pgi",
+    reference=_shapley_reference,
+    thresholds={"max_share": 0.2, "max_gap": 0.01},
+    passes_by_construction=_PG_DECLARED,
+)
+def pgi(attributions, case: Case, *, conditional: str = "interventional", max_share: float, max_gap: float) -> Score:
+    """Noise on the k features of largest |attribution| moves the output as much as on the correct
+    values' top k: prediction gap on important features (OpenXAI, Agarwal et al. 2022; Gaussian noise
+    of 0.1 of each feature's background spread, k = d / 4, seeded by the case),
+    :func:`pytest_xai.catalogue.pgi`.
+
+    Calibrated as :func:`road`, max_share 0.2 of the margin over a random order: seeds 0-9 on the 13
+    gaussian cases, the correct values 0 below their game's truth; maps that know nothing (zeros,
+    noise, the input, the output copied) fail 122 to 126 of 130 case-seeds, all but on the
+    piecewise-constant labels, where no order has a margin.  A weak check by design: it reads one
+    feature a row here (declared).  Without a reference it does not apply (its unit is the output's)."""
+    return _in_either_game("pgi", "PGI", attributions, case, conditional, max_gap, None, max_share)
+
+
+@check(
+    marker="xai_pgu",
+    reference=_shapley_reference,
+    thresholds={"max_share": 0.2, "max_gap": 0.01},
+    passes_by_construction=_PG_DECLARED,
+)
+def pgu(attributions, case: Case, *, conditional: str = "interventional", max_share: float, max_gap: float) -> Score:
+    """Noise on all but the k features of largest |attribution| moves the output as little as off the
+    correct values' top k: prediction gap on unimportant features (OpenXAI; lower is better),
+    :func:`pytest_xai.catalogue.pgu`, calibrated and declared as :func:`pgi` (maps that know nothing
+    fail 124 to 127 of 130 case-seeds)."""
+    return _in_either_game("pgu", "PGU", attributions, case, conditional, max_gap, None, max_share)
