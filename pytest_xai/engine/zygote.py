@@ -144,7 +144,7 @@ class Server:
         before_fork: list[str],
         later: list[str],
         filters: list[Any],
-        held: list[str] = (),  # type: ignore[assignment]  # a default never written to
+        held: Sequence[str] = (),
     ):
         self.owner, self.listener, self.clients = owner, listener, [owner]
         self.pending, self.later = list(before_fork), list(later)  # imported before the first fork; at leisure
@@ -243,12 +243,12 @@ class Server:
         return {"status": self.statuses.pop(request["pid"], None)}
 
     def need(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """``need``: the model libraries the run's cases are built with, in place of those of
-        :data:`LIBRARIES` still pending (a worker imports any other it needs itself)."""
+        """``need``: the model libraries the run's cases are built with, in place of the held ones and
+        of those pending but the explainer libraries (a worker imports any other it needs itself)."""
         _close(fds)
         modules = request.get("modules")
         if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
-            kept = [m for m in self.pending if m not in LIBRARIES]  # the run's explainer libraries
+            kept = [m for m in self.pending if m in PRELOAD_LATER]  # the run's explainer libraries
             self.pending = kept + [m for m in modules if m not in kept and m not in sys.modules]
             self.held = []
         return {"pending": self.pending}
@@ -307,7 +307,7 @@ def run(
     before_fork: list[str],
     later: list[str],
     listen_fd: int | None = None,
-    held: list[str] = (),  # type: ignore[assignment]  # a default never written to
+    held: Sequence[str] = (),
 ) -> int:
     """Import ``modules`` once, then serve on ``sock_fd`` (and ``listen_fd``) until its owner has gone.
 
