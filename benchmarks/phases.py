@@ -45,6 +45,7 @@ REGIONS = {
     "pytest_xai.engine.isolate": {
         "Pool.explain": "worker calls",
         "Pool.call": "worker calls",  # the explainer's and, since the judge moved there, the judge's worker
+        "Pool.ahead": "worker calls",  # the next test's explanation, made while this one is judged
         "Pool._worker": "worker start",
         "Zygote._ask": "zygote answers",
     },  # the zygote's client, there before pytest_xai.engine.zygote

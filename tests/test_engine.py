@@ -1206,3 +1206,56 @@ def test_without_a_zygote_the_client_becomes_plain_python(tmp_path):
     proc = _forked_python(str(tmp_path / "no-socket"), "import os, sys; print(os.getpid()); sys.exit(4)")
     out, _ = proc.communicate("", timeout=60)
     assert proc.returncode == 4 and out.strip() == str(proc.pid)
+
+
+AHEAD_EXPLAINER = """
+import os
+from pathlib import Path
+
+CALLS = []
+
+
+def explain(inputs):
+    CALLS.append(1)  # each call says when it starts: aheadplugin waits for the second
+    Path(os.environ["XAI_AHEAD_DIR"], f"call-{len(CALLS)}").write_text(str(inputs.shape))
+    return inputs * 0.0 + 1.0
+"""
+
+AHEAD_PLUGIN = """
+import os
+import time
+from pathlib import Path
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if "cough_and_fever-" in item.nodeid and nextitem is not None:  # the first case's test ends
+        second = Path(os.environ["XAI_AHEAD_DIR"], "call-2")
+        deadline = time.monotonic() + 20
+        while not second.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        Path(os.environ["XAI_AHEAD_DIR"], "overlap").write_text(str(second.exists()))
+"""
+
+
+def test_the_next_tests_explanation_is_made_while_this_one_is_judged(pytester, monkeypatch):
+    """Serially, the explainer's worker starts on the next test's case once it has explained this
+    one: the test's check, in the judge's worker, runs beside it instead of before it.  The second
+    call has started before the first test ends (its teardown waits for it, 20 s at most)."""
+    pytester.makepyfile(ahead=AHEAD_EXPLAINER)
+    pytester.makepyfile(aheadplugin=AHEAD_PLUGIN)  # a plugin: a conftest here does not reach the suite's tests
+    monkeypatch.setenv("XAI_AHEAD_DIR", str(pytester.path))
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-p",
+        "aheadplugin",
+        "-k",
+        "cough_and_fever",
+        "--xai-explainer=ahead.py:explain",
+        "--xai-report=report.json",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    assert (pytester.path / "overlap").read_text() == "True"
+    doc = _report(pytester.path / "report.json")
+    assert sorted(r["case"] for r in doc["results"]) == ["cough_and_fever", "cough_and_fever_10_90"]
+    assert all(r["status"] in ("PASS", "FAIL") and r["cached"] is False for r in doc["results"]), doc["results"]
+    assert not (pytester.path / "call-3").exists()  # one call a case: the one made ahead is the one taken

@@ -388,6 +388,15 @@ class Pool:
         _raise_for(reply, "")
         return reply, arrays
 
+    def ahead(
+        self, worker: Worker, request: dict[str, Any], watch: Watch | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One explain request on ``worker``, which is up: the call made ahead, from a thread of
+        its own, beside the test thread's calls to the other workers (``Runner._explain_ahead``)."""
+        reply, arrays = worker.call({"op": "explain", **request}, self.limits, watch=watch)
+        _raise_for(reply, "")
+        return reply, arrays
+
     def send(self, spec: str, request: dict[str, Any], *, case: Case | None = None) -> tuple[Worker, Sent]:
         """Send one request to the worker of ``spec`` without waiting: ``receive`` reads the reply."""
         worker = self._worker(spec)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the engine imports its collaborators where it uses them
     from pytest_xai.cache import Cache
     from pytest_xai.case import Case, CaseInfo, CaseRef, Score
     from pytest_xai.engine.contract import Explainer, Explanation
-    from pytest_xai.engine.isolate import Limits, Pool, Watch
+    from pytest_xai.engine.isolate import Limits, Pool, Watch, Worker
 
 #: Threshold precedence, strongest first (docs/explainers.md, "Writing your own tests"); the JSON names the level used.
 LEVELS = ("call", "marker", "command line", "ini", "case", "default")
@@ -132,6 +132,11 @@ class Runner:
         #: The registered case the next call will probably need (the plugin sets it from the test
         #: order): a worker builds it once it has replied, while the plugin scores the explanation.
         self.upcoming: str | None = None
+        #: The next test's explanation, which the explainer's worker makes while this one is judged
+        #: (the plugin sets it from the test order): ``(explainer, case)``, or None.
+        self.ahead: tuple[Explainer, CaseRef] | None = None
+        self.explaining: dict[str, _Ahead] = {}  # explainer spec -> its worker's call made ahead
+        self.made: dict[tuple[Any, ...], _Ahead] = {}  # calls made ahead, read, and not taken yet
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
         #: Entered while this thread only waits for a worker's reply (the plugin's background thread
@@ -188,6 +193,10 @@ class Runner:
 
     def close(self) -> None:
         if self._pool is not None:
+            for spec in self.explaining:  # a call made ahead that no test needs: stopped, not waited for
+                worker = self._pool.workers.get(spec)
+                if worker is not None:
+                    worker.kill()
             self._pool.close()
 
     def seed_for(self, case: Case | CaseRef) -> int:
@@ -207,17 +216,74 @@ class Runner:
         seed = self.seed_for(case) if seed is None else seed
         key = self._key(explainer, case, seed)
         if key in self.memo:
+            self._explain_ahead()
             return self.memo[key][1], True
         if explainer.broken is not None:  # its module exited, hung or raised when imported (pytest_xai.engine.probe)
             kind, message = explainer.broken
             return Outcome("error", message=message, kind=kind), False
         self._send_vet(case)  # the judge's worker vets the case while the explainer's makes the call
-        outcome = self._call(explainer, case, seed=seed)
+        made = self.made.pop(key, None)
+        if made is None and key == getattr(self.explaining.get(explainer.spec), "key", None):
+            made = self._joined(explainer.spec)
+        outcome = self._call(explainer, case, seed=seed) if made is None else self._taken(made)
         vetted = self.vet(case)
         if isinstance(vetted, Outcome):  # the case's fault: what the explainer did with it says nothing
             outcome = vetted
         self.memo[key] = (case, outcome)  # the case stays alive, so id(case) is not reused
+        self._explain_ahead()
         return outcome, False
+
+    def _explain_ahead(self) -> None:
+        """Send the next test's explanation (:attr:`ahead`) to its explainer's worker, which makes it
+        while this test is judged in the judge's worker: the two workers work side by side instead of
+        taking turns.  Its reply is read in a thread of this process, under the same limits as any
+        call (:class:`_Ahead`); the test that needs it takes it, and any other call to that worker
+        waits for it first (:meth:`_made_ahead`).  Only a registered case, an explainer whose worker
+        is up and idle, and an explanation not made yet."""
+        if self.ahead is None or self.limits is None or self._pool is None:
+            return
+        explainer, case = self.ahead
+        self.ahead = None
+        seed = self.seed_for(case)
+        key = self._key(explainer, case, seed)
+        worker = self._pool.workers.get(explainer.spec)
+        vetted = self.vetted.get(key[1])
+        if (
+            key in self.memo
+            or explainer.broken is not None
+            or explainer.spec in self.explaining
+            or worker is None
+            or not worker.alive
+            or (vetted is not None and isinstance(vetted[1], Outcome))
+        ):
+            return
+        self.explaining[explainer.spec] = _Ahead(self, worker, explainer, case, seed, key)
+
+    def _joined(self, spec: str) -> _Ahead:
+        """The call made ahead on the worker of ``spec``, once its reply is read (the test thread
+        waits for it as for any call: its progress lines, the plugin's background work)."""
+        made = self.explaining[spec]
+        made.watching[0] = self.watch
+        with self.waiting():
+            made.thread.join()
+        del self.explaining[spec]
+        if not made.worker.alive:
+            self.pool.workers.pop(spec, None)
+        return made
+
+    def _taken(self, made: _Ahead) -> Outcome:
+        """The outcome of a call made ahead, for the test that needs it; one whose worker died with
+        its zygote is made once more, as :meth:`Pool.call` does."""
+        if isinstance(made.error, ExplainerCrash) and made.worker.lost_with_zygote():
+            return self._call(made.explainer, made.case, seed=made.seed)
+
+        def explained() -> Outcome:
+            if made.error is not None:
+                raise made.error
+            assert made.reply is not None
+            return self._explained(made.case, None, None, *made.reply)
+
+        return _outcome(explained)
 
     def _send_vet(self, case: Case | CaseRef) -> None:
         """Send the vetting of ``case`` to the judge's worker without waiting (:meth:`vet` reads it)."""
@@ -446,15 +512,14 @@ class Runner:
         budget: int | None = None,
     ) -> Outcome:
         budget = self.budget if budget is None else budget
-        try:
-            if self.limits is None:
-                explanation = self._in_process(explainer, _built(case), seed, budget)
-                return Outcome("ok", explanation, seconds=explanation.seconds, evaluations=explanation.evaluations)
-            return self._in_worker(explainer, case, seed, variant, inputs, budget)
-        except NotApplicable as exc:
-            return Outcome("skip", message=str(exc))
-        except ExplainerError as exc:
-            return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
+        if self.limits is not None:
+            return _outcome(lambda: self._in_worker(explainer, case, seed, variant, inputs, budget))
+
+        def in_process() -> Outcome:
+            explanation = self._in_process(explainer, _built(case), seed, budget)
+            return Outcome("ok", explanation, seconds=explanation.seconds, evaluations=explanation.evaluations)
+
+        return _outcome(in_process)
 
     def _in_worker(
         self,
@@ -465,13 +530,38 @@ class Runner:
         inputs: dict[str, Any] | None = None,
         budget: int | None = None,
     ) -> Outcome:
-        from pytest_xai.engine import contract
-
-        header, sent = self._addressed(case)
-        given = self.budget if budget is None else int(budget)
-        request = {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": given, **header}
+        if explainer.spec in self.explaining:  # its worker makes the next test's explanation: that first
+            made = self._joined(explainer.spec)
+            self.made[made.key] = made  # taken by explain(): vetting it here could interrupt a check
+        request, sent = self._request(case, seed, variant, inputs, budget)
         with self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
+        return self._explained(case, sent, inputs, reply, arrays)
+
+    def _request(
+        self,
+        case: Case | CaseRef,
+        seed: int,
+        variant: list[Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        budget: int | None = None,
+    ) -> tuple[dict[str, Any], Case | None]:
+        """An explain request for a worker, and the hand-made case to pickle with it (or None)."""
+        header, sent = self._addressed(case)
+        given = self.budget if budget is None else int(budget)
+        return {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": given, **header}, sent
+
+    def _explained(
+        self,
+        case: Case | CaseRef,
+        sent: Case | None,
+        inputs: dict[str, Any] | None,
+        reply: dict[str, Any],
+        arrays: dict[str, Any],
+    ) -> Outcome:
+        """The outcome of a worker's ok reply: its arrays validated against the case's shape and target."""
+        from pytest_xai.engine import contract
+
         if sent is not None:
             shape, target = tuple(sent.inputs.shape), sent.target
         else:
@@ -526,6 +616,46 @@ class Runner:
                     f"raised {type(exc).__name__}: {clip(exc, 2000)}",
                     clip("".join(traceback.format_exception(type(exc), exc, explainers_frames(exc.__traceback__)))),
                 ) from None
+
+
+class _Ahead:
+    """A call made ahead (:meth:`Runner._explain_ahead`): sent at once to the explainer's worker that
+    is up, its reply read in a thread of its own, which holds the call to its limits as the test
+    thread would (:meth:`pytest_xai.engine.isolate.Worker.receive`)."""
+
+    def __init__(
+        self, runner: Runner, worker: Worker, explainer: Explainer, case: CaseRef, seed: int, key: tuple[Any, ...]
+    ):
+        self.worker, self.explainer, self.case, self.seed, self.key = worker, explainer, case, seed, key
+        self.reply: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.error: BaseException | None = None
+        self.watching: list[Watch | None] = [None]  # the progress lines of the test that waits for it
+        request, _ = runner._request(case, seed)
+        pool = runner.pool  # the test thread's, started
+
+        def follow(seconds: float, cpu: float | None) -> None:
+            watch = self.watching[0]
+            if watch is not None:
+                watch(seconds, cpu)
+
+        def run() -> None:
+            try:
+                self.reply = pool.ahead(worker, request, watch=follow)
+            except BaseException as exc:  # noqa: BLE001 - the test that takes it reports it
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, name=f"pytest-xai ahead {explainer.name}", daemon=True)
+        self.thread.start()
+
+
+def _outcome(work: Callable[[], Outcome]) -> Outcome:
+    """``work()``, a NotApplicable as a skip, an ExplainerError as an error of its kind."""
+    try:
+        return work()
+    except NotApplicable as exc:
+        return Outcome("skip", message=str(exc))
+    except ExplainerError as exc:
+        return Outcome("error", message=str(exc), traceback=getattr(exc, "traceback", ""), kind=exc.kind)
 
 
 class _real_interrupts:

@@ -150,6 +150,8 @@ class XaiState:
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.engine.probe learnt of a user's explainer
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
+        #: Serially: node id -> the next suite test's (explainer, case name) that is not its own.
+        self.following: dict[str, tuple[Any, str] | None] = {}
         self._background: Background | None = None
         self.picture_failures: list[str] = []
         self.snapshots: list[tuple[str, str]] = []  # (node id, the xai_snapshot property: JSON text)
@@ -297,10 +299,14 @@ class XaiState:
         if hasattr(self.config, "workerinput") or self.controller:
             return
         following = None
+        explanation = None
         for item in reversed(session.items):
             name = _case_name(item)
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
+            own = _explanation_of(item)
+            self.following[item.nodeid] = explanation if explanation != own else None
+            explanation = own or explanation
         if (
             self._runner is not None
             and not self.config.getoption("collectonly", False)  # no zygote then
@@ -329,14 +335,33 @@ class XaiState:
         return [str(params.dir), *(str(a) for a in params.args if not str(a).startswith("--basetemp"))]
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        """The case the workers build ahead during this test: serially the next other case; under
-        xdist a worker knows only its next test, so that test's case."""
+        """The case the workers build ahead during this test, and the explanation the explainer's
+        worker makes while this test is judged: serially the next other ones; under xdist a worker
+        knows only its next test, so that test's."""
         if item.nodeid in self.upcoming:
             following = self.upcoming[item.nodeid]
+            explanation = self.following.get(item.nodeid)
         else:
             following = _case_name(nextitem) if nextitem is not None else None
+            explanation = _explanation_of(nextitem) if nextitem is not None else None
+            explanation = explanation if explanation != _explanation_of(item) else None
         if self._runner is not None:
             self._runner.upcoming = following  # its workers build it once they have replied to this test
+            self._runner.ahead = self._ahead(explanation)
+
+    def _ahead(self, explanation: tuple[Any, str] | None) -> tuple[Any, Any] | None:
+        """``(explainer, case)`` of a suite test's explanation, the case named, not built."""
+        if explanation is None or self._runner is None or self._runner.limits is None:
+            return None
+        from pytest_xai import cases
+        from pytest_xai.case import CaseRef
+
+        explainer, name = explanation
+        info = cases.registered(name)
+        if info is None:
+            return None
+        root = self.cache.root
+        return explainer, CaseRef(info, self.options.seed, None if root is None else str(root), self.options.data_dir)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -486,6 +511,13 @@ def _libraries(items: list[pytest.Item]) -> list[str]:
             return list(LIBRARIES)
         needed.update(dict.fromkeys(info.libraries))
     return list(needed)
+
+
+def _explanation_of(item: pytest.Item) -> tuple[Any, str] | None:
+    """``(explainer, case name)`` of a suite test, whose one explanation it checks, or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name, explainer = params.get("xai_case_name"), params.get("xai_explainer")
+    return None if name is None or explainer is None else (explainer, name)
 
 
 def _case_name(item: pytest.Item) -> str | None:
