@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -108,6 +108,10 @@ def _count(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < 10**15 else None
 
 
+#: Explanations made ahead and not taken yet, at most (:meth:`Runner._explain_ahead`).
+AHEAD = 64
+
+
 class Runner:
     """Runs explainers on cases for one session.
 
@@ -132,11 +136,18 @@ class Runner:
         #: The registered case the next call will probably need (the plugin sets it from the test
         #: order): a worker builds it once it has replied, while the plugin scores the explanation.
         self.upcoming: str | None = None
-        #: The next test's explanation, which the explainer's worker makes while this one is judged
-        #: (the plugin sets it from the test order): ``(explainer, case)``, or None.
-        self.ahead: tuple[Explainer, CaseRef] | None = None
-        self.explaining: dict[str, _Ahead] = {}  # explainer spec -> its worker's call made ahead
-        self.made: dict[tuple[Any, ...], _Ahead] = {}  # calls made ahead, read, and not taken yet
+        #: The explanations the coming tests need, in their order (the plugin sets them: serially
+        #: the run's, under xdist the next test's): the first not made yet is made while this test
+        #: is judged (:meth:`_explain_ahead`).
+        self.ahead: list[tuple[Explainer, CaseRef]] = []
+        #: Calls made ahead (:meth:`_explain_ahead`), guarded by ``lock``: the running one of each
+        #: explainer spec, those read and not taken yet, every key made ahead or called by the test
+        #: thread, and the specs whose worker the test thread is using.
+        self.lock = threading.Lock()
+        self.explaining: dict[str, _Ahead] = {}
+        self.made: dict[tuple[Any, ...], _Ahead] = {}
+        self.claimed: set[tuple[Any, ...]] = set()
+        self.using: set[str] = set()
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
         #: Entered while this thread only waits for a worker's reply (the plugin's background thread
@@ -192,11 +203,12 @@ class Runner:
         return Zygote.serve(first, others)
 
     def close(self) -> None:
+        with self.lock:
+            self.ahead = []
+            running = list(self.explaining.values())
+        for made in running:  # a call made ahead that no test needs: stopped, not waited for
+            made.worker.kill()
         if self._pool is not None:
-            for spec in self.explaining:  # a call made ahead that no test needs: stopped, not waited for
-                worker = self._pool.workers.get(spec)
-                if worker is not None:
-                    worker.kill()
             self._pool.close()
 
     def seed_for(self, case: Case | CaseRef) -> int:
@@ -222,9 +234,7 @@ class Runner:
             kind, message = explainer.broken
             return Outcome("error", message=message, kind=kind), False
         self._send_vet(case)  # the judge's worker vets the case while the explainer's makes the call
-        made = self.made.pop(key, None)
-        if made is None and key == getattr(self.explaining.get(explainer.spec), "key", None):
-            made = self._joined(explainer.spec)
+        made = self._take(explainer.spec, key)
         outcome = self._call(explainer, case, seed=seed) if made is None else self._taken(made)
         vetted = self.vet(case)
         if isinstance(vetted, Outcome):  # the case's fault: what the explainer did with it says nothing
@@ -234,46 +244,88 @@ class Runner:
         return outcome, False
 
     def _explain_ahead(self) -> None:
-        """Send the next test's explanation (:attr:`ahead`) to its explainer's worker, which makes it
-        while this test is judged in the judge's worker: the two workers work side by side instead of
-        taking turns.  Its reply is read in a thread of this process, under the same limits as any
-        call (:class:`_Ahead`); the test that needs it takes it, and any other call to that worker
-        waits for it first (:meth:`_made_ahead`).  Only a registered case, an explainer whose worker
-        is up and idle, and an explanation not made yet."""
-        if self.ahead is None or self.limits is None or self._pool is None:
-            return
-        explainer, case = self.ahead
-        self.ahead = None
-        seed = self.seed_for(case)
-        key = self._key(explainer, case, seed)
-        worker = self._pool.workers.get(explainer.spec)
-        vetted = self.vetted.get(key[1])
-        if (
-            key in self.memo
-            or explainer.broken is not None
-            or explainer.spec in self.explaining
-            or worker is None
-            or not worker.alive
-            or (vetted is not None and isinstance(vetted[1], Outcome))
-        ):
-            return
-        self.explaining[explainer.spec] = _Ahead(self, worker, explainer, case, seed, key)
+        """Keep the explainer's worker busy with the explanations the coming tests need (:attr:`ahead`,
+        in their order, up to :data:`AHEAD` of them not taken yet), while the tests before them are
+        judged in the judge's worker: the two work side by side instead of taking turns.  Each
+        call's reply is read in a thread of this process, under the same limits as any call
+        (:class:`_Ahead`), which sends the next once it has it; the test that needs an explanation
+        takes it (:meth:`_take`), and any other call to that worker waits for the one running
+        (:meth:`_in_worker`).  Registered cases only, one call at a time, on a worker that is up."""
+        with self.lock:
+            self._next_ahead()
 
-    def _joined(self, spec: str) -> _Ahead:
-        """The call made ahead on the worker of ``spec``, once its reply is read (the test thread
-        waits for it as for any call: its progress lines, the plugin's background work)."""
-        made = self.explaining[spec]
-        made.watching[0] = self.watch
-        with self.waiting():
-            made.thread.join()
-        del self.explaining[spec]
-        if not made.worker.alive:
-            self.pool.workers.pop(spec, None)
-        return made
+    def _next_ahead(self) -> None:
+        """Send the first explanation of :attr:`ahead` not claimed yet (``lock`` held)."""
+        if self.limits is None or self._pool is None or self.explaining or len(self.made) >= AHEAD:
+            return
+        while self.ahead:
+            explainer, case = self.ahead[0]
+            seed = self.seed_for(case)
+            key = self._key(explainer, case, seed)
+            vetted = self.vetted.get(key[1])
+            if key in self.claimed or key in self.memo or explainer.broken is not None:
+                del self.ahead[0]
+                continue
+            if vetted is not None and isinstance(vetted[1], Outcome):  # the case's fault, known: no call
+                del self.ahead[0]
+                continue
+            worker = self._pool.workers.get(explainer.spec)
+            if worker is None or explainer.spec in self.using or not worker.alive:
+                return  # its worker is not up, or is the test thread's: later
+            self.claimed.add(key)
+            self.explaining[explainer.spec] = _Ahead(self, worker, explainer, case, seed, key)
+            return
+
+    def _finished(self, made: _Ahead) -> None:
+        """In the thread of a call made ahead, its reply read: keep it for its test, send the next."""
+        with self.lock:
+            if self.explaining.get(made.explainer.spec) is made:
+                del self.explaining[made.explainer.spec]
+            self.made[made.key] = made
+            if made.worker.alive:
+                self._next_ahead()
+
+    def _take(self, spec: str, key: tuple[Any, ...]) -> _Ahead | None:
+        """The call made ahead for ``key``, once its reply is read, or None: the test thread makes
+        the call (claimed, so it is never made ahead too)."""
+        while True:
+            with self.lock:
+                if key in self.made:
+                    return self.made.pop(key)
+                running = self.explaining.get(spec)
+                if running is None or running.key != key:
+                    self.claimed.add(key)
+                    return None
+            running.watching[0] = self.watch
+            with self.waiting():
+                running.thread.join()
+
+    @contextlib.contextmanager
+    def _using(self, spec: str) -> Iterator[None]:
+        """The worker of ``spec`` for the test thread alone: the call made ahead on it finished first
+        (read and kept for its test), none sent meanwhile; the next one sent after."""
+        with self.lock:
+            self.using.add(spec)
+        try:
+            while True:
+                with self.lock:
+                    running = self.explaining.get(spec)
+                if running is None:
+                    break
+                running.watching[0] = self.watch
+                with self.waiting():
+                    running.thread.join()
+            yield
+        finally:
+            with self.lock:
+                self.using.discard(spec)
+                self._next_ahead()
 
     def _taken(self, made: _Ahead) -> Outcome:
         """The outcome of a call made ahead, for the test that needs it; one whose worker died with
         its zygote is made once more, as :meth:`Pool.call` does."""
+        if not made.worker.alive and self.pool.workers.get(made.explainer.spec) is made.worker:
+            self.pool.workers.pop(made.explainer.spec)  # the next call starts another
         if isinstance(made.error, ExplainerCrash) and made.worker.lost_with_zygote():
             return self._call(made.explainer, made.case, seed=made.seed)
 
@@ -530,11 +582,8 @@ class Runner:
         inputs: dict[str, Any] | None = None,
         budget: int | None = None,
     ) -> Outcome:
-        if explainer.spec in self.explaining:  # its worker makes the next test's explanation: that first
-            made = self._joined(explainer.spec)
-            self.made[made.key] = made  # taken by explain(): vetting it here could interrupt a check
         request, sent = self._request(case, seed, variant, inputs, budget)
-        with self.waiting():
+        with self._using(explainer.spec), self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
         return self._explained(case, sent, inputs, reply, arrays)
 
@@ -643,6 +692,7 @@ class _Ahead:
                 self.reply = pool.ahead(worker, request, watch=follow)
             except BaseException as exc:  # noqa: BLE001 - the test that takes it reports it
                 self.error = exc
+            runner._finished(self)
 
         self.thread = threading.Thread(target=run, name=f"pytest-xai ahead {explainer.name}", daemon=True)
         self.thread.start()

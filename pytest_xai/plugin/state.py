@@ -150,8 +150,6 @@ class XaiState:
         self.controller = False  # xdist's controller of a run with explainers (it runs no test)
         self.probed: dict[str, Any] = {}  # spec -> what pytest_xai.engine.probe learnt of a user's explainer
         self.upcoming: dict[str, str | None] = {}  # serially: node id -> the next other suite case
-        #: Serially: node id -> the next suite test's (explainer, case name) that is not its own.
-        self.following: dict[str, tuple[Any, str] | None] = {}
         self._background: Background | None = None
         self.picture_failures: list[str] = []
         self.snapshots: list[tuple[str, str]] = []  # (node id, the xai_snapshot property: JSON text)
@@ -299,14 +297,13 @@ class XaiState:
         if hasattr(self.config, "workerinput") or self.controller:
             return
         following = None
-        explanation = None
         for item in reversed(session.items):
             name = _case_name(item)
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
-            own = _explanation_of(item)
-            self.following[item.nodeid] = explanation if explanation != own else None
-            explanation = own or explanation
+        if self._runner is not None:  # the explanations in the order the tests need them
+            explanations = dict.fromkeys(filter(None, map(_explanation_of, session.items)))
+            self._runner.ahead = list(filter(None, map(self._named, explanations)))
         if (
             self._runner is not None
             and not self.config.getoption("collectonly", False)  # no zygote then
@@ -335,23 +332,23 @@ class XaiState:
         return [str(params.dir), *(str(a) for a in params.args if not str(a).startswith("--basetemp"))]
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        """The case the workers build ahead during this test, and the explanation the explainer's
-        worker makes while this test is judged: serially the next other ones; under xdist a worker
-        knows only its next test, so that test's."""
+        """The case the workers build ahead during this test: serially the next other case; under
+        xdist a worker knows only its next test, so that test's case, and its explanation is the
+        one its explainer's worker makes ahead (serially: the run's, :meth:`pytest_collection_finish`)."""
         if item.nodeid in self.upcoming:
             following = self.upcoming[item.nodeid]
-            explanation = self.following.get(item.nodeid)
         else:
             following = _case_name(nextitem) if nextitem is not None else None
-            explanation = _explanation_of(nextitem) if nextitem is not None else None
-            explanation = explanation if explanation != _explanation_of(item) else None
+            if self._runner is not None:
+                explanation = _explanation_of(nextitem) if nextitem is not None else None
+                self._runner.ahead = list(filter(None, [self._named(explanation)]))
         if self._runner is not None:
             self._runner.upcoming = following  # its workers build it once they have replied to this test
-            self._runner.ahead = self._ahead(explanation)
 
-    def _ahead(self, explanation: tuple[Any, str] | None) -> tuple[Any, Any] | None:
-        """``(explainer, case)`` of a suite test's explanation, the case named, not built."""
-        if explanation is None or self._runner is None or self._runner.limits is None:
+    def _named(self, explanation: tuple[Any, str] | None) -> tuple[Any, Any] | None:
+        """``(explainer, case)`` of a suite test's explanation, the case named, not built (as
+        ``xai_case`` names it)."""
+        if explanation is None or self.runner.limits is None:
             return None
         from pytest_xai import cases
         from pytest_xai.case import CaseRef
