@@ -111,8 +111,8 @@ def test_known_failures_pass_the_gate_and_a_regression_fails_it(pytester, xdist)
     pytester.syspathinsert()
     base, now, junit = pytester.path / "baseline.json", pytester.path / "now.json", pytester.path / "j.xml"
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
-    par = ("-n", "2", "-p", "no:randomly") if xdist else ("-p", "no:randomly")  # the runs share pytest's cache:
-    # the case's trained models are built once, as in a user's checkout
+    # not QUIET: the runs share pytest's cache, the case's models built once, as in a user's checkout
+    par = ("-p", "no:randomly", "-n", "2") if xdist else ("-p", "no:randomly")
     saved = run(*SELECT, *par, "--xai-explainer=mine:explain", f"--xai-save-baseline={base}")
     saved.assert_outcomes(passed=1, failed=1)
     assert saved.ret == pytest.ExitCode.TESTS_FAILED  # the default gate: a failed verdict is red
