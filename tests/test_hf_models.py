@@ -5,6 +5,7 @@ meaning on token ids skip with the reason (docs/hf.md)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -258,8 +259,12 @@ def test_registered_hf_models_get_verdicts_from_the_adapter_and_occlusion(both_c
 # ------------------------------------------------------------------------------- the docs' example
 
 
-def test_the_documented_hugging_face_example_runs(pytester, models):
-    """docs/your-model.md, "Your Hugging Face model": its conftest and its command, as written."""
+def test_the_documented_hugging_face_example_runs(pytester):
+    """docs/your-model.md, "Your Hugging Face model": its conftest and its command, as written.
+    transformers is not imported here: pytester would drop it after the test, and the next test
+    importing a model again failed ("Only a single TORCH_LIBRARY can be used to register ...")."""
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed: pip install pytest-xai[llm]")
     page = (ROOT / "docs" / "your-model.md").read_text()
     section = re.search(r"## Your Hugging Face model\n(.*?)\n## ", page, re.DOTALL).group(1)
     assert len(section.strip().splitlines()) <= 40
