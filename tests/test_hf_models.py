@@ -234,7 +234,7 @@ def both_cases(tmp_path_factory) -> tuple[str, list[dict]]:
         "tiny_bert or tiny_gpt2",
         *explainers,
     ]
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}, "HOME": str(root)}
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
     return done.stdout, json.loads((root / "r.json").read_text())["results"]
 

@@ -57,7 +57,7 @@ def whole(tmp_path_factory) -> dict[str, dict]:
     module (as ``pytester.runpytest_subprocess`` runs it); its folder keeps the cost cache it wrote."""
     pytest.importorskip("xdist")
     root = tmp_path_factory.mktemp("whole")
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}, "HOME": str(root)}
     command = [sys.executable, "-m", "pytest", *QUIET, *SPECS, *SELECT, "--xai-report=whole.json"]
     subprocess.run(command, cwd=root, env=env, capture_output=True, check=False)
     shutil.copytree(root / ".pytest_cache", root / "written")  # as the run left it, before any test edits
