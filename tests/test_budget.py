@@ -120,7 +120,7 @@ def test_the_budget_reaches_explainers_that_ask_for_it(pytester, monkeypatch):
         (("--xai-budget=2e4",), "symmetry and cough_and_fever and not 10_90", 20_000),
         ((), "stress_nb_features", 500_000),
     ):
-        result = pytester.runpytest_subprocess(*QUIET, "-k", case, "--xai-explainer=probe_mod:explain", *args)
+        result = pytester.runpytest(*QUIET, "-k", case, "--xai-explainer=probe_mod:explain", *args)
         assert seen.read_text() == repr(expected)
     result.stdout.fnmatch_lines(["xai: budget=5e+06 model evaluations per call unless a case declares less"])
 

@@ -448,9 +448,12 @@ def test_every_verdict_carries_the_same_evaluations_in_every_run_serial_or_n2(py
     pytest.importorskip("xdist")
     specs = [f"--xai-explainer={REF}:{name}" for name in CALLERS]
     runs = {}
-    for label, extra in (("first", ()), ("n2", ("-n", "2"))):  # two runs, two process layouts
+    for label, run, extra in (  # two runs, two process layouts: serial (in this process) and -n 2
+        ("first", pytester.runpytest, ()),
+        ("n2", pytester.runpytest_subprocess, ("-n", "2")),
+    ):
         out, xml = pytester.path / f"{label}.json", pytester.path / f"{label}.xml"
-        result = pytester.runpytest_subprocess(*QUIET, *ONE, *specs, f"--xai-report={out}", f"--junitxml={xml}", *extra)
+        result = run(*QUIET, *ONE, *specs, f"--xai-report={out}", f"--junitxml={xml}", *extra)
         assert result.ret in (0, 1), result.stdout.str()
         runs[label] = _evaluations(out)
         junit = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}

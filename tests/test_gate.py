@@ -111,11 +111,12 @@ def test_known_failures_pass_the_gate_and_a_regression_fails_it(pytester, xdist)
     pytester.syspathinsert()
     base, now, junit = pytester.path / "baseline.json", pytester.path / "now.json", pytester.path / "j.xml"
     run = pytester.runpytest_subprocess if xdist else pytester.runpytest
-    par = ("-n", "2") if xdist else ()
-    saved = run(*QUIET, *SELECT, *par, "--xai-explainer=mine:explain", f"--xai-save-baseline={base}")
+    # not QUIET: the runs share pytest's cache, the case's models built once, as in a user's checkout
+    par = ("-p", "no:randomly", "-n", "2") if xdist else ("-p", "no:randomly")
+    saved = run(*SELECT, *par, "--xai-explainer=mine:explain", f"--xai-save-baseline={base}")
     saved.assert_outcomes(passed=1, failed=1)
     assert saved.ret == pytest.ExitCode.TESTS_FAILED  # the default gate: a failed verdict is red
-    args = (*QUIET, *SELECT, *par, "--xai-explainer=mine:explain", f"--xai-baseline={base}", f"--xai-report={now}")
+    args = (*SELECT, *par, "--xai-explainer=mine:explain", f"--xai-baseline={base}", f"--xai-report={now}")
     pytester.makeini("[pytest]\nxai_gate = regression\n")  # the ini key; the command line is used below
     same = run(*args, f"--junitxml={junit}")
     same.assert_outcomes(passed=1, xfailed=1)  # issue 44: a known failure is an xfail, not "1 failed"

@@ -5,6 +5,8 @@ pytest-split's ``--splits`` still partitions the run (the costliest-first reorde
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -15,7 +17,7 @@ from pytest_xai.reports import shard
 
 REF = "pytest_xai.explainers"
 SPECS = (f"--xai-explainer={REF}:exact_shapley", f"--xai-explainer={REF}:zoo_zeros")
-SELECT = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom or gaussian_linear_rho")
+SELECT = ("-k", "cough_and_fever or a_and_b_or_c or counterexample_dummy_axiom or gaussian_linear_rho50")
 QUIET = ("-p", "no:randomly", "-n", "2")
 TIMING = ("seconds", "cpu_seconds", "duration", "cached")
 
@@ -49,11 +51,27 @@ def _costs(pytester, reverse: bool) -> None:
     path.write_text(json.dumps({pair: float(i + 1) for i, pair in enumerate(ranked)}))
 
 
-def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cache(pytester):
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> dict[str, dict]:
+    """The unsharded run under ``-n 2`` that the partitions are compared with, run once for the
+    module (as ``pytester.runpytest_subprocess`` runs it); its folder keeps the cost cache it wrote."""
     pytest.importorskip("xdist")
-    whole = pytester.path / "whole.json"
-    pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, f"--xai-report={whole}")  # writes the cost cache
-    expected = _results(whole)
+    root = tmp_path_factory.mktemp("whole")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}, "HOME": str(root)}
+    command = [sys.executable, "-m", "pytest", *QUIET, *SPECS, *SELECT, "--xai-report=whole.json"]
+    subprocess.run(command, cwd=root, env=env, capture_output=True, check=False)
+    shutil.copytree(root / ".pytest_cache", root / "written")  # as the run left it, before any test edits
+    return {"results": _results(root / "whole.json"), "cache": root / "written"}
+
+
+def _after_the_whole_run(pytester, whole) -> dict[str, dict]:
+    """The whole run's results, its pytest cache (the cost cache) copied into this test's folder."""
+    shutil.copytree(whole["cache"], pytester.path / ".pytest_cache")
+    return whole["results"]
+
+
+def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cache(pytester, whole):
+    expected = _after_the_whole_run(pytester, whole)
     assert len(expected) >= 10
     members = {}
     for cache in ("cache", "no cache"):
@@ -102,14 +120,11 @@ def test_shards_under_xdist_merge_into_the_unsharded_run_with_and_without_a_cach
     assert refused.returncode == 2 and "1 ran in no shard" in refused.stderr, refused.stderr
 
 
-def test_pytest_split_still_partitions_under_xdist_with_a_changing_cost_cache(pytester):
+def test_pytest_split_still_partitions_under_xdist_with_a_changing_cost_cache(pytester, whole):
     """pytest-split splits the order it is given: the costliest-first reordering, which reads the
     cost cache, stands aside (without that, shards overlapped and dropped tests)."""
-    pytest.importorskip("xdist")
     pytest.importorskip("pytest_split")
-    whole = pytester.path / "whole.json"
-    pytester.runpytest_subprocess(*QUIET, *SPECS, *SELECT, f"--xai-report={whole}")
-    expected = _results(whole)
+    expected = _after_the_whole_run(pytester, whole)
     seen: list[str] = []
     for group in (1, 2):
         _costs(pytester, reverse=group == 2)

@@ -49,7 +49,7 @@ def test_a_retrained_model_fails_its_snapshot_and_a_reseeded_explainer_passes(py
     if importlib.util.find_spec("shap") is None:  # not imported here: its warnings stay out of this run
         pytest.skip("shap is not installed: pip install pytest-xai[shap]")
     pytester.makepyfile(test_credit=CREDIT)
-    written = pytester.runpytest_subprocess(*SHAP, "--xai-snapshot-update")
+    written = pytester.runpytest(*SHAP, "--xai-snapshot-update")
     written.assert_outcomes(passed=2)
     folder = pytester.path / "__xai_snapshots__" / "test_credit"
     written.stdout.fnmatch_lines(
@@ -60,7 +60,7 @@ def test_a_retrained_model_fails_its_snapshot_and_a_reseeded_explainer_passes(py
     assert sum(s > 0 for s in doc["spread"]) > 6  # a stochastic explainer: its spread is measured
 
     monkeypatch.setenv("TRAIN_SEED", "1")
-    compared = pytester.runpytest_subprocess(*SHAP, "--xai-seed=7")  # every explainer reseeded
+    compared = pytester.runpytest(*SHAP, "--xai-seed=7")  # every explainer reseeded
     compared.assert_outcomes(passed=1, failed=1)  # the same model within its spread, the retrained one not
     compared.stdout.fnmatch_lines(
         [
