@@ -531,9 +531,10 @@ class Runner:
             raise CaseFault(str(reply.get("message") or "the judge's worker sent an unknown reply"))
         return [float(e) for e in reply["errors"]]
 
-    def _addressed(self, case: Case | CaseRef) -> tuple[dict[str, Any], Case | None]:
-        """How a worker finds ``case``: ``(header, None)`` naming a registered case (and the next
-        one it will probably need), or ``({}, case)`` for a hand-made case, which is pickled."""
+    def _addressed(self, case: Case | CaseRef, hint: bool = True) -> tuple[dict[str, Any], Case | None]:
+        """How a worker finds ``case``: ``(header, None)`` naming a registered case (and, with
+        ``hint``, the next one it will probably need), or ``({}, case)`` for a hand-made case, which
+        is pickled."""
         from pytest_xai import cases
 
         found = where(case)
@@ -542,7 +543,7 @@ class Runner:
         name, case_seed, root, data_dir = found
         place = {"case_seed": case_seed, "cache_root": root, "data_dir": data_dir}
         header: dict[str, Any] = {"case": name, "modules": _modules_of(case.info), **place}
-        upcoming = cases.registered(self.upcoming) if self.upcoming not in (None, name) else None
+        upcoming = cases.registered(self.upcoming) if hint and self.upcoming not in (None, name) else None
         if upcoming is not None:
             header["next"] = {"case": upcoming.name, "modules": _modules_of(upcoming), **place}
         return header, None
@@ -595,8 +596,11 @@ class Runner:
         inputs: dict[str, Any] | None = None,
         budget: int | None = None,
     ) -> tuple[dict[str, Any], Case | None]:
-        """An explain request for a worker, and the hand-made case to pickle with it (or None)."""
-        header, sent = self._addressed(case)
+        """An explain request for a worker, and the hand-made case to pickle with it (or None).  While
+        explanations are made ahead, the explainer's worker is told no next case to build: its next
+        call is the next made ahead, not the next test's, and a build that hangs (a case's model)
+        would stop a call on another case, blamed on the explainer."""
+        header, sent = self._addressed(case, hint=not self.ahead)
         given = self.budget if budget is None else int(budget)
         return {"seed": int(seed), "variant": variant, "inputs": inputs, "budget": given, **header}, sent
 
