@@ -1259,3 +1259,53 @@ def test_the_next_tests_explanation_is_made_while_this_one_is_judged(pytester, m
     assert sorted(r["case"] for r in doc["results"]) == ["cough_and_fever", "cough_and_fever_10_90"]
     assert all(r["status"] in ("PASS", "FAIL") and r["cached"] is False for r in doc["results"]), doc["results"]
     assert not (pytester.path / "call-3").exists()  # one call a case: the one made ahead is the one taken
+
+
+EARLY_PLUGIN = """
+import os
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):  # before the plugin's configure: is a zygote running already?
+    zygote = sys.modules.get("pytest_xai.engine.zygote")
+    shared = zygote.Zygote._shared if zygote is not None else None
+    with open(os.environ["XAI_EARLY"], "a") as out:
+        out.write(f"configure {shared.pid if shared is not None else None}\\n")
+"""
+
+PARENT_EXPLAINER = """
+import os
+
+
+def explain(inputs):
+    with open(os.environ["XAI_EARLY"], "a") as out:
+        out.write(f"forked by {os.getppid()}\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_the_same_command_again_starts_its_zygote_before_pytest_has_loaded_its_plugins(pytester, monkeypatch):
+    """The first run of a command starts the zygote at configure; run again, the zygote the same
+    command started last time (pytest's cache) starts when the plugin is registered, before
+    configure, and configure keeps it: the explainer's worker is its fork."""
+    pytester.makepyfile(early=EARLY_PLUGIN, parent=PARENT_EXPLAINER)
+    stamps = pytester.path / "early.txt"
+    monkeypatch.setenv("XAI_EARLY", str(stamps))
+    command = (
+        "-p",
+        "early",
+        "-p",
+        "no:randomly",
+        "-k",
+        "symmetry and cough_and_fever",
+        "--xai-explainer=parent.py:explain",
+    )
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(*command)
+        assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    (first, first_fork), (again, again_fork) = [stamps.read_text().splitlines()[i : i + 2] for i in (0, 2)]
+    assert first == "configure None" and first_fork.startswith("forked by "), stamps.read_text()
+    assert again != "configure None" and again_fork == f"forked by {again.split()[1]}", stamps.read_text()

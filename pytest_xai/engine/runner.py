@@ -183,6 +183,7 @@ class Runner:
             from pytest_xai.engine.zygote import Zygote
 
             Zygote.address = zygote
+            Zygote.settle(None if zygote else (tuple(first), others, tuple(expected or ())))
             Zygote.shared(first, others, expected)
 
     def need(self, libraries: list[str]) -> None:
@@ -200,6 +201,7 @@ class Runner:
             return None
         from pytest_xai.engine.zygote import Zygote
 
+        Zygote.settle(None)  # the controller's listens for its xdist workers
         return Zygote.serve(first, others)
 
     def close(self) -> None:

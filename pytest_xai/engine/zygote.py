@@ -414,6 +414,7 @@ class Zygote:
     """
 
     _shared: Zygote | None = None
+    _early: tuple[tuple[str, ...], bool, tuple[str, ...]] | None = None  # what Zygote.early started it with
     #: In an xdist worker: the socket of the controller's zygote (``workerinput["xai_zygote"]``).
     address: str | None = None
 
@@ -485,6 +486,23 @@ class Zygote:
                 first, others=others, expected=expected
             )
         return cls._shared
+
+    @classmethod
+    def early(cls, first: tuple[str, ...], others: bool, expected: Sequence[str]) -> None:
+        """Start this process's zygote before the run's options are read (the plugin's registration:
+        ``plugin.state.start_zygote_early``), as :meth:`shared` would with these arguments;
+        :meth:`settle` keeps it if the run asks for the same."""
+        if cls._shared is None and sys.platform.startswith("linux") and hasattr(os, "fork"):
+            cls._shared = cls._start(first, others=others, expected=expected)
+            cls._early = (tuple(first), others, tuple(expected))
+
+    @classmethod
+    def settle(cls, wanted: tuple[tuple[str, ...], bool, tuple[str, ...]] | None) -> None:
+        """Keep the zygote started :meth:`early` if the run wants the same (``(first, others,
+        expected)``), else stop it (None: the run starts none, or one of another kind)."""
+        early, cls._early = cls._early, None
+        if early is not None and early != wanted:
+            cls.stop_shared()
 
     @classmethod
     def serve(cls, first: tuple[str, ...] = (), others: bool = True) -> str | None:

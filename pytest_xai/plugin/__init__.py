@@ -33,9 +33,10 @@ from pytest_xai.plugin.fixtures import (  # noqa: F401
     xai_explainer,
     xai_snapshot,
 )
-from pytest_xai.plugin.settings import XaiOptions, pytest_addoption, read_options  # noqa: F401 - a hook
+from pytest_xai.plugin.settings import XaiOptions, declare_options, read_options
 from pytest_xai.plugin.state import (
     XaiState,
+    start_zygote_early,
     state_of,
     xai_ci,
     xai_record,
@@ -81,6 +82,14 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare the options; start the zygote the same command started last time (``start_zygote_early``)."""
+    declare_options(parser)
+    config = pluginmanager.get_plugin("pytestconfig")
+    if isinstance(config, pytest.Config):
+        start_zygote_early(config)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Read and check the options, load the explainers (probed, never imported here), start the
     session and, with explainers, the zygote; register the markers; add the built-in suite to the run."""
@@ -99,6 +108,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ci, "xai-ci")
     if state.explainers:
         _start_engine(config, state)
+    if not (state.explainers and _runs_tests_here(config)) and "pytest_xai.engine.zygote" in sys.modules:
+        from pytest_xai.engine.zygote import Zygote
+
+        Zygote.settle(None)  # started early for a run that starts none here
     _sync_markers(config, load=bool(state.explainers or config.getoption("markers", False)))
     suite = str(SUITE.parent)  # the directory, so that ids read xai_suite.py::symmetry[...]
     if state.explainers and not options.no_suite and suite not in config.args:
@@ -153,6 +166,7 @@ def _start_engine(config: pytest.Config, state: XaiState) -> None:
     reference = [e.spec.partition(":")[2] for e in explainers if e.spec.partition(":")[0] == contract.REFERENCE_MODULE]
     first = tuple(filter(None, map(explainers_module.library_of, reference)))
     others = len(reference) < len(explainers)  # a user's explainer may import any explainer library
+    state.zygote_explainers = (list(first), others)
     if _runs_tests_here(config):
         state.runner.start(
             getattr(config, "workerinput", {}).get("xai_zygote"), first, others, state.expected_libraries()

@@ -1,7 +1,8 @@
-"""The ``--xai-*`` options and ``xai_*`` ini values: declared (:func:`pytest_addoption`), then read and
-checked once at configure into one :class:`XaiOptions` (:func:`read_options`), which the session,
-the fixtures and the CI workflow read.  A bad value is a usage error (exit code 4) whose message
-names the option, the value and what to do (:mod:`pytest_xai.options`).
+"""The ``--xai-*`` options and ``xai_*`` ini values: declared (:func:`declare_options`, in the plugin's
+``pytest_addoption``), then read and checked once at configure into one :class:`XaiOptions`
+(:func:`read_options`), which the session, the fixtures and the CI workflow read.  A bad value is a
+usage error (exit code 4) whose message names the option, the value and what to do
+(:mod:`pytest_xai.options`).
 
 Part of the plugin (the only package that imports pytest).
 """
@@ -23,7 +24,7 @@ DEFAULT_TIMEOUT = 120.0
 WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def declare_options(parser: pytest.Parser) -> None:
     """The ``--xai-*`` options and ``xai_*`` ini values (docs/reference.md, "Options")."""
     group = parser.getgroup("xai", "explainers under test (pytest-xai)")
     group.addoption(

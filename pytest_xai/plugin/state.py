@@ -11,6 +11,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,6 +157,9 @@ class XaiState:
         self._imported_ahead = False
         self._frozen_with = 0  # modules imported when the heap was last frozen (freeze)
         self._gc_paused = False
+        #: The zygote's explainer libraries: those imported before its first fork, and whether the
+        #: others are imported while it waits (plugin._start_engine); kept in pytest's cache.
+        self.zygote_explainers: tuple[list[str], bool] = ([], True)
 
     @property
     def cache(self):
@@ -312,24 +316,17 @@ class XaiState:
             libraries = _libraries(session.items)
             self._runner.need(libraries)
             if getattr(self.config, "cache", None) is not None:
-                self.config.cache.set(LIBRARIES_KEY, {"command": self._command(), "libraries": libraries})
+                first, others = self.zygote_explainers
+                last = {"command": command_of(self.config), "libraries": libraries, "first": first, "others": others}
+                self.config.cache.set(LIBRARIES_KEY, last)
 
     def expected_libraries(self) -> list[str] | None:
         """The model libraries the same command's cases needed last time (pytest's cache), which
         the zygote imports at once instead of waiting for collection to say; None when unknown."""
         if hasattr(self.config, "workerinput") or getattr(self.config, "cache", None) is None:
             return None
-        last = self.config.cache.get(LIBRARIES_KEY, None)
-        if not isinstance(last, dict) or last.get("command") != self._command():
-            return None
-        libraries = last.get("libraries")
-        return libraries if isinstance(libraries, list) and all(isinstance(m, str) for m in libraries) else None
-
-    def _command(self) -> list[str]:
-        """The directory and arguments of this run, less ``--basetemp`` (a scratch folder, which
-        pytester numbers anew each run)."""
-        params = self.config.invocation_params
-        return [str(params.dir), *(str(a) for a in params.args if not str(a).startswith("--basetemp"))]
+        last = _last_run(self.config.cache.get(LIBRARIES_KEY, None), self.config)
+        return None if last is None else last["libraries"]
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         """The case the workers build ahead during this test: serially the next other case; under
@@ -508,6 +505,46 @@ def _libraries(items: list[pytest.Item]) -> list[str]:
             return list(LIBRARIES)
         needed.update(dict.fromkeys(info.libraries))
     return list(needed)
+
+
+def command_of(config: pytest.Config) -> list[str]:
+    """The directory and arguments of a run, less ``--basetemp`` (a scratch folder, which pytester
+    numbers anew each run)."""
+    params = config.invocation_params
+    return [str(params.dir), *(str(a) for a in params.args if not str(a).startswith("--basetemp"))]
+
+
+def _last_run(last: Any, config: pytest.Config) -> dict[str, Any] | None:
+    """What the same command recorded last time (:data:`LIBRARIES_KEY`), checked, or None."""
+    if not isinstance(last, dict) or last.get("command") != command_of(config):
+        return None
+    libraries, first = last.get("libraries"), last.get("first", [])
+    if not all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in (libraries, first)):
+        return None
+    return {"libraries": libraries, "first": first, "others": last.get("others") is not False}
+
+
+def start_zygote_early(config: pytest.Config) -> None:
+    """When the plugin is registered, before pytest loads the other plugins (0.3-0.5 s before
+    configure): start the zygote the same command started last time, serially, with the libraries
+    it recorded (:data:`LIBRARIES_KEY`, read from pytest's cache directory as pytest's cache
+    stores it), so that their imports overlap pytest's own start.  Configure keeps it when it
+    asks for the same, else stops it (``Runner.start``); a command never run, an xdist worker or a
+    run without the cache plugin waits for configure."""
+    import json
+
+    if os.environ.get("PYTEST_XDIST_WORKER") or config.pluginmanager.is_blocked("cacheprovider"):
+        return
+    try:
+        cache_dir = Path(str(config.getini("cache_dir")))
+        path = (config.rootpath / cache_dir).joinpath("v", *LIBRARIES_KEY.split("/"))
+        last = _last_run(json.loads(path.read_text()), config) if path.is_file() else None
+    except (OSError, ValueError):  # no cache yet, or a cache another version wrote: configure decides
+        return
+    if last is not None:
+        from pytest_xai.engine.zygote import Zygote
+
+        Zygote.early(tuple(last["first"]), last["others"], last["libraries"])
 
 
 def _explanation_of(item: pytest.Item) -> tuple[Any, str] | None:
