@@ -1294,6 +1294,7 @@ def test_the_same_command_again_starts_its_zygote_before_pytest_has_loaded_its_p
     pytester.makepyfile(early=EARLY_PLUGIN, parent=PARENT_EXPLAINER)
     stamps = pytester.path / "early.txt"
     monkeypatch.setenv("XAI_EARLY", str(stamps))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # a serial run of its own, not an xdist worker
     command = (
         "-p",
         "early",
