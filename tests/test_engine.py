@@ -1310,3 +1310,35 @@ def test_the_same_command_again_starts_its_zygote_before_pytest_has_loaded_its_p
     (first, first_fork), (again, again_fork) = [stamps.read_text().splitlines()[i : i + 2] for i in (0, 2)]
     assert first == "configure None" and first_fork.startswith("forked by "), stamps.read_text()
     assert again != "configure None" and again_fork == f"forked by {again.split()[1]}", stamps.read_text()
+
+
+SHARED_ZYGOTE_RECORDER = """
+import os
+import sys
+
+
+def pytest_sessionfinish(session):
+    zygote = sys.modules["pytest_xai.engine.zygote"].Zygote._shared
+    with open(os.environ["XAI_ZYGOTE_ARGS"], "w") as out:
+        out.write(" ".join(zygote.proc.args))
+"""
+
+
+def test_a_run_of_reference_explainers_imports_no_other_explainer_library_before_the_first_fork(pytester, monkeypatch):
+    """Reference explainers name their libraries: what pytest's process happened to import (a
+    conftest's ``import shap``; this checkout's tests/conftest.py imports shap, lime and captum)
+    is not imported before the zygote's first fork, which it would hold back by seconds."""
+    pytest.importorskip("shap")
+    assert "shap" in sys.modules  # tests/conftest.py
+    pytester.makeconftest(SHARED_ZYGOTE_RECORDER)
+    args = pytester.path / "zygote.txt"
+    monkeypatch.setenv("XAI_ZYGOTE_ARGS", str(args))
+    from pytest_xai.engine.zygote import Zygote
+
+    Zygote.stop_shared()
+    monkeypatch.setattr(Zygote, "_shared", None)  # a zygote of this run's own
+    result = pytester.runpytest(*QUIET, "-k", "symmetry and cough_and_fever", f"--xai-explainer={REF}:exact_shapley")
+    result.assert_outcomes(passed=1)
+    words = args.read_text().split()
+    before_fork = words[words.index("--") + 1 :][: words[words.index("--") + 1 :].index("--")]
+    assert not {"shap", "captum.attr", "lime.lime_tabular"} & set(before_fork), words

@@ -96,7 +96,8 @@ PRELOAD = (
     "pytest_xai.explainers.baselines",
 )
 #: Explainer libraries: imported before the first explainer process is forked when the run's
-#: explainers use them (or the plugin's process imported them at configure; under ``-n N`` after
+#: explainers use them (or, with a user's explainer in the run, the plugin's process imported them
+#: at configure; under ``-n N`` after
 #: the xdist workers are forked, which never call them).  The others only when a user's explainer
 #: is in the run (it may import any of them on its first call), while the zygote waits for
 #: requests; none when every explainer is a reference one, whose libraries are known: an import
@@ -540,7 +541,10 @@ class Zygote:
         import importlib.util
 
         installed = [m for m in PRELOAD + PRELOAD_LATER if importlib.util.find_spec(m.partition(".")[0])]
-        used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *sys.modules)]
+        # a user's explainer may use what the plugin's process imported (its conftest's import);
+        # reference explainers name theirs, and an import under way holds back the first fork
+        imported = tuple(sys.modules) if others else ()
+        used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *imported)]
         now = [m for m in installed if m not in PRELOAD_LATER]
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
         light, models = [m for m in now if m not in LIBRARIES], [m for m in now if m in LIBRARIES]
