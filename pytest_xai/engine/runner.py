@@ -298,9 +298,13 @@ class Runner:
                 if running is None or running.key != key:
                     self.claimed.add(key)
                     return None
-            running.watching[0] = self.watch
-            with self.waiting():
-                running.thread.join()
+            self._wait_for(running)
+
+    def _wait_for(self, running: _Ahead) -> None:
+        """Wait for a call made ahead as for any call: its progress lines, the plugin's background work."""
+        running.watching[0] = self.watch
+        with self.waiting():
+            running.thread.join()
 
     @contextlib.contextmanager
     def _using(self, spec: str) -> Iterator[None]:
@@ -314,9 +318,7 @@ class Runner:
                     running = self.explaining.get(spec)
                 if running is None:
                     break
-                running.watching[0] = self.watch
-                with self.waiting():
-                    running.thread.join()
+                self._wait_for(running)
             yield
         finally:
             with self.lock:

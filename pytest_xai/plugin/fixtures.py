@@ -44,7 +44,6 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     fields (``case.inputs``) builds it in your test's process.  With ``--xai-timeout=0`` it returns
     the built :class:`pytest_xai.Case`."""
     from pytest_xai import cases, extras
-    from pytest_xai.case import CaseRef
     from pytest_xai.reports.files import DataFileError
 
     state = state_of(request.config)
@@ -53,8 +52,7 @@ def xai_case(request: pytest.FixtureRequest) -> Callable[[str], Any]:
         options = state.options
         try:
             if state.runner.limits is not None:
-                root = state.cache.root
-                return CaseRef(cases.info(name), options.seed, None if root is None else str(root), options.data_dir)
+                return state.case_ref(cases.info(name))
             return cases.get(name, seed=options.seed, cache=state.cache, data_dir=options.data_dir)
         except NotApplicable as exc:  # e.g. a trained model below its quality gate, a missing extra
             pytest.skip(f"case {name}: {exc}")

@@ -348,14 +348,18 @@ class XaiState:
         if explanation is None or self.runner.limits is None:
             return None
         from pytest_xai import cases
-        from pytest_xai.case import CaseRef
 
         explainer, name = explanation
         info = cases.registered(name)
-        if info is None:
-            return None
+        return None if info is None else (explainer, self.case_ref(info))
+
+    def case_ref(self, info: Any) -> Any:
+        """The registered case ``info`` named, not built (:class:`pytest_xai.case.CaseRef`): what
+        ``xai_case`` returns with a time limit, and what the workers build."""
+        from pytest_xai.case import CaseRef
+
         root = self.cache.root
-        return explainer, CaseRef(info, self.options.seed, None if root is None else str(root), self.options.data_dir)
+        return CaseRef(info, self.options.seed, None if root is None else str(root), self.options.data_dir)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
