@@ -1,0 +1,101 @@
+"""Whether a change moved a verdict: the verdict battery (and the degenerate-explainer zoo) of this
+checkout beside a git revision's, test by test.
+
+    python scripts/verdict_diff.py 70290dc                 # the battery, serially
+    python scripts/verdict_diff.py 70290dc -n 2 --zoo      # under xdist, and the zoo over the whole suite
+    python scripts/verdict_diff.py 70290dc --old-twice     # also two runs of the revision: its own noise
+
+The battery is ``scripts/verdict_table.py``'s (every tabular reference explainer on the Compare-xAI
+battery); the zoo is every ``zoo_<member>`` on the whole built-in suite.  Each run is a real pytest
+run of that tree (``PYTHONPATH``), from a scratch folder, with no cache, so a cold run of each.  A
+test is compared by (explainer, check, case): its outcome, verdict and score must be equal; tests
+that only one tree has are counted apart (a check added since is no difference).  Exit status 1
+when any test differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from verdict_table import BATTERY, EXPLAINERS, ROOT
+
+Verdicts = dict[tuple[str, str, str], tuple[Any, ...]]
+
+
+def run(tree: Path, report: Path, explainers: list[str], marker: str, workers: int) -> Verdicts:
+    """One cold run of ``tree``'s suite; its verdicts by (explainer, check, case)."""
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, f"--xai-report={report}"]
+    args += ["-n", str(workers)] if workers else []
+    args += [f"--xai-explainer=pytest_xai.explainers:{e}" for e in explainers]
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.monotonic()
+        subprocess.run(args, cwd=scratch, env=env, check=False, stdout=subprocess.DEVNULL)
+        print(f"  {tree.name}: {time.monotonic() - start:.0f} s", file=sys.stderr)
+    doc = json.loads(report.read_text())
+    return {
+        (r["explainer"], r["check"], r["case"]): (r["outcome"], r.get("passed"), r.get("score"), bool(r.get("error")))
+        for r in doc["results"]
+    }
+
+
+def differences(now: Verdicts, then: Verdicts) -> tuple[list[tuple[str, str, str]], int, int]:
+    """The tests both have whose verdict differs, and how many only ``now`` or only ``then`` has."""
+    both = now.keys() & then.keys()
+    return sorted(k for k in both if now[k] != then[k]), len(now.keys() - then.keys()), len(then.keys() - now.keys())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", help="a git revision, e.g. 70290dc")
+    parser.add_argument("-n", type=int, default=0, help="xdist workers (default: serially)")
+    parser.add_argument("--zoo", action="store_true", help="also the zoo over the whole suite")
+    parser.add_argument("--old-twice", action="store_true", help="run the revision twice: its own differences")
+    options = parser.parse_args()
+    from pytest_xai.explainers import ZOO_MEMBERS
+
+    base = Path(tempfile.mkdtemp(prefix="xai-verdict-diff-"))
+    old = base / options.before
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), options.before], check=True)
+    batteries = {"battery": (EXPLAINERS, BATTERY)}
+    if options.zoo:
+        batteries["zoo"] = ([f"zoo_{m}" for m in ZOO_MEMBERS], "xai")
+    failed = False
+    try:
+        for name, (explainers, marker) in batteries.items():
+            print(f"{name} ({f'-n {options.n}' if options.n else 'serially'}):", file=sys.stderr)
+            then = run(old, base / f"{name}-then.json", explainers, marker, options.n)
+            now = run(ROOT, base / f"{name}-now.json", explainers, marker, options.n)
+            differ, added, dropped = differences(now, then)
+            print(
+                f"{name}: {len(now.keys() & then.keys())} tests in both, {len(differ)} differ; "
+                f"{added} only here, {dropped} only in {options.before}"
+            )
+            for key in differ:
+                print(f"  {'/'.join(key)}: {then[key]} -> {now[key]}")
+            failed |= bool(differ)
+            if options.old_twice:
+                again = run(old, base / f"{name}-again.json", explainers, marker, options.n)
+                noise, _, _ = differences(again, then)
+                print(f"{name}: two runs of {options.before} differ on {len(noise)} tests")
+                for key in noise:
+                    print(f"  {'/'.join(key)}: {then[key]} -> {again[key]}")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
