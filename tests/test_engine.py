@@ -1201,6 +1201,30 @@ def test_a_signal_to_the_client_reaches_its_forked_worker(bare_zygote):
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
 
 
+def test_two_threads_asking_one_zygote_at_once_each_read_the_answer_to_their_own_request(bare_zygote):
+    """The test thread and the thread of a call made ahead ask one zygote at once (a fork for a
+    spare worker, a worker's exit code): each must read its own answer, never the other's."""
+    import threading
+
+    wrong: list[dict] = []
+
+    def asking(request: dict, key: str) -> None:
+        for _ in range(300):
+            reply = bare_zygote._ask(request)
+            if key not in reply:
+                wrong.append(reply)
+
+    threads = [
+        threading.Thread(target=asking, args=({"op": "status", "pid": 1}, "status")),
+        threading.Thread(target=asking, args=({"op": "need", "modules": []}, "pending")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert wrong == [], f"{len(wrong)} answers read by the wrong thread, e.g. {wrong[:3]}"
+
+
 def test_without_a_zygote_the_client_becomes_plain_python(tmp_path):
     """Nothing listens at the address (or the zygote cannot fork): the client execs ``python`` itself."""
     proc = _forked_python(str(tmp_path / "no-socket"), "import os, sys; print(os.getpid()); sys.exit(4)")

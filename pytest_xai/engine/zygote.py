@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -456,6 +457,7 @@ class Zygote:
             theirs.close()
         self.ready = False
         self.unread = 0  # replies to requests sent without waiting (need), read before the next
+        self.asking = threading.Lock()  # one request and its answer at a time: the ahead calls' threads ask too
         self.pid: int | None = self.proc.pid
         self.path: str | None = None
         if listener is not None:  # only the zygote's copy listens: once it has gone, nothing connects
@@ -568,17 +570,18 @@ class Zygote:
             return None
         client = cls.__new__(cls)
         client.sock, client.proc, client.ready, client.pid, client.path = sock, None, False, pid, None
-        client.unread = 0
+        client.unread, client.asking = 0, threading.Lock()
         return client
 
     def _ask(self, request: dict[str, Any], fds: tuple[int, ...] = (), bound: float = STATUS_ANSWER) -> dict[str, Any]:
-        if not self.ready:
-            answer(self.sock, self.pid, FIRST_ANSWER)
-            self.ready = True
-        while self.unread:  # the zygote answers in order, once its imports under way are done
-            answer(self.sock, self.pid, FIRST_ANSWER)
-            self.unread -= 1
-        return ask(self.sock, self.pid, request, fds, bound)
+        with self.asking:
+            if not self.ready:
+                answer(self.sock, self.pid, FIRST_ANSWER)
+                self.ready = True
+            while self.unread:  # the zygote answers in order, once its imports under way are done
+                answer(self.sock, self.pid, FIRST_ANSWER)
+                self.unread -= 1
+            return ask(self.sock, self.pid, request, fds, bound)
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
         """A new worker's pid, or None when the zygote cannot fork now (it holds a thread, has
@@ -598,7 +601,7 @@ class Zygote:
         under way (it waits at the first fork, where its own work can fill the wait)."""
         if self.proc is None:  # the controller's zygote serves other processes too
             return
-        with contextlib.suppress(OSError):
+        with self.asking, contextlib.suppress(OSError):
             _send(self.sock, {"op": "need", "modules": list(modules)})
             self.unread += 1
 
