@@ -1233,15 +1233,19 @@ def test_without_a_zygote_the_client_becomes_plain_python(tmp_path):
 
 
 AHEAD_EXPLAINER = """
+import itertools
 import os
 from pathlib import Path
 
-CALLS = []
-
 
 def explain(inputs):
-    CALLS.append(1)  # each call says when it starts: aheadplugin waits for the second
-    Path(os.environ["XAI_AHEAD_DIR"], f"call-{len(CALLS)}").write_text(str(inputs.shape))
+    for n in itertools.count(1):  # each call says when it starts, in any worker: aheadplugin waits for the second
+        try:
+            with open(Path(os.environ["XAI_AHEAD_DIR"], f"call-{n}"), "x") as out:
+                out.write(str(inputs.shape))
+            break
+        except FileExistsError:
+            continue
     return inputs * 0.0 + 1.0
 """
 
@@ -1283,6 +1287,67 @@ def test_the_next_tests_explanation_is_made_while_this_one_is_judged(pytester, m
     assert sorted(r["case"] for r in doc["results"]) == ["cough_and_fever", "cough_and_fever_10_90"]
     assert all(r["status"] in ("PASS", "FAIL") and r["cached"] is False for r in doc["results"]), doc["results"]
     assert not (pytester.path / "call-3").exists()  # one call a case: the one made ahead is the one taken
+
+
+TWO_WORKERS_EXPLAINER = """
+import os
+import time
+from pathlib import Path
+
+
+def explain(inputs):
+    here = Path(os.environ["XAI_LANES_DIR"])
+    mine = here / f"running-{os.getpid()}"
+    mine.touch()
+    deadline = time.monotonic() + 8  # once: the first call waits for another worker's call to start
+    while not (here / "seen").exists() and time.monotonic() < deadline:
+        others = [p.name for p in here.glob("running-*") if p != mine]
+        if others:
+            (here / "seen").write_text(f"running-{os.getpid()} beside {others[0]}")
+        time.sleep(0.02)
+    if not (here / "seen").exists():
+        (here / "seen").write_text("alone")
+    mine.unlink()
+    (here / f"called-{os.getpid()}-{inputs.shape[0]}-{float(inputs.sum()):.6f}").touch()
+    return inputs * 0.0 + 1.0
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a second worker of the explainer needs a second core")
+def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the_first(pytester, monkeypatch):
+    """Serially, on two cores, one explainer's coming explanations are made by two of its workers at
+    once (a spare beside the test thread's): the explainer's own time is no longer the run's
+    critical path.  Each explanation is still made once, by a worker forked from the zygote."""
+    pytester.makepyfile(two=TWO_WORKERS_EXPLAINER)
+    monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    result = pytester.runpytest_subprocess(
+        *QUIET, "-k", "cough_and_fever", "--xai-explainer=two.py:explain", "--xai-report=report.json"
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    assert (pytester.path / "seen").read_text().startswith("running-"), (pytester.path / "seen").read_text()
+    calls = sorted(p.name for p in pytester.path.glob("called-*"))
+    assert len(calls) == 2 and len({c.split("-")[1] for c in calls}) == 2, calls  # one call a case, two workers
+    doc = _report(pytester.path / "report.json")
+    assert sorted(r["case"] for r in doc["results"]) == ["cough_and_fever", "cough_and_fever_10_90"]
+    assert all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
+
+
+def test_explainer_workers_default_to_two_where_two_cores_serve_each_explainer():
+    from pytest_xai.engine.runner import explainer_workers
+
+    assert [explainer_workers(None, 1, cores) for cores in (1, 2, 8)] == [1, 2, 2]
+    assert [explainer_workers(None, n, 4) for n in (1, 2, 3)] == [2, 2, 1]
+    assert explainer_workers(1, 1, 8) == 1 and explainer_workers(3, 1, 1) == 3  # the option wins
+
+
+@pytest.mark.parametrize("value", ["0", "17", "-1"])
+def test_explainer_workers_out_of_range_is_a_usage_error(pytester, value):
+    result = pytester.runpytest(
+        "--xai-explainer=pytest_xai.explainers:exact_shapley", f"--xai-explainer-workers={value}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--xai-explainer-workers={value}: must be a whole number from 1 to 16*"])
 
 
 EARLY_PLUGIN = """

@@ -340,11 +340,13 @@ class Worker:
 
 
 class Pool:
-    """The workers of one plugin process: one per explainer spec, started on first use."""
+    """The workers of one plugin process: one per explainer spec, started on first use, and the
+    spares that make explanations ahead beside it (``Runner.lanes``)."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
         self.workers: dict[str, Worker] = {}
+        self.spares: dict[tuple[str, int], Worker] = {}
         self.broken: dict[str, ExplainerError] = {}
 
     def _worker(self, spec: str) -> Worker:
@@ -353,7 +355,32 @@ class Pool:
             return worker
         if spec in self.broken:
             raise self.broken[spec]
-        worker = self.workers[spec] = Worker(spec)
+        try:
+            worker = self.workers[spec] = self._started(spec)
+        except ExplainerError as exc:
+            self.broken[spec] = exc  # every later call of this explainer fails the same way, at once
+            raise
+        return worker
+
+    def spare(self, spec: str, lane: int) -> Worker:
+        """Spare ``lane`` of ``spec``, started if it is not up (from the thread of a call made ahead).
+        A spare that cannot start raises, and does not make the explainer broken: its calls are
+        left to the first worker, which says what is wrong."""
+        worker = self.spares.get((spec, lane))
+        if worker is None or not worker.alive:
+            worker = self.spares[spec, lane] = self._started(spec)
+        return worker
+
+    def forget(self, worker: Worker) -> None:
+        """``worker`` died: the next call starts another."""
+        if self.workers.get(worker.spec) is worker:
+            del self.workers[worker.spec]
+        for key in [key for key, spare in self.spares.items() if spare is worker]:
+            del self.spares[key]
+
+    def _started(self, spec: str) -> Worker:
+        """A new worker of ``spec``, its explainer loaded (and prepared); raises ExplainerError."""
+        worker = Worker(spec)
         init = {
             "op": "init",
             "spec": spec,
@@ -367,16 +394,15 @@ class Pool:
             except ExplainerCrash:
                 if not worker.lost_with_zygote():
                     raise
-                worker = self.workers[spec] = Worker(spec)  # once: a worker of a new zygote, or spawned
+                worker = Worker(spec)  # once: a worker of a new zygote, or spawned
                 reply, _ = worker.call(init, self.limits)
             _raise_for(reply, "loading it (and its prepare) in the worker")
         except NotApplicable as exc:
-            self.broken[spec] = ExplainerError(f"its prepare raised NotApplicable: {exc}")
-        except ExplainerError as exc:
-            self.broken[spec] = exc  # every later call of this explainer fails the same way, at once
-        if spec in self.broken:
             worker.kill()
-            raise self.broken[spec]
+            raise ExplainerError(f"its prepare raised NotApplicable: {exc}") from None
+        except ExplainerError:
+            worker.kill()
+            raise
         return worker
 
     def explain(
@@ -443,9 +469,10 @@ class Pool:
         raise AssertionError("unreachable")  # the second attempt returns or raises
 
     def close(self) -> None:
-        for worker in self.workers.values():
+        for worker in [*self.workers.values(), *self.spares.values()]:
             worker.stop()
         self.workers.clear()
+        self.spares.clear()
 
 
 def _pickled(case: Case) -> bytes:

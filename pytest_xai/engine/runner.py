@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import os
 import signal
 import sys
 import threading
@@ -112,6 +113,17 @@ def _count(value: Any) -> int | None:
 AHEAD = 64
 
 
+def explainer_workers(given: int | None, explainers: int, cores: int | None = None) -> int:
+    """How many workers of each explainer make the explanations ahead in a serial run: ``given``
+    (``--xai-explainer-workers``), else two when the process may use two cores an explainer (the
+    judge's worker takes what the explainer's leave), else one."""
+    if given is not None:
+        return given
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 if cores >= 2 * max(1, explainers) else 1
+
+
 class Runner:
     """Runs explainers on cases for one session.
 
@@ -140,14 +152,19 @@ class Runner:
         #: the run's, under xdist the next test's): the first not made yet is made while this test
         #: is judged (:meth:`_explain_ahead`).
         self.ahead: list[tuple[Explainer, CaseRef]] = []
+        #: How many workers of each explainer make them, at most that many calls at once
+        #: (:func:`explainer_workers`): the first is the test thread's, the others spares.
+        self.lanes = 1
         #: Calls made ahead (:meth:`_explain_ahead`), guarded by ``lock``: the running one of each
-        #: explainer spec, those read and not taken yet, every key made ahead or called by the test
-        #: thread, and the specs whose worker the test thread is using.
+        #: (explainer spec, worker), those read and not taken yet, every key made ahead or called by
+        #: the test thread, the specs whose first worker the test thread is using, and the specs
+        #: whose spare could not start (their calls are made by the test thread's worker only).
         self.lock = threading.Lock()
-        self.explaining: dict[str, _Ahead] = {}
+        self.explaining: dict[tuple[str, int], _Ahead] = {}
         self.made: dict[tuple[Any, ...], _Ahead] = {}
         self.claimed: set[tuple[Any, ...]] = set()
         self.using: set[str] = set()
+        self.no_spare: set[str] = set()
         self.prepared: set[str] = set()
         self._pool: Pool | None = None
         #: Entered while this thread only waits for a worker's reply (the plugin's background thread
@@ -209,7 +226,8 @@ class Runner:
             self.ahead = []
             running = list(self.explaining.values())
         for made in running:  # a call made ahead that no test needs: stopped, not waited for
-            made.worker.kill()
+            if made.worker is not None:
+                made.worker.kill()
         if self._pool is not None:
             self._pool.close()
 
@@ -252,15 +270,17 @@ class Runner:
         call's reply is read in a thread of this process, under the same limits as any call
         (:class:`_Ahead`), which sends the next once it has it; the test that needs an explanation
         takes it (:meth:`_take`), and any other call to that worker waits for the one running
-        (:meth:`_in_worker`).  Registered cases only, one call at a time, on a worker that is up."""
+        (:meth:`_in_worker`).  Registered cases only, at most :attr:`lanes` calls at once: on the
+        test thread's worker once it is up and free, and on spare workers of the explainer, which
+        go on while the test thread uses its own."""
         with self.lock:
             self._next_ahead()
 
     def _next_ahead(self) -> None:
-        """Send the first explanation of :attr:`ahead` not claimed yet (``lock`` held)."""
-        if self.limits is None or self._pool is None or self.explaining or len(self.made) >= AHEAD:
+        """Send the first explanations of :attr:`ahead` not claimed yet, one a free worker (``lock`` held)."""
+        if self.limits is None:
             return
-        while self.ahead:
+        while self.ahead and len(self.explaining) < self.lanes and len(self.made) < AHEAD:
             explainer, case = self.ahead[0]
             seed = self.seed_for(case)
             key = self._key(explainer, case, seed)
@@ -271,21 +291,35 @@ class Runner:
             if vetted is not None and isinstance(vetted[1], Outcome):  # the case's fault, known: no call
                 del self.ahead[0]
                 continue
-            worker = self._pool.workers.get(explainer.spec)
-            if worker is None or explainer.spec in self.using or not worker.alive:
-                return  # its worker is not up, or is the test thread's: later
+            lane = self._free_lane(explainer.spec)
+            if lane is None:
+                return  # its workers are busy, or the test thread's is not up: later
             self.claimed.add(key)
-            self.explaining[explainer.spec] = _Ahead(self, worker, explainer, case, seed, key)
-            return
+            worker = self.pool.workers[explainer.spec] if lane == 0 else None  # a spare: started by its thread
+            self.explaining[explainer.spec, lane] = _Ahead(self, worker, lane, explainer, case, seed, key)
+
+    def _free_lane(self, spec: str) -> int | None:
+        """A worker of ``spec`` free for a call made ahead (``lock`` held): 0, the test thread's, when
+        it is up and the test thread is not using it; else a spare's number; else None."""
+        worker = self.pool.workers.get(spec)
+        if (spec, 0) not in self.explaining and spec not in self.using and worker is not None and worker.alive:
+            return 0
+        if spec in self.no_spare:
+            return None
+        return next((lane for lane in range(1, self.lanes) if (spec, lane) not in self.explaining), None)
 
     def _finished(self, made: _Ahead) -> None:
-        """In the thread of a call made ahead, its reply read: keep it for its test, send the next."""
+        """In the thread of a call made ahead, its reply read: keep it for its test, send the next.  A
+        spare that could not start leaves its call to the test thread, and the explainer its spares."""
         with self.lock:
-            if self.explaining.get(made.explainer.spec) is made:
-                del self.explaining[made.explainer.spec]
-            self.made[made.key] = made
-            if made.worker.alive:
-                self._next_ahead()
+            if self.explaining.get((made.explainer.spec, made.lane)) is made:
+                del self.explaining[made.explainer.spec, made.lane]
+            if made.worker is None:
+                self.claimed.discard(made.key)
+                self.no_spare.add(made.explainer.spec)
+            else:
+                self.made[made.key] = made
+            self._next_ahead()
 
     def _take(self, spec: str, key: tuple[Any, ...]) -> _Ahead | None:
         """The call made ahead for ``key``, once its reply is read, or None: the test thread makes
@@ -294,8 +328,8 @@ class Runner:
             with self.lock:
                 if key in self.made:
                     return self.made.pop(key)
-                running = self.explaining.get(spec)
-                if running is None or running.key != key:
+                running = next((m for (s, _), m in self.explaining.items() if s == spec and m.key == key), None)
+                if running is None:
                     self.claimed.add(key)
                     return None
             self._wait_for(running)
@@ -309,15 +343,17 @@ class Runner:
     @contextlib.contextmanager
     def _using(self, spec: str) -> Iterator[None]:
         """The worker of ``spec`` for the test thread alone: the call made ahead on it finished first
-        (read and kept for its test), none sent meanwhile; the next one sent after."""
+        (read and kept for its test), none sent to it meanwhile, while its spares go on; the next one
+        sent after."""
         with self.lock:
             self.using.add(spec)
         try:
             while True:
                 with self.lock:
-                    running = self.explaining.get(spec)
-                if running is None:
-                    break
+                    running = self.explaining.get((spec, 0))
+                    if running is None:
+                        self._next_ahead()
+                        break
                 self._wait_for(running)
             yield
         finally:
@@ -328,8 +364,9 @@ class Runner:
     def _taken(self, made: _Ahead) -> Outcome:
         """The outcome of a call made ahead, for the test that needs it; one whose worker died with
         its zygote is made once more, as :meth:`Pool.call` does."""
-        if not made.worker.alive and self.pool.workers.get(made.explainer.spec) is made.worker:
-            self.pool.workers.pop(made.explainer.spec)  # the next call starts another
+        assert made.worker is not None  # a spare that did not start left its call to the test thread
+        if not made.worker.alive:
+            self.pool.forget(made.worker)  # the next call starts another
         if isinstance(made.error, ExplainerCrash) and made.worker.lost_with_zygote():
             return self._call(made.explainer, made.case, seed=made.seed)
 
@@ -676,14 +713,30 @@ class Runner:
 
 
 class _Ahead:
-    """A call made ahead (:meth:`Runner._explain_ahead`): sent at once to the explainer's worker that
-    is up, its reply read in a thread of its own, which holds the call to its limits as the test
-    thread would (:meth:`pytest_xai.engine.isolate.Worker.receive`)."""
+    """A call made ahead (:meth:`Runner._explain_ahead`): sent at once to a free worker of the
+    explainer (``worker``, or else spare number ``lane``, started first), its reply read in a thread
+    of its own, which holds the call to its limits as the test thread would
+    (:meth:`pytest_xai.engine.isolate.Worker.receive`).  A spare that cannot start leaves ``worker``
+    None: the test thread makes the call."""
 
     def __init__(
-        self, runner: Runner, worker: Worker, explainer: Explainer, case: CaseRef, seed: int, key: tuple[Any, ...]
+        self,
+        runner: Runner,
+        worker: Worker | None,
+        lane: int,
+        explainer: Explainer,
+        case: CaseRef,
+        seed: int,
+        key: tuple[Any, ...],
     ):
-        self.worker, self.explainer, self.case, self.seed, self.key = worker, explainer, case, seed, key
+        self.worker, self.lane, self.explainer, self.case, self.seed, self.key = (
+            worker,
+            lane,
+            explainer,
+            case,
+            seed,
+            key,
+        )
         self.reply: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.error: BaseException | None = None
         self.watching: list[Watch | None] = [None]  # the progress lines of the test that waits for it
@@ -697,7 +750,9 @@ class _Ahead:
 
         def run() -> None:
             try:
-                self.reply = pool.ahead(worker, request, watch=follow)
+                if self.worker is None:
+                    self.worker = pool.spare(explainer.spec, lane)
+                self.reply = pool.ahead(self.worker, request, watch=follow)
             except BaseException as exc:  # noqa: BLE001 - the test that takes it reports it
                 self.error = exc
             runner._finished(self)

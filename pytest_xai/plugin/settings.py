@@ -22,6 +22,7 @@ from pytest_xai.plugin.progress import AFTER as PROGRESS
 
 DEFAULT_TIMEOUT = 120.0
 WALL_FACTOR = 10.0  # the wall-clock backstop, as a multiple of the CPU-time limit
+MAX_EXPLAINER_WORKERS = 16
 
 
 def declare_options(parser: pytest.Parser) -> None:
@@ -58,6 +59,15 @@ def declare_options(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help=f"wall-clock backstop per explainer call, for explainers that sleep or deadlock "
         f"(default {WALL_FACTOR:g} x --xai-timeout)",
+    )
+    group.addoption(
+        "--xai-explainer-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="serially, how many worker processes of each explainer make the coming tests' explanations "
+        "(default: 2 where the run may use two cores an explainer, else 1; 1 for an explainer too big to "
+        "hold twice in memory); under xdist each xdist worker has one",
     )
     group.addoption(
         "--xai-progress",
@@ -213,6 +223,7 @@ class XaiOptions:
     timeout: float = DEFAULT_TIMEOUT  # CPU seconds per call; 0: in-process
     wall_timeout: float = WALL_FACTOR * DEFAULT_TIMEOUT  # the backstop (inf: none)
     progress: float = PROGRESS  # seconds before a running call's first progress line (0: none)
+    explainer_workers: int | None = None  # serially, workers per explainer (None: engine.runner.explainer_workers)
     budget: int | None = None  # None: each case's own, else the default
     #: ``{"ini": {check: {param: value}}, "command line": {...}}``
     thresholds: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -274,6 +285,11 @@ def read_options(config: pytest.Config) -> XaiOptions:
     wall_timeout = config.getoption("xai_wall_timeout")
     if wall_timeout is not None and not wall_timeout > 0:
         raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
+    workers = config.getoption("xai_explainer_workers")
+    if workers is not None and not 1 <= workers <= MAX_EXPLAINER_WORKERS:
+        raise pytest.UsageError(
+            f"--xai-explainer-workers={workers}: must be a whole number from 1 to {MAX_EXPLAINER_WORKERS}"
+        )
     progress = config.getoption("xai_progress")
     if progress is not None and not 0 <= progress < float("inf"):
         raise pytest.UsageError(f"--xai-progress={progress:g}: must be a finite number of seconds >= 0")
@@ -293,6 +309,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         timeout=timeout,
         wall_timeout=WALL_FACTOR * timeout if wall_timeout is None else wall_timeout,
         progress=PROGRESS if progress is None else progress,
+        explainer_workers=workers,
         budget=_number(config, "xai_budget", options.check_budget) if budget_given else None,
         thresholds=thresholds,
         report=report,
