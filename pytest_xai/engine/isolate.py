@@ -366,6 +366,8 @@ class Pool:
         """Spare ``lane`` of ``spec``, started if it is not up (from the thread of a call made ahead).
         A spare that cannot start raises, and does not make the explainer broken: its calls are
         left to the first worker, which says what is wrong."""
+        if spec in self.broken:
+            raise self.broken[spec]
         worker = self.spares.get((spec, lane))
         if worker is None or not worker.alive:
             worker = self.spares[spec, lane] = self._started(spec)

@@ -729,14 +729,8 @@ class _Ahead:
         seed: int,
         key: tuple[Any, ...],
     ):
-        self.worker, self.lane, self.explainer, self.case, self.seed, self.key = (
-            worker,
-            lane,
-            explainer,
-            case,
-            seed,
-            key,
-        )
+        self.worker, self.lane, self.explainer = worker, lane, explainer
+        self.case, self.seed, self.key = case, seed, key
         self.reply: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.error: BaseException | None = None
         self.watching: list[Watch | None] = [None]  # the progress lines of the test that waits for it
