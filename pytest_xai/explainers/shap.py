@@ -3,6 +3,9 @@ Lundberg et al. 2020)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import shap
 
@@ -53,12 +56,19 @@ def shap_kernel(inputs, predict, background, target, seed, budget=budgets.DEFAUL
     )
     data = background if rows == len(background) else shap.kmeans(background, rows)
     explainer = shap.KernelExplainer(_single_output(predict, target), data)
-    state = np.random.get_state()
-    np.random.seed(seed % 2**32)
-    try:
+    with _global_seed(seed):
         return _output(
             explainer.shap_values(inputs, nsamples="auto" if nsamples == auto else nsamples, silent=True), None
         )
+
+
+@contextlib.contextmanager
+def _global_seed(seed: int) -> Iterator[None]:
+    """numpy's global generator seeded with ``seed`` for shap code that draws from it, and put back after."""
+    state = np.random.get_state()
+    np.random.seed(seed % 2**32)
+    try:
+        yield
     finally:
         np.random.set_state(state)
 
@@ -140,20 +150,22 @@ def shap_permutation(inputs, predict, background, target, seed, budget=budgets.D
 
 
 @per_row
-def shap_partition(inputs, predict, background, target):
+def shap_partition(inputs, predict, background, target, seed):
     """Owen values of shap.explainers.Partition (default max_evals=500) with
-    shap.maskers.Partition over the background (features clustered by correlation, shap's default)."""
-    if inputs.ndim == 2 and background is not None:
+    shap.maskers.Partition over the background (features clustered by correlation, shap's default),
+    seeded through numpy's global generator, from which shap draws the clustering's jitter and the
+    ties of its queue."""
+    tabular = inputs.ndim == 2 and background is not None
+    if tabular:
         background = np.asarray(background, dtype=float)
         if len(np.unique(background, axis=0)) < 2:
             raise NotApplicable(
                 "shap's Partition masker clusters features by their correlation over the "
                 "background; this case's background has a single distinct row"
             )
-        masker = shap.maskers.Partition(background, max_samples=len(background))
-    else:
-        masker = None
-    return _masked_explainer(shap.explainers.Partition, inputs, predict, background, target, masker=masker)
+    with _global_seed(seed):
+        masker = shap.maskers.Partition(background, max_samples=len(background)) if tabular else None
+        return _masked_explainer(shap.explainers.Partition, inputs, predict, background, target, masker=masker)
 
 
 def _compile_numba() -> None:
@@ -169,7 +181,7 @@ def _compile_numba() -> None:
 
     shap_exact(toy, predict, toy, None)
     shap_permutation(toy, predict, toy, None, 0, budgets.DEFAULT)
-    shap_partition(toy, predict, toy, None)
+    shap_partition(toy, predict, toy, None, 0)
 
 
 # the contract's prepare hook is a function attribute, which mypy does not model
