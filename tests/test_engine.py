@@ -1290,25 +1290,35 @@ def test_the_next_tests_explanation_is_made_while_this_one_is_judged(pytester, m
 
 
 TWO_WORKERS_EXPLAINER = """
+import itertools
 import os
 import time
 from pathlib import Path
 
+CALLS = []
+
 
 def explain(inputs):
     here = Path(os.environ["XAI_LANES_DIR"])
+    CALLS.append(1)
     mine = here / f"running-{os.getpid()}"
     mine.touch()
-    deadline = time.monotonic() + 8  # once: the first call waits for another worker's call to start
-    while not (here / "seen").exists() and time.monotonic() < deadline:
+    busy = time.process_time() + 0.2  # CPU seconds: what a spare's start-up must be paid back by
+    deadline = time.monotonic() + (8 if len(CALLS) > 1 else 0)  # a worker's later calls wait for another's
+    while time.process_time() < busy or (not (here / "seen").exists() and time.monotonic() < deadline):
         others = [p.name for p in here.glob("running-*") if p != mine]
-        if others:
+        if others and not (here / "seen").exists():
             (here / "seen").write_text(f"running-{os.getpid()} beside {others[0]}")
-        time.sleep(0.02)
-    if not (here / "seen").exists():
+    if len(CALLS) > 1 and not (here / "seen").exists():
         (here / "seen").write_text("alone")
     mine.unlink()
-    (here / f"called-{os.getpid()}-{inputs.shape[0]}-{float(inputs.sum()):.6f}").touch()
+    for n in itertools.count(1):
+        try:
+            with open(here / f"called-{n}", "x") as out:
+                out.write(str(os.getpid()))
+            break
+        except FileExistsError:
+            continue
     return inputs * 0.0 + 1.0
 """
 
@@ -1316,21 +1326,42 @@ def explain(inputs):
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a second worker of the explainer needs a second core")
 def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the_first(pytester, monkeypatch):
     """Serially, on two cores, one explainer's coming explanations are made by two of its workers at
-    once (a spare beside the test thread's): the explainer's own time is no longer the run's
-    critical path.  Each explanation is still made once, by a worker forked from the zygote."""
+    once (a spare beside the test thread's, once the calls have cost what starting a worker did):
+    the explainer's own time is no longer the run's critical path.  Each explanation is still made
+    once, by a worker forked from the zygote."""
     pytester.makepyfile(two=TWO_WORKERS_EXPLAINER)
     monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     result = pytester.runpytest_subprocess(
-        *QUIET, "-k", "cough_and_fever", "--xai-explainer=two.py:explain", "--xai-report=report.json"
+        *QUIET, "-k", "symmetry and (cough or x0_plus_x1)", "--xai-explainer=two.py:explain", "--xai-report=r.json"
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     assert (pytester.path / "seen").read_text().startswith("running-"), (pytester.path / "seen").read_text()
-    calls = sorted(p.name for p in pytester.path.glob("called-*"))
-    assert len(calls) == 2 and len({c.split("-")[1] for c in calls}) == 2, calls  # one call a case, two workers
-    doc = _report(pytester.path / "report.json")
-    assert sorted(r["case"] for r in doc["results"]) == ["cough_and_fever", "cough_and_fever_10_90"]
-    assert all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
+    pids = [p.read_text() for p in pytester.path.glob("called-*")]
+    assert len(pids) == 4 and len(set(pids)) == 2, pids  # one call a case, by two workers
+    doc = _report(pytester.path / "r.json")
+    assert len(doc["results"]) == 7 and all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
+
+
+def test_a_spare_starts_only_once_the_calls_have_cost_what_starting_a_worker_did():
+    """A spare's start-up (shap's explainers compile numba functions in ``prepare``: seconds) is paid
+    back only by a long run: none before the explainer's calls have cost as much CPU."""
+    from pytest_xai.engine.isolate import Limits
+    from pytest_xai.engine.runner import Runner
+
+    runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=None, data_dir=None)
+    runner.lanes = 2
+
+    class Up:
+        alive, start_cpu = True, 2.0
+
+    runner.pool.workers["spec"] = Up()  # type: ignore[assignment]
+    runner.using.add("spec")  # the test thread has the first worker
+    assert runner._free_lane("spec") is None
+    runner._spend("spec", {"cpu_seconds": 1.5})
+    assert runner._free_lane("spec") is None
+    runner._spend("spec", {"cpu_seconds": 0.5})
+    assert runner._free_lane("spec") == 1
 
 
 def test_explainer_workers_default_to_two_where_two_cores_serve_each_explainer():

@@ -101,6 +101,7 @@ class Worker:
 
     def __init__(self, spec: str):
         self.spec = spec
+        self.start_cpu = 0.0  # CPU seconds its start took: the explainer's import and prepare (Pool._started)
         self._ended = False
         self._status: int | None = None
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker; close() closes it
@@ -399,6 +400,7 @@ class Pool:
                 worker = Worker(spec)  # once: a worker of a new zygote, or spawned
                 reply, _ = worker.call(init, self.limits)
             _raise_for(reply, "loading it (and its prepare) in the worker")
+            worker.start_cpu = cpu_seconds(worker.pid) or 0.0
         except NotApplicable as exc:
             worker.kill()
             raise ExplainerError(f"its prepare raised NotApplicable: {exc}") from None

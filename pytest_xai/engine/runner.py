@@ -153,8 +153,10 @@ class Runner:
         #: is judged (:meth:`_explain_ahead`).
         self.ahead: list[tuple[Explainer, CaseRef]] = []
         #: How many workers of each explainer make them, at most that many calls at once
-        #: (:func:`explainer_workers`): the first is the test thread's, the others spares.
+        #: (:func:`explainer_workers`): the first is the test thread's, the others spares, started
+        #: once the explainer's calls have cost what starting its first worker did (``spent``).
         self.lanes = 1
+        self.spent: dict[str, float] = {}  # CPU seconds of each explainer's calls so far
         #: Calls made ahead (:meth:`_explain_ahead`), guarded by ``lock``: the running one of each
         #: (explainer spec, worker), those read and not taken yet, every key made ahead or called by
         #: the test thread, the specs whose first worker the test thread is using, and the specs
@@ -304,8 +306,8 @@ class Runner:
         worker = self.pool.workers.get(spec)
         if (spec, 0) not in self.explaining and spec not in self.using and worker is not None and worker.alive:
             return 0
-        if spec in self.no_spare:
-            return None
+        if spec in self.no_spare or worker is None or self.spent.get(spec, 0.0) < worker.start_cpu:
+            return None  # a spare pays back its start-up (shap's numba compilation: seconds) only on long runs
         return next((lane for lane in range(1, self.lanes) if (spec, lane) not in self.explaining), None)
 
     def _finished(self, made: _Ahead) -> None:
@@ -319,6 +321,7 @@ class Runner:
                 self.no_spare.add(made.explainer.spec)
             else:
                 self.made[made.key] = made
+                self._spend(made.explainer.spec, made.reply[0] if made.reply else {})
             self._next_ahead()
 
     def _take(self, spec: str, key: tuple[Any, ...]) -> _Ahead | None:
@@ -627,7 +630,13 @@ class Runner:
         request, sent = self._request(case, seed, variant, inputs, budget)
         with self._using(explainer.spec), self.waiting():
             reply, arrays = self.pool.explain(explainer.spec, request, case=sent, watch=self.watch)
+        with self.lock:
+            self._spend(explainer.spec, reply)
         return self._explained(case, sent, inputs, reply, arrays)
+
+    def _spend(self, spec: str, reply: dict[str, Any]) -> None:
+        """Count a call's CPU seconds to its explainer (``lock`` held)."""
+        self.spent[spec] = self.spent.get(spec, 0.0) + (_number(reply.get("cpu_seconds")) or 0.0)
 
     def _request(
         self,
