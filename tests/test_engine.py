@@ -1343,25 +1343,29 @@ def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the
     assert len(doc["results"]) == 7 and all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
 
 
-def test_a_spare_starts_only_once_the_calls_have_cost_what_starting_a_worker_did():
-    """A spare's start-up (shap's explainers compile numba functions in ``prepare``: seconds) is paid
-    back only by a long run: none before the explainer's calls have cost as much CPU."""
+def test_a_spare_starts_only_where_the_calls_ahead_pay_back_its_start():
+    """A spare's start (shap's explainers compile numba functions in ``prepare``: 7 CPU s) must be
+    paid back: none until the calls still ahead, at the mean cost of a call so far, cost
+    SPARE_PAYBACK times as much."""
     from pytest_xai.engine.isolate import Limits
-    from pytest_xai.engine.runner import Runner
+    from pytest_xai.engine.runner import SPARE_PAYBACK, Runner
 
     runner = Runner(seed=0, limits=Limits(cpu=10.0, wall=100.0), cache=None, data_dir=None)
     runner.lanes = 2
 
     class Up:
-        alive, start_cpu = True, 2.0
+        alive, start_cpu, spec = True, 2.0, "spec"
 
     runner.pool.workers["spec"] = Up()  # type: ignore[assignment]
     runner.using.add("spec")  # the test thread has the first worker
-    assert runner._free_lane("spec") is None
-    runner._spend("spec", {"cpu_seconds": 1.5})
-    assert runner._free_lane("spec") is None
+    runner.ahead = [(Up(), None)] * 10  # type: ignore[list-item]
+    assert runner._free_lane("spec") is None  # no call yet: no cost known
     runner._spend("spec", {"cpu_seconds": 0.5})
-    assert runner._free_lane("spec") == 1
+    assert runner._free_lane("spec") is None  # 10 x 0.5 s ahead < 4 x 2 s
+    runner._spend("spec", {"cpu_seconds": 1.5})
+    assert SPARE_PAYBACK == 4 and runner._free_lane("spec") == 1  # 10 x 1 s ahead >= 8 s
+    runner.ahead = runner.ahead[:7]
+    assert runner._free_lane("spec") is None  # 7 s ahead: a spare would not pay back
 
 
 def test_explainer_workers_default_to_two_where_two_cores_serve_each_explainer():

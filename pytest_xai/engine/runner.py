@@ -111,6 +111,10 @@ def _count(value: Any) -> int | None:
 
 #: Explanations made ahead and not taken yet, at most (:meth:`Runner._explain_ahead`).
 AHEAD = 64
+#: A spare starts when the calls still ahead of its explainer are expected to cost this many times
+#: the CPU its first worker took to start (its import and ``prepare``): it then saves at least as much wall
+#: time as it costs CPU.
+SPARE_PAYBACK = 4
 
 
 def explainer_workers(given: int | None, explainers: int, cores: int | None = None) -> int:
@@ -154,9 +158,9 @@ class Runner:
         self.ahead: list[tuple[Explainer, CaseRef]] = []
         #: How many workers of each explainer make them, at most that many calls at once
         #: (:func:`explainer_workers`): the first is the test thread's, the others spares, started
-        #: once the explainer's calls have cost what starting its first worker did (``spent``).
+        #: once they pay back (:data:`SPARE_PAYBACK`, from each explainer's ``spent`` CPU seconds and calls).
         self.lanes = 1
-        self.spent: dict[str, float] = {}  # CPU seconds of each explainer's calls so far
+        self.spent: dict[str, tuple[float, int]] = {}
         #: Calls made ahead (:meth:`_explain_ahead`), guarded by ``lock``: the running one of each
         #: (explainer spec, worker), those read and not taken yet, every key made ahead or called by
         #: the test thread, the specs whose first worker the test thread is using, and the specs
@@ -306,9 +310,20 @@ class Runner:
         worker = self.pool.workers.get(spec)
         if (spec, 0) not in self.explaining and spec not in self.using and worker is not None and worker.alive:
             return 0
-        if spec in self.no_spare or worker is None or self.spent.get(spec, 0.0) < worker.start_cpu:
-            return None  # a spare pays back its start-up (shap's numba compilation: seconds) only on long runs
+        if spec in self.no_spare or worker is None:
+            return None
+        started = any((spec, lane) in self.pool.spares for lane in range(1, self.lanes))
+        if not started and not self._pays_back(spec, worker.start_cpu):
+            return None
         return next((lane for lane in range(1, self.lanes) if (spec, lane) not in self.explaining), None)
+
+    def _pays_back(self, spec: str, start_cpu: float) -> bool:
+        """Whether the calls still ahead of ``spec``, at its mean CPU seconds a call so far, cost
+        :data:`SPARE_PAYBACK` times a worker's start (shap's explainers compile numba functions in
+        ``prepare``: 7 s, which a spare would pay again on a short run for nothing)."""
+        spent, calls = self.spent.get(spec, (0.0, 0))
+        coming = sum(explainer.spec == spec for explainer, _ in self.ahead)
+        return (spent / calls * coming if calls else 0.0) >= SPARE_PAYBACK * start_cpu
 
     def _finished(self, made: _Ahead) -> None:
         """In the thread of a call made ahead, its reply read: keep it for its test, send the next.  A
@@ -635,8 +650,9 @@ class Runner:
         return self._explained(case, sent, inputs, reply, arrays)
 
     def _spend(self, spec: str, reply: dict[str, Any]) -> None:
-        """Count a call's CPU seconds to its explainer (``lock`` held)."""
-        self.spent[spec] = self.spent.get(spec, 0.0) + (_number(reply.get("cpu_seconds")) or 0.0)
+        """Count a call and its CPU seconds to its explainer (``lock`` held)."""
+        spent, calls = self.spent.get(spec, (0.0, 0))
+        self.spent[spec] = (spent + (_number(reply.get("cpu_seconds")) or 0.0), calls + 1)
 
     def _request(
         self,
