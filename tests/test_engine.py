@@ -1325,15 +1325,20 @@ def explain(inputs):
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a second worker of the explainer needs a second core")
 def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the_first(pytester, monkeypatch):
-    """Serially, on two cores, one explainer's coming explanations are made by two of its workers at
-    once (a spare beside the test thread's, once the calls have cost what starting a worker did):
+    """Serially, with --xai-explainer-workers=2, one explainer's coming explanations are made by two of
+    its workers at once (a spare beside the test thread's, once the calls ahead pay back its start):
     the explainer's own time is no longer the run's critical path.  Each explanation is still made
     once, by a worker forked from the zygote."""
     pytester.makepyfile(two=TWO_WORKERS_EXPLAINER)
     monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     result = pytester.runpytest_subprocess(
-        *QUIET, "-k", "symmetry and (cough or x0_plus_x1)", "--xai-explainer=two.py:explain", "--xai-report=r.json"
+        *QUIET,
+        "-k",
+        "symmetry and (cough or x0_plus_x1)",
+        "--xai-explainer=two.py:explain",
+        "--xai-explainer-workers=2",
+        "--xai-report=r.json",
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     assert (pytester.path / "seen").read_text().startswith("running-"), (pytester.path / "seen").read_text()
@@ -1366,14 +1371,6 @@ def test_a_spare_starts_only_where_the_calls_ahead_pay_back_its_start():
     assert SPARE_PAYBACK == 4 and runner._free_lane("spec") == 1  # 10 x 1 s ahead >= 8 s
     runner.ahead = runner.ahead[:7]
     assert runner._free_lane("spec") is None  # 7 s ahead: a spare would not pay back
-
-
-def test_explainer_workers_default_to_two_where_two_cores_serve_each_explainer():
-    from pytest_xai.engine.runner import explainer_workers
-
-    assert [explainer_workers(None, 1, cores) for cores in (1, 2, 8)] == [1, 2, 2]
-    assert [explainer_workers(None, n, 4) for n in (1, 2, 3)] == [2, 2, 1]
-    assert explainer_workers(1, 1, 8) == 1 and explainer_workers(3, 1, 1) == 3  # the option wins
 
 
 @pytest.mark.parametrize("value", ["0", "17", "-1"])

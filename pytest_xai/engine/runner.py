@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
 import signal
 import sys
 import threading
@@ -117,17 +116,6 @@ AHEAD = 64
 SPARE_PAYBACK = 4
 
 
-def explainer_workers(given: int | None, explainers: int, cores: int | None = None) -> int:
-    """How many workers of each explainer make the explanations ahead in a serial run: ``given``
-    (``--xai-explainer-workers``), else two when the process may use two cores an explainer (the
-    judge's worker takes what the explainer's leave), else one."""
-    if given is not None:
-        return given
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return 2 if cores >= 2 * max(1, explainers) else 1
-
-
 class Runner:
     """Runs explainers on cases for one session.
 
@@ -157,7 +145,7 @@ class Runner:
         #: is judged (:meth:`_explain_ahead`).
         self.ahead: list[tuple[Explainer, CaseRef]] = []
         #: How many workers of each explainer make them, at most that many calls at once
-        #: (:func:`explainer_workers`): the first is the test thread's, the others spares, started
+        #: (``--xai-explainer-workers``): the first is the test thread's, the others spares, started
         #: once they pay back (:data:`SPARE_PAYBACK`, from each explainer's ``spent`` CPU seconds and calls).
         self.lanes = 1
         self.spent: dict[str, tuple[float, int]] = {}

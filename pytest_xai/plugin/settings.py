@@ -66,8 +66,8 @@ def declare_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="N",
         help="serially, how many worker processes of each explainer make the coming tests' explanations "
-        "(default: 2 where the run may use two cores an explainer, else 1; 1 for an explainer too big to "
-        "hold twice in memory); under xdist each xdist worker has one",
+        "side by side (default 1): more for a slow explainer on a long run, where its calls, not the "
+        "checks, are what the run waits for; under xdist each xdist worker has one",
     )
     group.addoption(
         "--xai-progress",
@@ -223,7 +223,7 @@ class XaiOptions:
     timeout: float = DEFAULT_TIMEOUT  # CPU seconds per call; 0: in-process
     wall_timeout: float = WALL_FACTOR * DEFAULT_TIMEOUT  # the backstop (inf: none)
     progress: float = PROGRESS  # seconds before a running call's first progress line (0: none)
-    explainer_workers: int | None = None  # serially, workers per explainer (None: engine.runner.explainer_workers)
+    explainer_workers: int = 1  # serially, workers of each explainer that make the coming explanations
     budget: int | None = None  # None: each case's own, else the default
     #: ``{"ini": {check: {param: value}}, "command line": {...}}``
     thresholds: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -309,7 +309,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         timeout=timeout,
         wall_timeout=WALL_FACTOR * timeout if wall_timeout is None else wall_timeout,
         progress=PROGRESS if progress is None else progress,
-        explainer_workers=workers,
+        explainer_workers=1 if workers is None else workers,
         budget=_number(config, "xai_budget", options.check_budget) if budget_given else None,
         thresholds=thresholds,
         report=report,

@@ -306,12 +306,9 @@ class XaiState:
             self.upcoming[item.nodeid] = following
             following = name if name is not None else following
         if self._runner is not None:  # the explanations in the order the tests need them
-            from pytest_xai.engine.runner import explainer_workers
-
             explanations = dict.fromkeys(filter(None, map(_explanation_of, session.items)))
             self._runner.ahead = list(filter(None, map(self._named, explanations)))
-            specs = {explainer.spec for explainer, _ in self._runner.ahead}
-            self._runner.lanes = explainer_workers(self.options.explainer_workers, len(specs))
+            self._runner.lanes = self.options.explainer_workers
         if (
             self._runner is not None
             and not self.config.getoption("collectonly", False)  # no zygote then
