@@ -20,8 +20,6 @@ explanation must not matter.  Exit status 1 when any test differs.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,23 +30,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from verdict_table import BATTERY, EXPLAINERS, ROOT
+from verdict_table import BATTERY, EXPLAINERS, ROOT, run_battery
 
 Verdicts = dict[tuple[str, str, str], tuple[Any, ...]]
 
 
 def run(tree: Path, report: Path, explainers: list[str], marker: str, workers: int, extra: list[str]) -> Verdicts:
     """One cold run of ``tree``'s suite (``extra``: more pytest arguments); its verdicts by (explainer, check, case)."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, f"--xai-report={report}"]
-    args += ["-n", str(workers)] if workers else []
-    args += extra
-    args += [f"--xai-explainer=pytest_xai.explainers:{e}" for e in explainers]
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    with tempfile.TemporaryDirectory() as scratch:
-        start = time.monotonic()
-        subprocess.run(args, cwd=scratch, env=env, check=False, stdout=subprocess.DEVNULL)
-        print(f"  {tree.name}: {time.monotonic() - start:.0f} s", file=sys.stderr)
-    doc = json.loads(report.read_text())
+    start = time.monotonic()
+    doc = run_battery(report, explainers, marker, extra=[*(["-n", str(workers)] if workers else []), *extra], tree=tree)
+    print(f"  {tree.name}: {time.monotonic() - start:.0f} s", file=sys.stderr)
     return {
         (r["explainer"], r["check"], r["case"]): (r["outcome"], r.get("passed"), r.get("score"), bool(r.get("error")))
         for r in doc["results"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -62,14 +63,25 @@ LANGUAGE_MODELS = {
 }
 
 
-def run_battery(report: Path, explainers: list[str] | None = None, marker: str = BATTERY, select: str = "") -> dict:
+def run_battery(
+    report: Path,
+    explainers: list[str] | None = None,
+    marker: str = BATTERY,
+    select: str = "",
+    extra: list[str] | None = None,
+    tree: Path | None = None,
+) -> dict:
+    """A real run of the explainers on ``marker``'s tests (``extra``: more pytest arguments; ``tree``:
+    the checkout to run, first on the path), from a scratch folder; its JSON report."""
     from pytest_xai import explainers as module
 
     known = [e for e in (EXPLAINERS if explainers is None else explainers) if e in module.__all__]
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, f"--xai-report={report}"]
     args += ["-k", select] if select else []
-    args += [f"--xai-explainer=pytest_xai.explainers:{e}" for e in known]
-    subprocess.run(args, cwd=tempfile.gettempdir(), check=False)
+    args += [*(extra or []), *(f"--xai-explainer=pytest_xai.explainers:{e}" for e in known)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **({"PYTHONPATH": str(tree)} if tree else {})}
+    with tempfile.TemporaryDirectory() as scratch:
+        subprocess.run(args, cwd=scratch, env=env, check=False, stdout=subprocess.DEVNULL if tree else None)
     return json.loads(report.read_text())
 
 

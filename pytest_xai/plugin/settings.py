@@ -63,7 +63,7 @@ def declare_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--xai-explainer-workers",
         type=int,
-        default=None,
+        default=1,
         metavar="N",
         help="serially, how many worker processes of each explainer make the coming tests' explanations "
         "side by side (default 1): more for a slow explainer on a long run, where its calls, not the "
@@ -286,7 +286,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
     if wall_timeout is not None and not wall_timeout > 0:
         raise pytest.UsageError(f"--xai-wall-timeout={wall_timeout:g}: must be > 0 seconds")
     workers = config.getoption("xai_explainer_workers")
-    if workers is not None and not 1 <= workers <= MAX_EXPLAINER_WORKERS:
+    if not 1 <= workers <= MAX_EXPLAINER_WORKERS:
         raise pytest.UsageError(
             f"--xai-explainer-workers={workers}: must be a whole number from 1 to {MAX_EXPLAINER_WORKERS}"
         )
@@ -309,7 +309,7 @@ def read_options(config: pytest.Config) -> XaiOptions:
         timeout=timeout,
         wall_timeout=WALL_FACTOR * timeout if wall_timeout is None else wall_timeout,
         progress=PROGRESS if progress is None else progress,
-        explainer_workers=1 if workers is None else workers,
+        explainer_workers=workers,
         budget=_number(config, "xai_budget", options.check_budget) if budget_given else None,
         thresholds=thresholds,
         report=report,
