@@ -1027,6 +1027,36 @@ def test_the_zygote_imports_only_the_libraries_of_the_collected_cases(pytester, 
     assert "torch" not in seen or "captum" in seen, seen
 
 
+PREPARE_RECORDER = """
+import os, sys
+
+def explain(inputs):
+    return inputs * 0.0 + 1.0
+
+def _prepare():  # in the explainer's worker, before it builds any case: what the zygote imported
+    with open(os.environ["XAI_MODULES"], "a") as out:
+        out.write(" ".join(sorted(m for m in sys.modules if m.startswith("transformers.models"))) + "\\n")
+
+explain.prepare = _prepare
+"""
+
+
+def test_the_zygote_imports_the_language_models_module_of_a_run_with_llm_cases(pytester, monkeypatch):
+    """``import transformers`` is lazy: the GPT-2 model's modules load when a case first names
+    ``GPT2LMHeadModel`` (about 2 CPU s), so each worker that built an llm case paid them again.  The
+    llm family declares the module itself, and the zygote imports it before it forks the workers."""
+    pytest.importorskip("transformers")
+    pytester.makepyfile(recorder=PREPARE_RECORDER)
+    modules = pytester.path / "modules.txt"
+    monkeypatch.setenv("XAI_MODULES", str(modules))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-k", "llm_copy and not continuation", "--xai-explainer=recorder.py:explain"
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
+    assert "transformers.models.gpt2.modeling_gpt2" in seen, seen
+
+
 ZYGOTE_GROUPS = """
 import os
 

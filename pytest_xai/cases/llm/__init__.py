@@ -37,9 +37,10 @@ from pytest_xai.registry import Family
 from pytest_xai.tokens import CONTINUATION
 
 SOURCE = "causal language models with known deciding tokens (docs/sequences.md, 'Language models')"
-FAMILY = Family(
-    "llm", source=SOURCE, smoke=("token_mask_precision", "llm_copy"), libraries=("torch", "tokenizers", "transformers")
-)
+#: ``import transformers`` is lazy: GPT-2's modules load when a builder first names the model (about
+#: 2 CPU s), so the family names that module too, for the zygote to import it once before its forks.
+LIBRARIES = ("torch", "tokenizers", "transformers", "transformers.models.gpt2.modeling_gpt2")
+FAMILY = Family("llm", source=SOURCE, smoke=("token_mask_precision", "llm_copy"), libraries=LIBRARIES)
 WORDS = ("red", "blue", "cat", "dog", "sun", "rain", "tree", "car", "box", "cup")
 KEYS = tuple(f"k{i}" for i in range(6))
 VALUES = tuple(f"v{i}" for i in range(6))
