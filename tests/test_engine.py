@@ -1378,6 +1378,59 @@ def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the
     assert len(doc["results"]) == 7 and all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
 
 
+REFUSING_SPARE_EXPLAINER = """
+import os
+import time
+from pathlib import Path
+
+
+def explain(inputs):
+    busy = time.process_time() + 0.2  # CPU seconds: enough for the calls ahead to pay a spare back
+    while time.process_time() < busy:
+        pass
+    with open(Path(os.environ["XAI_LANES_DIR"]) / "calls", "a") as out:
+        out.write(f"{os.getpid()}\\n")
+    return inputs * 0.0 + 1.0
+
+
+def _prepare():  # the first worker's start succeeds; any later one's raises
+    try:
+        with open(Path(os.environ["XAI_LANES_DIR"]) / "first", "x"):
+            pass
+    except FileExistsError:
+        with open(Path(os.environ["XAI_LANES_DIR"]) / "refused", "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        raise RuntimeError("this explainer runs in one process only") from None
+
+
+explain.prepare = _prepare
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a second worker of the explainer needs a second core")
+def test_a_spare_that_cannot_start_leaves_its_calls_to_the_first_worker(pytester, monkeypatch):
+    """An explainer whose second worker cannot start (its ``prepare`` raises there) loses no test:
+    the call that was to start the spare goes back to the first worker, every explanation is made
+    by it, no test reports the spare's failure, and no other spare of it is tried."""
+    pytester.makepyfile(refusing=REFUSING_SPARE_EXPLAINER)
+    monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-k",
+        "symmetry and (cough or x0_plus_x1)",
+        "--xai-explainer=refusing.py:explain",
+        "--xai-explainer-workers=2",
+        "--xai-report=r.json",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    assert len((pytester.path / "refused").read_text().split()) == 1  # one spare tried, and no other
+    calls = (pytester.path / "calls").read_text().split()
+    assert len(calls) == 4 and len(set(calls)) == 1, calls  # one call a case, all by the first worker
+    doc = _report(pytester.path / "r.json")
+    assert len(doc["results"]) == 7 and all(r["status"] in ("PASS", "FAIL") for r in doc["results"]), doc["results"]
+
+
 def test_a_spare_starts_only_where_the_calls_ahead_pay_back_its_start():
     """A spare's start (shap's explainers compile numba functions in ``prepare``: 7 CPU s) must be
     paid back: none until the calls still ahead, at the mean cost of a call so far, cost
