@@ -1050,7 +1050,11 @@ def test_the_zygote_imports_the_language_models_module_of_a_run_with_llm_cases(p
     modules = pytester.path / "modules.txt"
     monkeypatch.setenv("XAI_MODULES", str(modules))
     result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-k", "llm_copy and not continuation", "--xai-explainer=recorder.py:explain"
+        "-p",
+        "no:randomly",
+        "-k",
+        "token_mask_precision and llm_copy and not continuation",
+        "--xai-explainer=recorder.py:explain",
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
