@@ -1061,6 +1061,41 @@ def test_the_zygote_imports_the_language_models_module_of_a_run_with_llm_cases(p
     assert "transformers.models.gpt2.modeling_gpt2" in seen, seen
 
 
+NUMBA_RECORDER = """
+import os, sys
+
+def explain(inputs):  # in a fork of the zygote: how many of shap's numba functions came compiled
+    import shap.utils._masked_model as masked
+
+    compiled = [n for n, f in vars(masked).items() if getattr(f, "signatures", None)]
+    with open(os.environ["XAI_NUMBA"], "a") as out:
+        out.write(f"{len(compiled)}\\n")
+    return inputs * 0.0 + 1.0
+"""
+
+
+def test_the_zygote_compiles_shaps_numba_functions_once_for_every_worker_it_forks(pytester, monkeypatch):
+    """shap's Exact, Permutation and Partition explainers JIT-compile numba functions (about 7 CPU s),
+    which each of their workers paid in ``prepare``: a second one, a restart after a timeout, a spare.
+    With one of them in the run, the zygote compiles them before its first fork, so every worker it
+    forks has them compiled (here a user's explainer beside shap_permutation)."""
+    pytest.importorskip("shap")
+    pytester.makepyfile(recorder=NUMBA_RECORDER)
+    seen = pytester.path / "numba.txt"
+    monkeypatch.setenv("XAI_NUMBA", str(seen))
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-k",
+        "symmetry and cough_and_fever and not 10_90",
+        "--xai-explainer=pytest_xai.explainers:shap_permutation",
+        "--xai-explainer=recorder.py:explain",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    (compiled,) = seen.read_text().split()
+    assert int(compiled) > 0, compiled
+
+
 ZYGOTE_GROUPS = """
 import os
 

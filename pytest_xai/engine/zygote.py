@@ -125,9 +125,14 @@ def split_address(address: str) -> tuple[str, int | None]:
 
 
 def preload(name: str) -> None:
-    """Import ``name`` if it can be: preloading is an optimisation, a worker imports what it needs again."""
+    """Import ``name`` if it can be, or with ``module:function`` call that function (a reference
+    explainer's compilation, :func:`pytest_xai.explainers.compiled_by`): preloading is an
+    optimisation, a worker imports and compiles what it needs again."""
+    module, _, function = name.partition(":")
     with contextlib.suppress(Exception):
-        importlib.import_module(name)
+        imported = importlib.import_module(module)
+        if function:
+            getattr(imported, function)()
 
 
 def _close(fds: Sequence[int]) -> None:
@@ -250,7 +255,7 @@ class Server:
         _close(fds)
         modules = request.get("modules")
         if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
-            kept = [m for m in self.pending if m in PRELOAD_LATER]  # the run's explainer libraries
+            kept = [m for m in self.pending if m in PRELOAD_LATER or ":" in m]  # the run's explainers' own
             self.pending = kept + [m for m in modules if m not in kept and m not in sys.modules]
             self.held = []
         return {"pending": self.pending}
@@ -547,6 +552,7 @@ class Zygote:
         # reference explainers name theirs, and an import under way holds back the first fork
         imported = tuple(sys.modules) if others else ()
         used = [m for m in installed if m in PRELOAD_LATER and m.partition(".")[0] in (*first, *imported)]
+        used += [m for m in first if ":" in m]  # after their libraries: what the run's reference explainers compile
         now = [m for m in installed if m not in PRELOAD_LATER]
         later = [m for m in installed if m in PRELOAD_LATER and m not in used] if others else []
         light, models = [m for m in now if m not in LIBRARIES], [m for m in now if m in LIBRARIES]

@@ -63,6 +63,11 @@ LLM_ZOO = (
 _WHERE.update(dict.fromkeys(LLM_EXPLAINERS + LLM_ZOO, "llm"))
 #: The library a module of ``_WHERE`` imports at its top; the others import theirs inside the calls.
 _IMPORTS_AT_TOP = {"shap": "shap", "lime": "lime"}
+#: The explainers whose ``prepare`` only compiles (shap's numba functions, about 7 CPU s): the zygote
+#: runs it once before its first fork, so that no worker it forks pays it again.
+_COMPILES = dict.fromkeys(
+    ("shap_exact", "shap_permutation", "shap_partition"), "pytest_xai.explainers.shap:compile_numba"
+)
 #: The zoo members (pytest_xai.explainers.degenerate.MEMBERS), exposed as zoo_<member>.
 ZOO_MEMBERS = (
     "zeros",
@@ -102,6 +107,12 @@ def library_of(name: str) -> str | None:
     """The library that looking up the explainer ``name`` imports (None: none, or ``name`` is no
     explainer of this module), so that it can be checked without importing it."""
     return _IMPORTS_AT_TOP.get(_WHERE.get(name, ""))
+
+
+def compiled_by(name: str) -> str | None:
+    """``module:function`` compiling what the explainer ``name`` compiles in its ``prepare``, for the
+    zygote to run before it forks (None: nothing to compile, or no explainer of this module)."""
+    return _COMPILES.get(name)
 
 
 def __dir__() -> list[str]:

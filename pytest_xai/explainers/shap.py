@@ -168,11 +168,13 @@ def shap_partition(inputs, predict, background, target, seed):
         return _masked_explainer(shap.explainers.Partition, inputs, predict, background, target, masker=masker)
 
 
-def _compile_numba() -> None:
+def compile_numba() -> None:
     """Run each masked explainer once on a toy problem (``prepare``: once per worker process).
 
     shap's Exact, Permutation and Partition explainers JIT-compile numba functions on first use
-    (10-25 s); compiled here, before the first call, no call's time includes the compilation.
+    (7-25 s); compiled here, before the first call, no call's time includes the compilation.  The
+    zygote runs it before its first fork (:func:`pytest_xai.explainers.compiled_by`), so the workers
+    it forks find them compiled.
     """
     toy = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]])
 
@@ -182,10 +184,16 @@ def _compile_numba() -> None:
     shap_exact(toy, predict, toy, None)
     shap_permutation(toy, predict, toy, None, 0, budgets.DEFAULT)
     shap_partition(toy, predict, toy, None, 0)
+    import tqdm
+
+    monitor = tqdm.tqdm.monitor  # shap's progress bar started tqdm's monitor thread: stopped, for the
+    if monitor is not None:  # zygote forks only while it holds one thread
+        monitor.exit()
+        tqdm.tqdm.monitor = None
 
 
 # the contract's prepare hook is a function attribute, which mypy does not model
-shap_exact.prepare = shap_permutation.prepare = shap_partition.prepare = _compile_numba  # type: ignore[attr-defined]
+shap_exact.prepare = shap_permutation.prepare = shap_partition.prepare = compile_numba  # type: ignore[attr-defined]
 # What each explainer claims, for the exactness and estimator checks (pytest_xai.cases.games.checks):
 # enumeration and interventional TreeSHAP are exact; permutation sampling is unbiased at any budget,
 # KernelSHAP's regression only asymptotically (Covert & Lee 2021).

@@ -164,7 +164,9 @@ def _start_engine(config: pytest.Config, state: XaiState) -> None:
     _quick_teardown()
     explainers = state.explainers
     reference = [e.spec.partition(":")[2] for e in explainers if e.spec.partition(":")[0] == contract.REFERENCE_MODULE]
-    first = tuple(filter(None, map(explainers_module.library_of, reference)))
+    needs = [explainers_module.library_of(name) for name in reference]
+    needs += [explainers_module.compiled_by(name) for name in reference]  # shap's numba functions, once
+    first = tuple(dict.fromkeys(filter(None, needs)))
     others = len(reference) < len(explainers)  # a user's explainer may import any explainer library
     state.zygote_explainers = (list(first), others)
     if _runs_tests_here(config):
