@@ -996,11 +996,22 @@ def test_the_zygote_preloads_other_explainer_libraries_only_for_a_user_explainer
     assert "torch" in zygote and ("shap" in later) == user, zygote
 
 
+def _recorded(pytester, monkeypatch, recorder: str, *args: str) -> list[str]:
+    """The lines ``recorder`` (a user's explainer module) wrote to the file ``$XAI_RECORD`` in a
+    serial run of ``args`` with it as an explainer (after any other in ``args``)."""
+    pytester.makepyfile(recorder=recorder)
+    record = pytester.path / "record.txt"
+    monkeypatch.setenv("XAI_RECORD", str(record))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", *args, "--xai-explainer=recorder.py:explain")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    return record.read_text().splitlines()
+
+
 MODULES_RECORDER = """
 import os, sys
 
 def explain(inputs):
-    with open(os.environ["XAI_MODULES"], "a") as out:
+    with open(os.environ["XAI_RECORD"], "a") as out:
         out.write(" ".join(m for m in ("chess", "xgboost", "torch", "captum") if m in sys.modules) + "\\n")
     return inputs * 0.0 + 1.0
 """
@@ -1011,18 +1022,8 @@ def test_the_zygote_imports_only_the_libraries_of_the_collected_cases(pytester, 
     of cough_and_fever (an XGBoost model) forks its workers with xgboost imported, without
     python-chess, and without torch unless an explainer library brought it (captum, imported while
     the zygote waits for a user's explainer); the case's torch twin is built only when asked for."""
-    pytester.makepyfile(recorder=MODULES_RECORDER)
-    modules = pytester.path / "modules.txt"
-    monkeypatch.setenv("XAI_MODULES", str(modules))
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-k",
-        "symmetry and cough_and_fever",
-        f"--xai-explainer={pytester.path / 'recorder.py'}:explain",
-    )
-    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
-    (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
+    (line,) = _recorded(pytester, monkeypatch, MODULES_RECORDER, "-k", "symmetry and cough_and_fever")
+    seen = set(line.split())
     assert "xgboost" in seen and "chess" not in seen, seen
     assert "torch" not in seen or "captum" in seen, seen
 
@@ -1034,7 +1035,7 @@ def explain(inputs):
     return inputs * 0.0 + 1.0
 
 def _prepare():  # in the explainer's worker, before it builds any case: what the zygote imported
-    with open(os.environ["XAI_MODULES"], "a") as out:
+    with open(os.environ["XAI_RECORD"], "a") as out:
         out.write(" ".join(sorted(m for m in sys.modules if m.startswith("transformers.models"))) + "\\n")
 
 explain.prepare = _prepare
@@ -1046,18 +1047,9 @@ def test_the_zygote_imports_the_language_models_module_of_a_run_with_llm_cases(p
     ``GPT2LMHeadModel`` (about 2 CPU s), so each worker that built an llm case paid them again.  The
     llm family declares the module itself, and the zygote imports it before it forks the workers."""
     pytest.importorskip("transformers")
-    pytester.makepyfile(recorder=PREPARE_RECORDER)
-    modules = pytester.path / "modules.txt"
-    monkeypatch.setenv("XAI_MODULES", str(modules))
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-k",
-        "token_mask_precision and llm_copy and not continuation",
-        "--xai-explainer=recorder.py:explain",
-    )
-    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
-    (seen,) = [set(line.split()) for line in modules.read_text().splitlines()]
+    selection = "token_mask_precision and llm_copy and not continuation"
+    (line,) = _recorded(pytester, monkeypatch, PREPARE_RECORDER, "-k", selection)
+    seen = set(line.split())
     assert "transformers.models.gpt2.modeling_gpt2" in seen, seen
 
 
@@ -1068,7 +1060,7 @@ def explain(inputs):  # in a fork of the zygote: how many of shap's numba functi
     import shap.utils._masked_model as masked
 
     compiled = [n for n, f in vars(masked).items() if getattr(f, "signatures", None)]
-    with open(os.environ["XAI_NUMBA"], "a") as out:
+    with open(os.environ["XAI_RECORD"], "a") as out:
         out.write(f"{len(compiled)}\\n")
     return inputs * 0.0 + 1.0
 """
@@ -1080,19 +1072,10 @@ def test_the_zygote_compiles_shaps_numba_functions_once_for_every_worker_it_fork
     With one of them in the run, the zygote compiles them before its first fork, so every worker it
     forks has them compiled (here a user's explainer beside shap_permutation)."""
     pytest.importorskip("shap")
-    pytester.makepyfile(recorder=NUMBA_RECORDER)
-    seen = pytester.path / "numba.txt"
-    monkeypatch.setenv("XAI_NUMBA", str(seen))
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-k",
-        "symmetry and cough_and_fever and not 10_90",
-        "--xai-explainer=pytest_xai.explainers:shap_permutation",
-        "--xai-explainer=recorder.py:explain",
+    selection = "symmetry and cough_and_fever and not 10_90"
+    (compiled,) = _recorded(
+        pytester, monkeypatch, NUMBA_RECORDER, "-k", selection, "--xai-explainer=pytest_xai.explainers:shap_permutation"
     )
-    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
-    (compiled,) = seen.read_text().split()
     assert int(compiled) > 0, compiled
 
 

@@ -181,15 +181,16 @@ def compile_numba() -> None:
     def predict(X):
         return np.asarray(X, dtype=float).sum(axis=1)
 
-    shap_exact(toy, predict, toy, None)
-    shap_permutation(toy, predict, toy, None, 0, budgets.DEFAULT)
-    shap_partition(toy, predict, toy, None, 0)
-    import tqdm
+    try:
+        shap_exact(toy, predict, toy, None)
+        shap_permutation(toy, predict, toy, None, 0, budgets.DEFAULT)
+        shap_partition(toy, predict, toy, None, 0)
+    finally:  # shap's progress bar may have started tqdm's monitor thread: stopped, since the zygote
+        import tqdm  # forks only while it holds one thread
 
-    monitor = tqdm.tqdm.monitor  # shap's progress bar started tqdm's monitor thread: stopped, for the
-    if monitor is not None:  # zygote forks only while it holds one thread
-        monitor.exit()
-        tqdm.tqdm.monitor = None
+        if tqdm.tqdm.monitor is not None:
+            tqdm.tqdm.monitor.exit()
+            tqdm.tqdm.monitor = None
 
 
 # the contract's prepare hook is a function attribute, which mypy does not model
