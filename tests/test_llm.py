@@ -71,6 +71,36 @@ def test_the_shipped_models_pass_their_gate_and_the_card_says_so():
     assert cases.get("llm_recall").meta["held_out_accuracy"] >= llm.ACCURACY_GATE
 
 
+def test_a_cold_build_of_an_llm_case_computes_no_exact_values(monkeypatch, tmp_path):
+    """The explained rows and their exact values at the default seed ship with the weights
+    (``pytest_xai/data/llm_truth.npz``): a run with an empty cache computed them for every task (4-6
+    CPU s each), in every cold run and every process without the disk cache."""
+    from pytest_xai.cache import Cache
+
+    def computed(*args, **kwargs):
+        raise AssertionError("exact values computed")
+
+    monkeypatch.setattr(lm, "exact_values", computed)
+    for name in ("llm_copy", "llm_recall", "llm_trigger"):
+        case = cases.get(name, cache=Cache(str(tmp_path)), fresh=True)
+        assert case.truth["token_values"].shape == case.inputs.shape
+
+
+@pytest.mark.slow  # the exact values of every task again: about 14 CPU s
+def test_the_shipped_llm_truth_is_what_the_shipped_weights_give():
+    """``scripts/llm_truth.py`` wrote the file from the weights it names; computed again here, the
+    rows are the same and the values equal to rounding."""
+    shipped = llm.shipped_arrays()
+    assert shipped is not None
+    for task in llm.TASKS:
+        again = llm.computed_arrays(task, llm.SHIPPED_SEED, llm._gated(task)[0])
+        for key, value in again.items():
+            if value.dtype.kind == "f":
+                np.testing.assert_allclose(shipped[task][key], value, rtol=1e-6, atol=1e-9, err_msg=f"{task} {key}")
+            else:
+                np.testing.assert_array_equal(shipped[task][key], value, err_msg=f"{task} {key}")
+
+
 def test_a_model_below_its_gate_makes_the_case_not_applicable(monkeypatch):
     monkeypatch.setattr(llm, "ACCURACY_GATE", 1.01)
     with pytest.raises(NotApplicable, match="model below quality gate: trigger held-out accuracy"):

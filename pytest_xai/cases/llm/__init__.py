@@ -26,6 +26,7 @@ values rank the deciding tokens first (checked at build).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,10 @@ COPY_POSITION = 5  # the copy task's next tokens are the words at positions 5 an
 TASKS = ("copy", "recall", "trigger")
 DROP = 0.2  # training: the share of non-deciding prompt tokens replaced by <pad>
 N_EXPLAINED = 8
+#: The case seed whose explained rows and exact values ship with the weights (the default
+#: ``--xai-seed``): a cold run computes no exact values (``scripts/llm_truth.py`` writes them).
+SHIPPED_SEED = 0
+TRUTH = Path(__file__).resolve().parents[2] / "data" / "llm_truth.npz"
 ACCURACY_GATE = 0.98  # held-out greedy accuracy every shipped model must reach
 HELD_OUT_SEED = 2025
 
@@ -185,17 +190,41 @@ def _wrong_target(task: str, prompt: np.ndarray, answer: np.ndarray) -> int:
     return NO if answer[0] == YES else YES
 
 
-def _arrays(task: str, seed: int, model: Any, cache: Any) -> dict[str, np.ndarray]:
+def computed_arrays(task: str, seed: int, model: Any) -> dict[str, np.ndarray]:
     """The explained rows of :func:`_explained` and the exact values of each row's wrong next token
-    (:func:`_wrong_target`), from the disk cache (keyed by the shipped weights' digest) or built (a
-    few seconds)."""
-    from pytest_xai.cases.llm.model import exact_values, weights_digest
+    (:func:`_wrong_target`), computed (4-6 CPU s a task)."""
+    from pytest_xai.cases.llm.model import exact_values
+
+    prompts, answers, values, masks = _explained(task, seed, model)
+    wrong = [_wrong_target(task, p, a) for p, a in zip(prompts, answers)]
+    others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, wrong)])
+    return {"prompts": prompts, "answers": answers, "values": values, "masks": masks, "wrong": others}
+
+
+def shipped_arrays() -> dict[str, dict[str, np.ndarray]] | None:
+    """``{task: arrays}`` of :func:`computed_arrays` at :data:`SHIPPED_SEED`, as
+    ``scripts/llm_truth.py`` wrote them beside the weights (``pytest_xai/data/llm_truth.npz``); None
+    when the file is missing or was computed from other weights than those shipped."""
+    from pytest_xai.cases.llm.model import weights_digest
+
+    if not TRUTH.is_file():
+        return None
+    with np.load(TRUTH, allow_pickle=False) as stored:
+        if str(stored["weights"]) != weights_digest():
+            return None
+        return {
+            task: {k.partition("/")[2]: stored[k] for k in stored.files if k.startswith(task + "/")} for task in TASKS
+        }
+
+
+def _arrays(task: str, seed: int, model: Any, cache: Any) -> dict[str, np.ndarray]:
+    """The arrays of :func:`computed_arrays`: those shipped at :data:`SHIPPED_SEED`, else from the
+    disk cache (keyed by the shipped weights' digest) or computed."""
+    from pytest_xai.cases.llm.model import weights_digest
 
     def build() -> dict[str, np.ndarray]:
-        prompts, answers, values, masks = _explained(task, seed, model)
-        wrong = [_wrong_target(task, p, a) for p, a in zip(prompts, answers)]
-        others = np.stack([exact_values(model, p, np.array([t]))[0] for p, t in zip(prompts, wrong)])
-        return {"prompts": prompts, "answers": answers, "values": values, "masks": masks, "wrong": others}
+        shipped = shipped_arrays() if seed == SHIPPED_SEED else None
+        return shipped[task] if shipped is not None else computed_arrays(task, seed, model)
 
     return cache.arrays(f"llm_{task}", {"task": task, "seed": seed, "weights": weights_digest()}, build)
 
