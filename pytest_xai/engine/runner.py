@@ -307,8 +307,8 @@ class Runner:
 
     def _pays_back(self, spec: str, start_cpu: float) -> bool:
         """Whether the calls still ahead of ``spec``, at its mean CPU seconds a call so far, cost
-        :data:`SPARE_PAYBACK` times a worker's start (shap's explainers compile numba functions in
-        ``prepare``: 7 s, which a spare would pay again on a short run for nothing)."""
+        :data:`SPARE_PAYBACK` times a worker's start (an explainer's ``prepare`` may load or compile
+        for seconds, which a spare would pay again on a short run for nothing)."""
         spent, calls = self.spent.get(spec, (0.0, 0))
         coming = sum(explainer.spec == spec for explainer, _ in self.ahead)
         return (spent / calls * coming if calls else 0.0) >= SPARE_PAYBACK * start_cpu
