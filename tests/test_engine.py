@@ -1341,6 +1341,24 @@ def test_the_next_tests_explanation_is_made_while_this_one_is_judged(pytester, m
     assert not (pytester.path / "call-3").exists()  # one call a case: the one made ahead is the one taken
 
 
+def _run_with_a_spare(pytester, monkeypatch, **module: str) -> None:
+    """A serial run of the one explainer module given (``name=source``, its ``explain``) on four cases,
+    with a spare allowed (``--xai-explainer-workers=2``); its files go to ``$XAI_LANES_DIR``."""
+    pytester.makepyfile(**module)
+    monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    (name,) = module
+    result = pytester.runpytest_subprocess(
+        *QUIET,
+        "-k",
+        "symmetry and (cough or x0_plus_x1)",
+        f"--xai-explainer={name}.py:explain",
+        "--xai-explainer-workers=2",
+        "--xai-report=r.json",
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+
+
 TWO_WORKERS_EXPLAINER = """
 import itertools
 import os
@@ -1381,18 +1399,7 @@ def test_serially_a_second_worker_of_the_explainer_makes_explanations_beside_the
     its workers at once (a spare beside the test thread's, once the calls ahead pay back its start):
     the explainer's own time is no longer the run's critical path.  Each explanation is still made
     once, by a worker forked from the zygote."""
-    pytester.makepyfile(two=TWO_WORKERS_EXPLAINER)
-    monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    result = pytester.runpytest_subprocess(
-        *QUIET,
-        "-k",
-        "symmetry and (cough or x0_plus_x1)",
-        "--xai-explainer=two.py:explain",
-        "--xai-explainer-workers=2",
-        "--xai-report=r.json",
-    )
-    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    _run_with_a_spare(pytester, monkeypatch, two=TWO_WORKERS_EXPLAINER)
     assert (pytester.path / "seen").read_text().startswith("running-"), (pytester.path / "seen").read_text()
     pids = [p.read_text() for p in pytester.path.glob("called-*")]
     assert len(pids) == 4 and len(set(pids)) == 2, pids  # one call a case, by two workers
@@ -1434,18 +1441,7 @@ def test_a_spare_that_cannot_start_leaves_its_calls_to_the_first_worker(pytester
     """An explainer whose second worker cannot start (its ``prepare`` raises there) loses no test:
     the call that was to start the spare goes back to the first worker, every explanation is made
     by it, no test reports the spare's failure, and no other spare of it is tried."""
-    pytester.makepyfile(refusing=REFUSING_SPARE_EXPLAINER)
-    monkeypatch.setenv("XAI_LANES_DIR", str(pytester.path))
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    result = pytester.runpytest_subprocess(
-        *QUIET,
-        "-k",
-        "symmetry and (cough or x0_plus_x1)",
-        "--xai-explainer=refusing.py:explain",
-        "--xai-explainer-workers=2",
-        "--xai-report=r.json",
-    )
-    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
+    _run_with_a_spare(pytester, monkeypatch, refusing=REFUSING_SPARE_EXPLAINER)
     assert len((pytester.path / "refused").read_text().split()) == 1  # one spare tried, and no other
     calls = (pytester.path / "calls").read_text().split()
     assert len(calls) == 4 and len(set(calls)) == 1, calls  # one call a case, all by the first worker
