@@ -222,11 +222,11 @@ def _arrays(task: str, seed: int, model: Any, cache: Any) -> dict[str, np.ndarra
     disk cache (keyed by the shipped weights' digest) or computed."""
     from pytest_xai.cases.llm.model import weights_digest
 
-    def build() -> dict[str, np.ndarray]:
-        shipped = shipped_arrays() if seed == SHIPPED_SEED else None
-        return shipped[task] if shipped is not None else computed_arrays(task, seed, model)
-
-    return cache.arrays(f"llm_{task}", {"task": task, "seed": seed, "weights": weights_digest()}, build)
+    shipped = shipped_arrays() if seed == SHIPPED_SEED else None
+    if shipped is not None:
+        return shipped[task]
+    key = {"task": task, "seed": seed, "weights": weights_digest()}
+    return cache.arrays(f"llm_{task}", key, lambda: computed_arrays(task, seed, model))
 
 
 def _case(info, task: str, seed: int, cache: Any, width: int) -> Case:
