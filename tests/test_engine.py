@@ -1066,6 +1066,24 @@ def explain(inputs):  # in a fork of the zygote: how many of shap's numba functi
 """
 
 
+def test_the_zygote_compiles_what_each_reference_explainers_prepare_compiles():
+    """``explainers.compiled_by`` (read without importing shap) names the ``prepare`` of exactly the
+    reference explainers that have one: one that gains a prepare, or loses it, is not forgotten."""
+    pytest.importorskip("shap")
+    import importlib
+
+    from pytest_xai import explainers
+
+    for name in ("shap_kernel", "shap_tree", "shap_exact", "shap_permutation", "shap_partition", "exact_shapley"):
+        prepare = getattr(getattr(explainers, name), "prepare", None)
+        compiled = explainers.compiled_by(name)
+        if compiled is None:
+            assert prepare is None, name
+        else:
+            module, _, function = compiled.partition(":")
+            assert prepare is getattr(importlib.import_module(module), function), name
+
+
 def test_the_zygote_compiles_shaps_numba_functions_once_for_every_worker_it_forks(pytester, monkeypatch):
     """shap's Exact, Permutation and Partition explainers JIT-compile numba functions (about 7 CPU s),
     which each of their workers paid in ``prepare``: a second one, a restart after a timeout, a spare.
